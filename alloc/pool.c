@@ -1,0 +1,141 @@
+/* pool.c: a device buffer pool with size classes, reuse, a limit and statistics. */
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Capacities are rounded up to one of four steps per power of two (at most 25%
+ * slack), so a freed buffer serves any later request of the same class. */
+#define CLB_POOL_MIN_BYTES 256u
+
+struct clb_pool_node {
+  clb_buf buf;
+  struct clb_pool_node *next;
+};
+
+struct clb_pool {
+  cl_context cl;
+  uint64_t limit;
+  uint64_t max_alloc;
+  struct clb_pool_node *free_list; /* unordered; classes make exact matches cheap */
+  clb_pool_stats st;
+};
+
+static size_t size_class(size_t bytes) {
+  if (bytes <= CLB_POOL_MIN_BYTES) return CLB_POOL_MIN_BYTES;
+  size_t p = CLB_POOL_MIN_BYTES;
+  while (p < bytes / 2 && p <= SIZE_MAX / 4) p *= 2; /* p <= bytes/2 < 2p */
+  size_t step = p / 4;
+  size_t c = p;
+  while (c < bytes) c += step;
+  return c;
+}
+
+clb_status clb__pool_new(cl_context cl, uint64_t limit, uint64_t max_alloc, clb_pool **out) {
+  *out = NULL;
+  clb_pool *p = calloc(1, sizeof *p);
+  if (!p) return CLB_ERR_HOST_OOM;
+  p->cl = cl;
+  clRetainContext(cl);
+  p->limit = limit;
+  p->max_alloc = max_alloc;
+  *out = p;
+  return CLB_OK;
+}
+
+static void release_node(clb_pool *p, struct clb_pool_node *n) {
+  p->st.held_bytes -= n->buf.capacity;
+  clReleaseMemObject(n->buf.mem);
+  free(n);
+}
+
+void clb__pool_trim(clb_pool *p) {
+  if (!p) return;
+  struct clb_pool_node *n = p->free_list;
+  while (n) {
+    struct clb_pool_node *next = n->next;
+    release_node(p, n);
+    n = next;
+  }
+  p->free_list = NULL;
+}
+
+void clb__pool_free(clb_pool *p) {
+  if (!p) return;
+  clb__pool_trim(p);
+  clReleaseContext(p->cl);
+  free(p);
+}
+
+clb_status clb__pool_get(clb_pool *p, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+  out->mem = NULL;
+  out->bytes = out->capacity = 0;
+  size_t cap = size_class(bytes);
+  if (cap < bytes || (p->max_alloc && cap > p->max_alloc)) {
+    if (!(p->max_alloc && bytes <= p->max_alloc)) {
+      snprintf(err, errlen, "%zu bytes requested, the device's largest buffer is %llu bytes",
+               bytes, (unsigned long long)p->max_alloc);
+      return CLB_ERR_OOM;
+    }
+    cap = bytes; /* close to the device maximum: no rounding */
+  }
+  for (struct clb_pool_node **pn = &p->free_list; *pn; pn = &(*pn)->next) {
+    if ((*pn)->buf.capacity == cap) {
+      struct clb_pool_node *n = *pn;
+      *pn = n->next;
+      *out = n->buf;
+      out->bytes = bytes;
+      free(n);
+      p->st.live_bytes += cap;
+      p->st.reused++;
+      return CLB_OK;
+    }
+  }
+  if (p->limit && p->st.held_bytes + cap > p->limit) clb__pool_trim(p);
+  if (p->limit && p->st.held_bytes + cap > p->limit) {
+    snprintf(err, errlen, "%zu bytes requested with %llu bytes in use, over the limit of %llu bytes",
+             bytes, (unsigned long long)p->st.held_bytes, (unsigned long long)p->limit);
+    return CLB_ERR_OOM;
+  }
+  cl_int e = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(p->cl, CL_MEM_READ_WRITE, cap, NULL, &e);
+  if (e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
+      e == CL_OUT_OF_HOST_MEMORY || e == CL_INVALID_BUFFER_SIZE) {
+    /* Give back what is idle and try once more before reporting. */
+    clb__pool_trim(p);
+    m = clCreateBuffer(p->cl, CL_MEM_READ_WRITE, cap, NULL, &e);
+  }
+  if (e != CL_SUCCESS || !m) {
+    snprintf(err, errlen, "clCreateBuffer of %zu bytes failed (cl error %d)", cap, (int)e);
+    return (e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
+            e == CL_OUT_OF_HOST_MEMORY || e == CL_INVALID_BUFFER_SIZE)
+               ? CLB_ERR_OOM
+               : CLB_ERR_CL;
+  }
+  out->mem = m;
+  out->bytes = bytes;
+  out->capacity = cap;
+  p->st.fresh++;
+  p->st.live_bytes += cap;
+  p->st.held_bytes += cap;
+  if (p->st.held_bytes > p->st.peak_bytes) p->st.peak_bytes = p->st.held_bytes;
+  return CLB_OK;
+}
+
+void clb__pool_put(clb_pool *p, clb_buf *b) {
+  if (!b->mem) return;
+  p->st.live_bytes -= b->capacity;
+  struct clb_pool_node *n = malloc(sizeof *n);
+  if (!n) { /* cannot keep it: release it instead */
+    p->st.held_bytes -= b->capacity;
+    clReleaseMemObject(b->mem);
+  } else {
+    n->buf = *b;
+    n->next = p->free_list;
+    p->free_list = n;
+  }
+  b->mem = NULL;
+  b->bytes = b->capacity = 0;
+}
+
+void clb__pool_stats(const clb_pool *p, clb_pool_stats *out) { *out = p->st; }

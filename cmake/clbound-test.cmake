@@ -1,0 +1,20 @@
+# clb_add_test(<layer>/<topic> SOURCES ... [LIBS ...] [LABELS ...] [ENV ...] [TIMEOUT s])
+# Adds one test executable named test-<layer>-<topic> and a CTest test <layer>/<topic>.
+# Every test gets PoCL's kernel cache inside the build tree, so a fresh clone never
+# depends on (or corrupts) a cache elsewhere, and CLBOUND_REQUIRE_DEVICE from CI.
+function(clb_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;ENV" ${ARGN})
+  string(REPLACE "/" "-" tgt "test-${name}")
+  add_executable(${tgt} ${T_SOURCES})
+  target_link_libraries(${tgt} PRIVATE ${T_LIBS})
+  target_include_directories(${tgt} PRIVATE ${PROJECT_SOURCE_DIR}/tests/common)
+  set_target_properties(${tgt} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${tgt})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  set_tests_properties(${name} PROPERTIES
+    LABELS "${T_LABELS}"
+    TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;CLBOUND_CACHE_DIR=${PROJECT_BINARY_DIR}/clbound-cache;${T_ENV}")
+endfunction()

@@ -1,0 +1,12 @@
+/* clbound/clbound.h: the umbrella header of clbound, a runtime for tensor programs
+ * whose shapes change within bounds, on any OpenCL device. */
+#ifndef CLB_CLBOUND_H
+#define CLB_CLBOUND_H
+
+#include "clbound/export.h"
+#include "clbound/version.h"
+#include "clbound/status.h"
+#include "clbound/runtime.h"
+#include "clbound/ops.h"
+
+#endif /* CLB_CLBOUND_H */

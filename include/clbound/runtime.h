@@ -1,0 +1,219 @@
+/* clbound/runtime.h: devices, contexts, bounded tensors with on-device sizes, counters. */
+#ifndef CLB_RUNTIME_H
+#define CLB_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "clbound/export.h"
+#include "clbound/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest rank a tensor may have. */
+#define CLB_MAX_RANK 8
+
+typedef struct clb_context *clb_context_t;
+typedef struct clb_tensor *clb_tensor_t;
+
+/* ---- Element types ------------------------------------------------------ */
+
+typedef enum clb_dtype {
+  CLB_DTYPE_F32 = 0,
+  CLB_DTYPE_F64 = 1, /* only where the device has fp64 */
+  CLB_DTYPE_I32 = 2,
+  CLB_DTYPE_I64 = 3,
+  CLB_DTYPE_U8 = 4,
+  CLB_DTYPE_BOOL = 5, /* one byte per element, 0 or 1 */
+  CLB_DTYPE_COUNT = 6
+} clb_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+CLB_API size_t clb_dtype_size(clb_dtype dt);
+/* Lowercase name ("f32", "bool"); "?" for an unknown dtype. */
+CLB_API const char *clb_dtype_name(clb_dtype dt);
+
+/* ---- Errors without a context --------------------------------------------- */
+
+/* The detail of the last failure on this thread that had no context to hold it
+ * (context creation, device listing). Thread-local; valid until the next such call. */
+CLB_API const char *clb_last_errmsg(void);
+
+/* ---- Devices ---------------------------------------------------------------- */
+
+/* What matters about a device for the kernels here. */
+typedef struct clb_device_info {
+  size_t struct_size;          /* set to sizeof(clb_device_info) before the call */
+  int platform_index;          /* index in clGetPlatformIDs order */
+  int device_index;            /* index within its platform */
+  char platform_name[128];
+  char name[128];
+  char vendor[128];
+  char driver_version[64];
+  char device_version[64];     /* CL_DEVICE_VERSION */
+  char opencl_c_version[64];   /* CL_DEVICE_OPENCL_C_VERSION */
+  int is_cpu;                  /* CL_DEVICE_TYPE_CPU */
+  int is_gpu;                  /* CL_DEVICE_TYPE_GPU */
+  uint32_t compute_units;
+  size_t max_work_group_size;
+  uint64_t local_mem_bytes;
+  int local_mem_emulated;      /* CL_GLOBAL: local memory is ordinary RAM */
+  uint64_t global_mem_bytes;
+  uint64_t max_alloc_bytes;
+  int has_fp64;
+  int has_int64_atomics;       /* cl_khr_int64_base_atomics */
+} clb_device_info;
+
+/* Number of devices over all platforms. Returns CLB_ERR_NO_DEVICE (with a message
+ * from clb_last_errmsg) when no platform or device can be found. */
+CLB_API clb_status clb_device_count(int *out);
+
+/* Fills *out for the device at the flat index `index` (platforms in order, then
+ * devices). out->struct_size must be set by the caller. */
+CLB_API clb_status clb_device_info_get(int index, clb_device_info *out);
+
+/* ---- Contexts ------------------------------------------------------------- */
+
+typedef enum clb_kernel_style {
+  CLB_KERNEL_STYLE_AUTO = 0, /* CPU style on CPU devices, GPU style elsewhere */
+  CLB_KERNEL_STYLE_CPU = 1,  /* each work-item walks a contiguous chunk */
+  CLB_KERNEL_STYLE_GPU = 2   /* work-group scans in local memory */
+} clb_kernel_style;
+
+/* Options for creating a context. Start with clb_context_options_init(): the
+ * struct begins with its own size so that it can grow without breaking the ABI. */
+typedef struct clb_context_options {
+  size_t struct_size;
+  /* Platform and device: NULL means the environment (CLBOUND_PLATFORM,
+   * CLBOUND_DEVICE), then the first device. Each is a decimal index or a
+   * case-insensitive substring of the name. The device index is within the
+   * chosen platform, or flat over all platforms when no platform is named. */
+  const char *platform;
+  const char *device;
+  clb_kernel_style kernel_style;
+  /* Caps the device bytes the context's pool may hold; 0 means the device's
+   * global memory. Asking for more gives CLB_ERR_OOM. */
+  uint64_t device_memory_limit;
+} clb_context_options;
+
+CLB_API void clb_context_options_init(clb_context_options *opts);
+
+/* Creates a context, its own cl_context and in-order queue on the chosen device.
+ * opts may be NULL (defaults). On success *out owns a new context; release it with
+ * clb_context_free(). On failure *out is NULL and clb_last_errmsg() says why,
+ * listing the devices there are when none matched. */
+CLB_API clb_status clb_context_new(const clb_context_options *opts, clb_context_t *out);
+
+/* Wraps a caller's cl_context and in-order queue (and the queue's device). Both are
+ * retained and released by clb_context_free(); the caller keeps its own references. */
+CLB_API clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
+                                    const clb_context_options *opts, clb_context_t *out);
+
+/* Waits for the queue, then releases every tensor still owned and the context.
+ * NULL is a no-op. */
+CLB_API void clb_context_free(clb_context_t ctx);
+
+/* The detail of the last failure on this context (op, sizes, OpenCL error name,
+ * build log). Owned by the context; valid until the next call on it. Contexts are
+ * not thread-safe: use one per thread, or serialize calls. */
+CLB_API const char *clb_context_errmsg(clb_context_t ctx);
+
+/* Borrowed OpenCL handles of the context; valid while it lives. */
+CLB_API cl_context clb_context_cl_context(clb_context_t ctx);
+CLB_API cl_command_queue clb_context_cl_queue(clb_context_t ctx);
+CLB_API cl_device_id clb_context_cl_device(clb_context_t ctx);
+/* The style the context's kernels use after AUTO was resolved. */
+CLB_API clb_kernel_style clb_context_kernel_style(clb_context_t ctx);
+
+/* A host sync: waits for all queued work, then reads the device status word. A
+ * sticky error raised by a kernel since the last sync (a size over its bound, a
+ * failed deferred check, short masked_scatter source, integer division by zero)
+ * is returned here with a message naming the op and the sizes, and cleared. */
+CLB_API clb_status clb_context_sync(clb_context_t ctx);
+
+/* ---- Counters -------------------------------------------------------------- */
+
+typedef struct clb_counters {
+  size_t struct_size;             /* set to sizeof(clb_counters) before the call */
+  uint64_t program_builds;        /* programs built from source */
+  uint64_t program_cache_hits_memory;
+  uint64_t program_cache_hits_disk;
+  uint64_t kernel_launches;
+  uint64_t host_syncs;            /* each time the host waited on the device */
+  uint64_t bytes_to_device;
+  uint64_t bytes_to_host;
+  uint64_t plans_compiled;
+  uint64_t recompiles;
+  uint64_t device_bytes_live;     /* pool bytes handed out now */
+  uint64_t device_bytes_held;     /* pool bytes held, live or free for reuse */
+  uint64_t peak_device_bytes;     /* the most held at once */
+  uint64_t buffers_fresh;         /* cl_mem created */
+  uint64_t buffers_reused;        /* requests served from the pool */
+} clb_counters;
+
+CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);
+
+/* ---- Bounded tensors -------------------------------------------------------
+ *
+ * A tensor has a rank (0..8), a dtype and per dim a bound. A static dim always
+ * has its bound as actual size; a dynamic dim has an actual size in [0, bound]
+ * that lives on the device, in the tensor's shape record, and that producing
+ * kernels write. The data buffer is sized at the bounds; the live part is dense
+ * row-major at the actual sizes, starting at offset 0. A new tensor's actual
+ * sizes are its bounds. */
+
+/* Creates a tensor. `bounds` has `rank` entries (NULL for rank 0); `dynamic` has
+ * `rank` flags, or is NULL for all static. A static dim of size 0 is allowed.
+ * On success *out is owned by the caller; release it with clb_tensor_free()
+ * (or it is released with the context). */
+CLB_API clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank,
+                                  const int64_t *bounds, const uint8_t *dynamic,
+                                  clb_tensor_t *out);
+
+/* Returns the tensor's buffers to the context's pool. NULL is a no-op. */
+CLB_API void clb_tensor_free(clb_tensor_t t);
+
+CLB_API clb_dtype clb_tensor_dtype(clb_tensor_t t);
+CLB_API int clb_tensor_rank(clb_tensor_t t);
+/* Copies the bounds into dims[rank]. No device work. */
+CLB_API void clb_tensor_bounds(clb_tensor_t t, int64_t *dims);
+/* Whether dim d is dynamic (1) or static (0). No device work. */
+CLB_API int clb_tensor_is_dynamic(clb_tensor_t t, int d);
+/* Number of elements at the bounds. */
+CLB_API int64_t clb_tensor_bound_numel(clb_tensor_t t);
+/* Borrowed cl_mem of the data (sized at the bounds) and of the shape record
+ * (CLB_MAX_RANK int64 values; dims past the rank hold 1). */
+CLB_API cl_mem clb_tensor_data_mem(clb_tensor_t t);
+CLB_API cl_mem clb_tensor_shape_mem(clb_tensor_t t);
+
+/* Copies host data in, with actual sizes `dims` (NULL for rank 0). `bytes` must be
+ * the dense size at those dims. A dim over its bound, or a static dim that differs
+ * from its bound, is CLB_ERR_OUT_OF_BOUNDS and nothing is written. Blocking for
+ * the host buffer only: returns once `host` may be reused. */
+CLB_API clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
+                                    const void *host, size_t bytes);
+
+/* Sets the actual sizes without touching data (new elements are unspecified). */
+CLB_API clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims);
+
+/* A host sync: reads the actual sizes into dims[rank]. Checks the status word
+ * first, so a pending device error is returned here. */
+CLB_API clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *dims);
+
+/* A host sync: reads the actual sizes into dims[rank] (may be NULL) and the live
+ * data into host (capacity `cap` bytes); *bytes_out (may be NULL) gets the dense
+ * size. A capacity too small is CLB_ERR_BUFFER_SMALL and nothing is read. */
+CLB_API clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims,
+                                   void *host, size_t cap, size_t *bytes_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLB_RUNTIME_H */

@@ -1,0 +1,112 @@
+/* reduce.cl: sum, mean and max over one dim or over everything.
+ * Built with: TA (input), TOUT (output), TACC (accumulator), one of RED_SUM,
+ * RED_MEAN, RED_MAX, TA_FLOAT for floating inputs, RANK (input rank), LOCAL (the
+ * fixed work-group size). Floating sums are compensated (Kahan). */
+
+#ifdef TA_FLOAT
+#define CLB_ISNAN(x) isnan(x)
+#else
+#define CLB_ISNAN(x) 0
+#endif
+
+#if defined(RED_MAX)
+#define ACC_INIT(v) (v) = TACC_LOWEST
+#define ACC_ADD(v, c, x) (v) = ((CLB_ISNAN(x) || (x) > (v)) ? (x) : (v))
+#define ACC_MERGE(v, w) ACC_ADD(v, 0, w)
+#elif defined(TA_FLOAT)
+#define ACC_INIT(v) (v) = 0
+#define ACC_ADD(v, c, x)                                                    \
+  {                                                                         \
+    TACC y_ = (TACC)(x) - (c);                                              \
+    TACC t_ = (v) + y_;                                                     \
+    (c) = (t_ - (v)) - y_;                                                  \
+    (v) = t_;                                                               \
+  }
+#define ACC_MERGE(v, w) (v) += (w)
+#else
+#define ACC_INIT(v) (v) = 0
+#define ACC_ADD(v, c, x) (v) += (TACC)(x)
+#define ACC_MERGE(v, w) (v) += (w)
+#endif
+
+#if defined(RED_MEAN)
+#define ACC_FINAL(v, count) ((count) > 0 ? (TOUT)((v) / (TACC)(count)) : (TOUT)NAN)
+#else
+#define ACC_FINAL(v, count) ((TOUT)(v))
+#endif
+
+#ifdef RED_DIM
+/* One work-item per output element; each walks the reduced dim. */
+__kernel void red_dim(__global const TA *a, __global const long *sa, __global TOUT *out,
+                      __global long *so, int dim, int keepdim, __global int *st, uint launch) {
+  long outer = 1, inner = 1;
+  for (int d = 0; d < dim; d++) outer *= sa[d];
+  for (int d = dim + 1; d < RANK; d++) inner *= sa[d];
+  long k = sa[dim];
+  long nout = outer * inner;
+  if (clb_first_item()) {
+    int o = 0;
+    for (int d = 0; d < RANK; d++) {
+      if (d == dim) {
+        if (keepdim) so[o++] = 1;
+      } else {
+        so[o++] = sa[d];
+      }
+    }
+#ifdef RED_MAX
+    if (k == 0 && nout > 0) clb_raise(st, launch, CLB_STF_EMPTY_REDUCE, 0, 0);
+#endif
+  }
+  CLB_FOR_CHUNK(i, nout) {
+    long oi = i / inner, j = i - oi * inner;
+    __global const TA *p = a + oi * k * inner + j;
+    TACC v, c = 0;
+    ACC_INIT(v);
+    for (long r = 0; r < k; r++) ACC_ADD(v, c, p[r * inner]);
+    out[i] = ACC_FINAL(v, k);
+  }
+}
+#endif
+
+#ifdef RED_ALL
+/* Stage 1: each work-group reduces its chunk into one partial. */
+__kernel void red_all_part(__global const TA *a, __global const long *sa,
+                           __global TACC *partials) {
+  __local TACC buf[LOCAL];
+  long n = clb_numel(sa, RANK);
+  TACC v, c = 0;
+  ACC_INIT(v);
+  CLB_FOR_CHUNK(i, n) ACC_ADD(v, c, a[i]);
+  int lid = (int)get_local_id(0);
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = LOCAL / 2; s > 0; s >>= 1) {
+    if (lid < s) ACC_MERGE(buf[lid], buf[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) partials[get_group_id(0)] = buf[0];
+}
+
+/* Stage 2: one work-group merges the partials and writes the 0-d output. */
+__kernel void red_all_final(__global const TACC *partials, int nparts, __global const long *sa,
+                            __global TOUT *out, __global int *st, uint launch) {
+  __local TACC buf[LOCAL];
+  int lid = (int)get_local_id(0);
+  TACC v;
+  ACC_INIT(v);
+  for (int i = lid; i < nparts; i += LOCAL) ACC_MERGE(v, partials[i]);
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = LOCAL / 2; s > 0; s >>= 1) {
+    if (lid < s) ACC_MERGE(buf[lid], buf[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    long n = clb_numel(sa, RANK);
+#ifdef RED_MAX
+    if (n == 0) clb_raise(st, launch, CLB_STF_EMPTY_REDUCE, 0, 0);
+#endif
+    out[0] = ACC_FINAL(buf[0], n);
+  }
+}
+#endif

@@ -1,0 +1,178 @@
+/* ops-elementwise.c: unary and binary elementwise ops, fill and cast. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime-impl.h"
+
+static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum"};
+static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM", "OP_MAX", "OP_MIN"};
+static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy"};
+static const char *const unary_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH", "OP_EXP", "OP_LOG", "OP_COPY"};
+
+/* Build options naming the input and output types. */
+static void type_options(char *buf, size_t len, clb_dtype in, clb_dtype out) {
+  snprintf(buf, len, "-D TA=%s -D TOUT=%s%s%s%s", clb__dtype_cl(in), clb__dtype_cl(out),
+           clb__dtype_is_float(in) ? " -D TA_FLOAT" : "", out == CLB_DTYPE_BOOL ? " -D TOUT_BOOL" : "",
+           (in == CLB_DTYPE_F64 || out == CLB_DTYPE_F64) ? " -D CLB_NEED_FP64" : "");
+}
+
+static clb_status check_ctx(clb_context_t ctx, const char *op) {
+  return ctx ? CLB_OK : clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+}
+
+clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_tensor_t b,
+                      clb_tensor_t *out) {
+  const char *op = (unsigned)bop < CLB_BINARY_COUNT ? binary_names[bop] : "clb_binary";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((unsigned)bop >= CLB_BINARY_COUNT) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_binary: unknown op %d", (int)bop);
+  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "b", b)) != CLB_OK) return st;
+  char da[128], db[128];
+  clb__tensor_desc(a, da, sizeof da);
+  clb__tensor_desc(b, db, sizeof db);
+  if (a->dtype != b->dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s (cast one first)", op, da, db);
+  if (a->dtype == CLB_DTYPE_BOOL)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
+  if (bop == CLB_BINARY_DIV && !clb__dtype_is_float(a->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "div: %s is not floating; cast to f32 or f64 first", clb_dtype_name(a->dtype));
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  int64_t obound[CLB_MAX_RANK];
+  uint8_t odyn[CLB_MAX_RANK];
+  unsigned bma = 0, bmb = 0;
+  for (int d = 0; d < rank; d++) {
+    int ia = d - (rank - a->rank), ib = d - (rank - b->rank);
+    int64_t ba = ia >= 0 ? a->bound[ia] : 1, bb = ib >= 0 ? b->bound[ib] : 1;
+    int ya = ia >= 0 && a->dyn[ia], yb = ib >= 0 && b->dyn[ib];
+    int one_a = ba == 1 && !ya, one_b = bb == 1 && !yb;
+    if (one_a && !one_b) {
+      bma |= 1u << d;
+      obound[d] = bb;
+      odyn[d] = (uint8_t)yb;
+    } else if (one_b && !one_a) {
+      bmb |= 1u << d;
+      obound[d] = ba;
+      odyn[d] = (uint8_t)ya;
+    } else {
+      if (ba != bb)
+        return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: a %s and b %s do not broadcast: dim %d of the result has bounds %lld and %lld",
+                              op, da, db, d, (long long)ba, (long long)bb);
+      obound[d] = ba;
+      /* a static side fixes the size; the dynamic side is checked on the device */
+      odyn[d] = (uint8_t)(ya && yb);
+    }
+  }
+  if ((st = clb__output(ctx, op, a->dtype, rank, obound, odyn, out)) != CLB_OK) return st;
+  clb_tensor_t o = *out;
+  char opts[256], types[160];
+  type_options(types, sizeof types, a->dtype, a->dtype);
+  int flat = bma == 0 && bmb == 0 && a->rank == b->rank;
+  snprintf(opts, sizeof opts, "-D EW_BINARY %s -D %s -D RANK=%d%s", types, binary_macros[bop], rank, flat ? " -D FLAT" : "");
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_binary", &k)) != CLB_OK) return st;
+  cl_int ra = a->rank, rb = b->rank;
+  cl_uint ma = bma, mb = bmb;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(ra),
+                    CLB_ARG(b->data.mem), CLB_ARG(b->shape.mem), CLB_ARG(rb),
+                    CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem), CLB_ARG(ma), CLB_ARG(mb),
+                    CLB_ARG(ctx->status), CLB_ARG(zero)};
+  char what[192];
+  snprintf(what, sizeof what, "a %.90s, b %.90s", da, db);
+  return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_for(ctx, clb__numel(rank, obound)), ctx->local_size);
+}
+
+clb_status clb_add(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_ADD, a, b, out);
+}
+clb_status clb_sub(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_SUB, a, b, out);
+}
+clb_status clb_mul(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_MUL, a, b, out);
+}
+clb_status clb_div(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_DIV, a, b, out);
+}
+clb_status clb_remainder(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_REM, a, b, out);
+}
+
+/* A unary launch: out = OP(a) with a's shape; shared by clb_unary and clb_cast. */
+static clb_status unary_launch(clb_context_t ctx, const char *op, const char *macro, clb_tensor_t a,
+                               clb_dtype out_dtype, clb_tensor_t *out) {
+  clb_status st = clb__output(ctx, op, out_dtype, a->rank, a->bound, a->dyn, out);
+  if (st != CLB_OK) return st;
+  clb_tensor_t o = *out;
+  char opts[256], types[160];
+  type_options(types, sizeof types, a->dtype, out_dtype);
+  snprintf(opts, sizeof opts, "-D EW_UNARY %s -D %s", types, macro);
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_unary", &k)) != CLB_OK) return st;
+  cl_int rank = a->rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(rank),
+                    CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem), CLB_ARG(ctx->status), CLB_ARG(zero)};
+  char what[192];
+  clb__tensor_desc(a, what, sizeof what);
+  return clb__launch(ctx, op, what, k, args, 7, 6, clb__groups_for(ctx, clb_tensor_bound_numel(a)), ctx->local_size);
+}
+
+clb_status clb_unary(clb_context_t ctx, clb_unary_op uop, clb_tensor_t a, clb_tensor_t *out) {
+  const char *op = (unsigned)uop < CLB_UNARY_COUNT ? unary_names[uop] : "clb_unary";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((unsigned)uop >= CLB_UNARY_COUNT) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_unary: unknown op %d", (int)uop);
+  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
+  int needs_float = uop == CLB_UNARY_SIGMOID || uop == CLB_UNARY_TANH || uop == CLB_UNARY_EXP || uop == CLB_UNARY_LOG;
+  if (needs_float && !clb__dtype_is_float(a->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is not floating; cast to f32 or f64 first", op, clb_dtype_name(a->dtype));
+  if (a->dtype == CLB_DTYPE_BOOL && uop != CLB_UNARY_COPY)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast first)", op);
+  return unary_launch(ctx, op, unary_macros[uop], a, a->dtype, out);
+}
+
+clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype, clb_tensor_t *out) {
+  static const char *op = "cast";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
+  if ((unsigned)dtype >= CLB_DTYPE_COUNT) return clb__set_error(ctx, CLB_ERR_DTYPE, "cast: unknown dtype %d", (int)dtype);
+  if (dtype == CLB_DTYPE_F64 && !ctx->info.has_fp64)
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "cast: f64 needs cl_khr_fp64, which %s lacks", ctx->info.name);
+  return unary_launch(ctx, op, "OP_CAST", a, dtype, out);
+}
+
+clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
+  static const char *op = "fill";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "t", t)) != CLB_OK) return st;
+  union {
+    float f;
+    double d;
+    cl_int i;
+    cl_long l;
+    cl_uchar u;
+  } v;
+  size_t vs = clb_dtype_size(t->dtype);
+  switch (t->dtype) {
+  case CLB_DTYPE_F32: v.f = (float)value; break;
+  case CLB_DTYPE_F64: v.d = value; break;
+  case CLB_DTYPE_I32: v.i = (cl_int)value; break;
+  case CLB_DTYPE_I64: v.l = (cl_long)value; break;
+  case CLB_DTYPE_U8: v.u = (cl_uchar)value; break;
+  default: v.u = value != 0.0; break;
+  }
+  char opts[256], types[160];
+  type_options(types, sizeof types, t->dtype, t->dtype);
+  snprintf(opts, sizeof opts, "-D EW_FILL %s", types);
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_fill", &k)) != CLB_OK) return st;
+  cl_int rank = t->rank;
+  clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), {vs, &v}};
+  char what[192];
+  clb__tensor_desc(t, what, sizeof what);
+  return clb__launch(ctx, op, what, k, args, 4, -1, clb__groups_for(ctx, clb_tensor_bound_numel(t)), ctx->local_size);
+}

@@ -1,0 +1,158 @@
+/* program-cache.c: builds each (source, options) program once per context and
+ * keeps its kernels, so that a launch never builds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime-impl.h"
+
+#define CLB_MAX_KERNELS_PER_PROGRAM 8
+
+typedef struct clb_prog_entry {
+  uint64_t hash;
+  char *src;      /* kernel file name */
+  char *options;  /* build options as given */
+  cl_program program;
+  int nkernels;
+  struct {
+    char *name;
+    cl_kernel kernel;
+  } kernels[CLB_MAX_KERNELS_PER_PROGRAM];
+} clb_prog_entry;
+
+struct clb_progcache {
+  clb_prog_entry *entries;
+  size_t n, cap;
+};
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return (h ^ 0xff) * 0x100000001b3ull; /* separator, so ("ab","c") != ("a","bc") */
+}
+
+static char *dup_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+clb_status clb__progcache_new(clb_progcache **out) {
+  *out = calloc(1, sizeof **out);
+  return *out ? CLB_OK : CLB_ERR_HOST_OOM;
+}
+
+void clb__progcache_free(clb_progcache *pc) {
+  if (!pc) return;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    for (int k = 0; k < e->nkernels; k++) {
+      clReleaseKernel(e->kernels[k].kernel);
+      free(e->kernels[k].name);
+    }
+    if (e->program) clReleaseProgram(e->program);
+    free(e->src);
+    free(e->options);
+  }
+  free(pc->entries);
+  free(pc);
+}
+
+const clb_kernel_src *clb__kernel_src_find(const char *name) {
+  for (size_t i = 0; i < clb__kernel_source_count; i++)
+    if (strcmp(clb__kernel_sources[i].name, name) == 0) return &clb__kernel_sources[i];
+  return NULL;
+}
+
+static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
+                        cl_program *out) {
+  const clb_kernel_src *common = clb__kernel_src_find("common");
+  const clb_kernel_src *body = clb__kernel_src_find(src);
+  if (!common || !body)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
+  const char *texts[2] = {common->text, body->text};
+  size_t lens[2] = {common->len, body->len};
+  cl_int e = CL_SUCCESS;
+  cl_program p = clCreateProgramWithSource(ctx->cl, 2, texts, lens, &e);
+  if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
+  e = clBuildProgram(p, 1, &ctx->device, options, NULL, NULL);
+  ctx->counters.program_builds++;
+  if (e != CL_SUCCESS) {
+    clb__set_error(ctx, CLB_ERR_BUILD, "%s: building kernels/%s.cl with \"%s\" failed (%s, %d); build log:\n",
+                   op, src, options, clb__cl_error_name(e), (int)e);
+    size_t loglen = 0;
+    clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
+    char *log = loglen ? malloc(loglen + 1) : NULL;
+    if (log) {
+      clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
+      log[loglen] = 0;
+      clb__append_error(ctx, "%s", log);
+      free(log);
+    }
+    clReleaseProgram(p);
+    return CLB_ERR_BUILD;
+  }
+  *out = p;
+  return CLB_OK;
+}
+
+clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
+                           const char *options, const char *kernel, cl_kernel *out) {
+  clb_progcache *pc = ctx->programs;
+  uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ull, src), options);
+  clb_prog_entry *e = NULL;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *c = &pc->entries[i];
+    if (c->hash == h && strcmp(c->src, src) == 0 && strcmp(c->options, options) == 0) {
+      e = c;
+      break;
+    }
+  }
+  if (e) {
+    ctx->counters.program_cache_hits_memory++;
+  } else {
+    if (pc->n == pc->cap) {
+      size_t ncap = pc->cap ? pc->cap * 2 : 16;
+      clb_prog_entry *ne = realloc(pc->entries, ncap * sizeof *ne);
+      if (!ne) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
+      pc->entries = ne;
+      pc->cap = ncap;
+    }
+    cl_program p = NULL;
+    clb_status st = build(ctx, op, src, options, &p);
+    if (st != CLB_OK) return st;
+    e = &pc->entries[pc->n];
+    memset(e, 0, sizeof *e);
+    e->hash = h;
+    e->src = dup_str(src);
+    e->options = dup_str(options);
+    e->program = p;
+    if (!e->src || !e->options) {
+      free(e->src);
+      free(e->options);
+      clReleaseProgram(p);
+      return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
+    }
+    pc->n++;
+  }
+  for (int k = 0; k < e->nkernels; k++)
+    if (strcmp(e->kernels[k].name, kernel) == 0) {
+      *out = e->kernels[k].kernel;
+      return CLB_OK;
+    }
+  if (e->nkernels == CLB_MAX_KERNELS_PER_PROGRAM)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: too many kernels in %s.cl", op, src);
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(e->program, kernel, &err);
+  if (err != CL_SUCCESS) return clb__cl_error(ctx, err, "%s: clCreateKernel(%s) in %s.cl", op, kernel, src);
+  char *name = dup_str(kernel);
+  if (!name) {
+    clReleaseKernel(k);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
+  }
+  e->kernels[e->nkernels].name = name;
+  e->kernels[e->nkernels].kernel = k;
+  e->nkernels++;
+  *out = k;
+  return CLB_OK;
+}

@@ -1,0 +1,244 @@
+/* tensor.c: bounded tensors: buffers at the bounds, shape records on the device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime-impl.h"
+
+#define SHAPE_BYTES (CLB_MAX_RANK * sizeof(int64_t))
+
+int64_t clb__numel(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  return n;
+}
+
+clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  if (!t) return clb__set_error(ctx, CLB_ERR_NULL, "%s: tensor %s is NULL", op, name);
+  if (t->ctx != ctx) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: tensor %s belongs to another context", op, name);
+  return CLB_OK;
+}
+
+static void free_staging(cl_event ev, cl_int status, void *p) {
+  (void)ev;
+  (void)status;
+  free(p);
+}
+
+clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
+                            const void *host, size_t bytes) {
+  if (bytes == 0) return CLB_OK;
+  void *copy = malloc(bytes);
+  if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
+  memcpy(copy, host, bytes);
+  cl_event ev = NULL;
+  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, copy, 0, NULL, &ev);
+  if (e != CL_SUCCESS) {
+    free(copy);
+    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
+  }
+  e = clSetEventCallback(ev, CL_COMPLETE, free_staging, copy);
+  if (e != CL_SUCCESS) { /* cannot free it later: wait now */
+    clWaitForEvents(1, &ev);
+    free(copy);
+  }
+  clReleaseEvent(ev);
+  ctx->counters.bytes_to_device += bytes;
+  return CLB_OK;
+}
+
+static clb_status write_shape(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims) {
+  int64_t rec[CLB_MAX_RANK];
+  for (int d = 0; d < CLB_MAX_RANK; d++) rec[d] = d < t->rank ? dims[d] : 1;
+  return clb__write_async(ctx, op, t->shape.mem, 0, rec, sizeof rec);
+}
+
+clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *bounds,
+                          const uint8_t *dynamic, clb_tensor_t *out) {
+  static const char *op = "clb_tensor_new";
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  *out = NULL;
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  if ((unsigned)dtype >= CLB_DTYPE_COUNT) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dtype);
+  if (dtype == CLB_DTYPE_F64 && !ctx->info.has_fp64)
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_fp64, which %s lacks", op, ctx->info.name);
+  if (rank < 0 || rank > CLB_MAX_RANK)
+    return clb__set_error(ctx, CLB_ERR_RANK, "%s: rank %d is outside 0..%d", op, rank, CLB_MAX_RANK);
+  if (rank > 0 && !bounds) return clb__set_error(ctx, CLB_ERR_NULL, "%s: bounds is NULL for rank %d", op, rank);
+  uint64_t numel = 1;
+  for (int d = 0; d < rank; d++) {
+    if (bounds[d] < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: bound of dim %d is negative (%lld)", op, d, (long long)bounds[d]);
+    if (bounds[d] > 0 && numel > (uint64_t)INT64_MAX / 16 / (uint64_t)bounds[d])
+      return clb__set_error(ctx, CLB_ERR_OOM, "%s: bounds overflow 64-bit byte counts at dim %d", op, d);
+    numel *= (uint64_t)bounds[d];
+  }
+  uint64_t bytes = numel * clb_dtype_size(dtype);
+  if (bytes > SIZE_MAX) return clb__set_error(ctx, CLB_ERR_OOM, "%s: %llu bytes do not fit in size_t", op, (unsigned long long)bytes);
+  clb_tensor_t t = calloc(1, sizeof *t);
+  if (!t) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: out of host memory", op);
+  t->ctx = ctx;
+  t->dtype = dtype;
+  t->rank = rank;
+  for (int d = 0; d < rank; d++) {
+    t->bound[d] = bounds[d];
+    t->dyn[d] = dynamic ? (dynamic[d] != 0) : 0;
+  }
+  char err[256];
+  char desc[128];
+  clb__tensor_desc(t, desc, sizeof desc);
+  clb_status st = clb__pool_get(ctx->pool, (size_t)bytes, &t->data, err, sizeof err);
+  if (st == CLB_OK) st = clb__pool_get(ctx->pool, SHAPE_BYTES, &t->shape, err, sizeof err);
+  if (st != CLB_OK) {
+    clb__pool_put(ctx->pool, &t->data);
+    free(t);
+    return clb__set_error(ctx, st, "%s %s: %s", op, desc, err);
+  }
+  st = write_shape(ctx, op, t, t->bound);
+  if (st != CLB_OK) {
+    clb__pool_put(ctx->pool, &t->data);
+    clb__pool_put(ctx->pool, &t->shape);
+    free(t);
+    return st;
+  }
+  t->next = ctx->tensors;
+  if (ctx->tensors) ctx->tensors->prev = t;
+  ctx->tensors = t;
+  *out = t;
+  return CLB_OK;
+}
+
+void clb_tensor_free(clb_tensor_t t) {
+  if (!t) return;
+  clb_context_t ctx = t->ctx;
+  /* Kernels still queued may use the buffers: a later owner only writes after
+   * them, since the queue is in order. */
+  clb__pool_put(ctx->pool, &t->data);
+  clb__pool_put(ctx->pool, &t->shape);
+  if (t->prev) t->prev->next = t->next;
+  else ctx->tensors = t->next;
+  if (t->next) t->next->prev = t->prev;
+  free(t);
+}
+
+clb_dtype clb_tensor_dtype(clb_tensor_t t) { return t ? t->dtype : CLB_DTYPE_COUNT; }
+int clb_tensor_rank(clb_tensor_t t) { return t ? t->rank : -1; }
+void clb_tensor_bounds(clb_tensor_t t, int64_t *dims) {
+  if (t && dims) memcpy(dims, t->bound, (size_t)t->rank * sizeof *dims);
+}
+int clb_tensor_is_dynamic(clb_tensor_t t, int d) { return t && d >= 0 && d < t->rank ? t->dyn[d] : 0; }
+int64_t clb_tensor_bound_numel(clb_tensor_t t) { return t ? clb__numel(t->rank, t->bound) : 0; }
+cl_mem clb_tensor_data_mem(clb_tensor_t t) { return t ? t->data.mem : NULL; }
+cl_mem clb_tensor_shape_mem(clb_tensor_t t) { return t ? t->shape.mem : NULL; }
+
+/* Checks actual sizes against the bounds and static dims. */
+static clb_status check_dims(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims) {
+  if (t->rank > 0 && !dims) return clb__set_error(ctx, CLB_ERR_NULL, "%s: dims is NULL for rank %d", op, t->rank);
+  char desc[128];
+  for (int d = 0; d < t->rank; d++) {
+    if (dims[d] < 0 || dims[d] > t->bound[d])
+      return clb__set_error(ctx, CLB_ERR_OUT_OF_BOUNDS, "%s: dim %d of %s: %lld %s bound %lld", op, d,
+                            clb__tensor_desc(t, desc, sizeof desc), (long long)dims[d],
+                            dims[d] < 0 ? "is negative," : ">", (long long)t->bound[d]);
+    if (!t->dyn[d] && dims[d] != t->bound[d])
+      return clb__set_error(ctx, CLB_ERR_OUT_OF_BOUNDS, "%s: dim %d of %s is static: %lld != %lld", op, d,
+                            clb__tensor_desc(t, desc, sizeof desc), (long long)dims[d], (long long)t->bound[d]);
+  }
+  return CLB_OK;
+}
+
+clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
+                            const void *host, size_t bytes) {
+  static const char *op = "clb_tensor_write";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  if (st != CLB_OK) return st;
+  if ((st = check_dims(ctx, op, t, dims)) != CLB_OK) return st;
+  size_t want = (size_t)clb__numel(t->rank, dims) * clb_dtype_size(t->dtype);
+  if (bytes != want)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
+  if (want && !host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
+  if ((st = write_shape(ctx, op, t, dims)) != CLB_OK) return st;
+  return clb__write_async(ctx, op, t->data.mem, 0, host, bytes);
+}
+
+clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims) {
+  static const char *op = "clb_tensor_set_sizes";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  if (st != CLB_OK) return st;
+  if ((st = check_dims(ctx, op, t, dims)) != CLB_OK) return st;
+  return write_shape(ctx, op, t, dims);
+}
+
+/* Reads the shape record and syncs: one counted host sync. */
+static clb_status read_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, int64_t *rec) {
+  cl_int e = clEnqueueReadBuffer(ctx->queue, t->shape.mem, CL_FALSE, 0, SHAPE_BYTES, rec, 0, NULL, NULL);
+  if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading sizes", op);
+  ctx->counters.bytes_to_host += SHAPE_BYTES;
+  return clb__sync(ctx, op); /* the in-order queue has finished the read too */
+}
+
+clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *dims) {
+  static const char *op = "clb_tensor_sizes";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  if (st != CLB_OK) return st;
+  if (t->rank > 0 && !dims) return clb__set_error(ctx, CLB_ERR_NULL, "%s: dims is NULL", op);
+  int64_t rec[CLB_MAX_RANK];
+  if ((st = read_sizes(ctx, op, t, rec)) != CLB_OK) return st;
+  memcpy(dims, rec, (size_t)t->rank * sizeof *dims);
+  return CLB_OK;
+}
+
+clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, void *host,
+                           size_t cap, size_t *bytes_out) {
+  static const char *op = "clb_tensor_read";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  if (st != CLB_OK) return st;
+  int64_t rec[CLB_MAX_RANK];
+  if ((st = read_sizes(ctx, op, t, rec)) != CLB_OK) return st;
+  for (int d = 0; d < t->rank; d++)
+    if (rec[d] < 0 || rec[d] > t->bound[d])
+      return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: shape record dim %d holds %lld, bound %lld", op, d,
+                            (long long)rec[d], (long long)t->bound[d]);
+  if (dims) memcpy(dims, rec, (size_t)t->rank * sizeof *dims);
+  size_t bytes = (size_t)clb__numel(t->rank, rec) * clb_dtype_size(t->dtype);
+  if (bytes_out) *bytes_out = bytes;
+  if (bytes > cap)
+    return clb__set_error(ctx, CLB_ERR_BUFFER_SMALL, "%s: %zu bytes live, buffer holds %zu", op, bytes, cap);
+  if (bytes == 0) return CLB_OK;
+  if (!host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
+  cl_int e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading %zu bytes", op, bytes);
+  ctx->counters.bytes_to_host += bytes;
+  return CLB_OK;
+}
+
+clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
+                       const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out) {
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  if (!*out) {
+    clb_status st = clb_tensor_new(ctx, dtype, rank, bounds, dyn, out);
+    if (st != CLB_OK) clb__append_error(ctx, " (output of %s)", op);
+    return st;
+  }
+  clb_tensor_t t = *out;
+  clb_status st = clb__check_tensor(ctx, op, "out", t);
+  if (st != CLB_OK) return st;
+  char desc[128];
+  if (t->dtype != dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: out is %s, the op gives %s", op, clb_dtype_name(t->dtype), clb_dtype_name(dtype));
+  if (t->rank != rank)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: out %s has rank %d, the op gives rank %d", op,
+                          clb__tensor_desc(t, desc, sizeof desc), t->rank, rank);
+  for (int d = 0; d < rank; d++) {
+    if (t->bound[d] < bounds[d])
+      return clb__set_error(ctx, CLB_ERR_OUT_OF_BOUNDS, "%s: dim %d of out %s: bound %lld < %lld needed", op, d,
+                            clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d], (long long)bounds[d]);
+    if ((dyn[d] || t->bound[d] > bounds[d]) && !t->dyn[d])
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: dim %d of out %s must be dynamic: its size can be below %lld", op, d,
+                            clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d]);
+  }
+  return CLB_OK;
+}
