@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "clbound/clbound.h"
+#include "commands.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -20,6 +21,8 @@ static int usage(FILE *f) {
           "  info             list OpenCL platforms and devices\n"
           "  demo [--iterations N] [--json]\n"
           "                   bounded tensors changing size with zero program rebuilds\n"
+          "  bench ops [--json] [--quick]\n"
+          "                   data-dependent ops against a copy kernel over the same bytes\n"
           "  version          print the library version\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring)\n");
   return f == stderr ? 2 : 0;
@@ -192,6 +195,7 @@ int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   if (strcmp(argv[1], "info") == 0) return cmd_info();
   if (strcmp(argv[1], "demo") == 0) return cmd_demo(argc - 2, argv + 2);
+  if (strcmp(argv[1], "bench") == 0) return clb_cmd_bench(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {
     printf("clbound %s\n", clb_version());
     return 0;

@@ -8,5 +8,6 @@
 #include "clbound/status.h"
 #include "clbound/runtime.h"
 #include "clbound/ops.h"
+#include "clbound/dataops.h"
 
 #endif /* CLB_CLBOUND_H */

@@ -54,7 +54,7 @@ static long clb_test_checks = 0;
 
 /* Prints how many checks ran and failed; returns the process exit code. A test
  * that ran no check fails: it proved nothing. */
-static int clb_test_finish(const char *name) {
+static inline int clb_test_finish(const char *name) {
   printf("%s: %ld checks, %d failed\n", name, clb_test_checks, clb_test_failures);
   return (clb_test_failures || clb_test_checks == 0) ? 1 : 0;
 }

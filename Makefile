@@ -1,0 +1,38 @@
+# The two commands: `make demo` and `make test`. Each installs what is missing
+# (as root; otherwise it says what to install), configures with CMake into build/,
+# builds, and runs. `make bench` runs the benchmarks.
+BUILD ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# PoCL's kernel cache lives inside the build tree: a fresh clone never shares a
+# cache with another build or PoCL version.
+export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
+
+.PHONY: all setup configure build demo test bench clean
+
+all: build
+
+setup:
+	@sh scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@mkdir -p $(POCL_CACHE_DIR)
+	$(BUILD)/bin/clbound info
+	$(BUILD)/bin/clbound demo
+
+test: build
+	@mkdir -p $(POCL_CACHE_DIR)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@mkdir -p $(POCL_CACHE_DIR)
+	@if [ -x $(BUILD)/bin/clbound ]; then $(BUILD)/bin/clbound bench ops; fi
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,159 @@
+/* cl-test.h: helpers for tests that run on an OpenCL device: a context (a missing
+ * device fails under CI, else skips), dtype-generic writes and reads, canaries. */
+#ifndef CLB_CL_TEST_H
+#define CLB_CL_TEST_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clbound/clbound.h"
+#include "test.h"
+
+#define CLB_TEST_SKIP 77
+#define CLB_CANARY 0xA5
+
+/* Creates a context on the default device. Without one: exit 1 when CI or
+ * CLBOUND_REQUIRE_DEVICE is set (CI must never skip), else exit 77 (skipped). */
+static inline clb_context_t clb_test_context(const clb_context_options *opts) {
+  clb_context_t ctx = NULL;
+  clb_status st = clb_context_new(opts, &ctx);
+  if (st == CLB_OK) return ctx;
+  const char *ci = getenv("CI"), *req = getenv("CLBOUND_REQUIRE_DEVICE");
+  int must = (ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0) || (req && *req && strcmp(req, "0") != 0);
+  fprintf(stderr, "no OpenCL context: %s: %s\n", clb_status_str(st), clb_last_errmsg());
+  if (st == CLB_ERR_NO_DEVICE && !must) {
+    fprintf(stderr, "skipping: no OpenCL device (set CI=true to make this a failure)\n");
+    exit(CLB_TEST_SKIP);
+  }
+  exit(1);
+}
+
+/* Stops the test when an API call fails, printing the context's message. */
+#define CL_OK(ctx, call)                                                                \
+  do {                                                                                  \
+    clb_status st_ = (call);                                                            \
+    if (st_ != CLB_OK) {                                                                \
+      CLB_FAIL_AT("%s: %s: %s", #call, clb_status_name(st_), clb_context_errmsg(ctx));  \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+/* Expects a call to fail with `want` and a message containing `needle`. */
+#define EXPECT_STATUS(ctx, call, want, needle)                                          \
+  do {                                                                                  \
+    clb_status st_ = (call);                                                            \
+    clb_test_checks++;                                                                  \
+    if (st_ != (want))                                                                  \
+      CLB_FAIL_AT("%s: got %s, want %s (%s)", #call, clb_status_name(st_),              \
+                  clb_status_name(want), clb_context_errmsg(ctx));                      \
+    else if ((needle) && !strstr(clb_context_errmsg(ctx), (needle)))                    \
+      CLB_FAIL_AT("%s: message \"%s\" lacks \"%s\"", #call, clb_context_errmsg(ctx), (const char *)(needle)); \
+  } while (0)
+
+static inline void clb_test_to_dtype(clb_dtype dt, const double *src, void *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+    case CLB_DTYPE_F32: ((float *)dst)[i] = (float)src[i]; break;
+    case CLB_DTYPE_F64: ((double *)dst)[i] = src[i]; break;
+    case CLB_DTYPE_I32: ((int32_t *)dst)[i] = (int32_t)src[i]; break;
+    case CLB_DTYPE_I64: ((int64_t *)dst)[i] = (int64_t)src[i]; break;
+    case CLB_DTYPE_U8: ((uint8_t *)dst)[i] = (uint8_t)src[i]; break;
+    default: ((uint8_t *)dst)[i] = src[i] != 0.0; break;
+    }
+  }
+}
+
+static inline double clb_test_elem(clb_dtype dt, const void *p, int64_t i) {
+  switch (dt) {
+  case CLB_DTYPE_F32: return ((const float *)p)[i];
+  case CLB_DTYPE_F64: return ((const double *)p)[i];
+  case CLB_DTYPE_I32: return ((const int32_t *)p)[i];
+  case CLB_DTYPE_I64: return (double)((const int64_t *)p)[i];
+  default: return ((const uint8_t *)p)[i];
+  }
+}
+
+static inline int64_t clb_test_numel(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  return n;
+}
+
+/* Writes doubles into t at actual sizes `dims`, converted to t's dtype. */
+static inline void clb_test_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const double *vals) {
+  clb_dtype dt = clb_tensor_dtype(t);
+  int64_t n = clb_test_numel(clb_tensor_rank(t), dims);
+  size_t bytes = (size_t)n * clb_dtype_size(dt);
+  void *buf = malloc(bytes ? bytes : 1);
+  REQUIRE_TRUE(buf != NULL);
+  clb_test_to_dtype(dt, vals, buf, n);
+  CL_OK(ctx, clb_tensor_write(ctx, t, dims, buf, bytes));
+  free(buf);
+}
+
+/* Reads t as doubles; returns the element count, dims into dims[rank]. */
+static inline int64_t clb_test_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, double *vals, int64_t cap) {
+  clb_dtype dt = clb_tensor_dtype(t);
+  size_t cap_bytes = (size_t)cap * clb_dtype_size(dt);
+  void *buf = malloc(cap_bytes ? cap_bytes : 1);
+  REQUIRE_TRUE(buf != NULL);
+  size_t got = 0;
+  CL_OK(ctx, clb_tensor_read(ctx, t, dims, buf, cap_bytes, &got));
+  int64_t n = (int64_t)(got / clb_dtype_size(dt));
+  for (int64_t i = 0; i < n; i++) vals[i] = clb_test_elem(dt, buf, i);
+  free(buf);
+  return n;
+}
+
+/* Fills a tensor's whole data buffer (bound plus pool slack) with the canary. */
+static inline void clb_test_canary_fill(clb_context_t ctx, clb_tensor_t t) {
+  cl_mem m = clb_tensor_data_mem(t);
+  size_t size = 0;
+  clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+  cl_uchar pat = CLB_CANARY;
+  REQUIRE_TRUE(clEnqueueFillBuffer(clb_context_cl_queue(ctx), m, &pat, 1, 0, size, 0, NULL, NULL) == CL_SUCCESS);
+}
+
+/* Checks that every byte of t's data buffer from `live_bytes` to its end still
+ * holds the canary: nothing was written past the live region. */
+static inline void clb_test_canary_check(clb_context_t ctx, clb_tensor_t t, size_t live_bytes, const char *what) {
+  cl_mem m = clb_tensor_data_mem(t);
+  size_t size = 0;
+  clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+  if (live_bytes >= size) return;
+  unsigned char *buf = malloc(size - live_bytes);
+  REQUIRE_TRUE(buf != NULL);
+  REQUIRE_TRUE(clEnqueueReadBuffer(clb_context_cl_queue(ctx), m, CL_TRUE, live_bytes, size - live_bytes, buf, 0,
+                                   NULL, NULL) == CL_SUCCESS);
+  size_t bad = 0;
+  for (size_t i = 0; i < size - live_bytes; i++) bad += buf[i] != CLB_CANARY;
+  clb_test_checks++;
+  if (bad) CLB_FAIL_AT("%s: %zu bytes past the live %zu were written (buffer %zu)", what, bad, live_bytes, size);
+  free(buf);
+}
+
+static inline uint64_t clb_test_counter_builds(clb_context_t ctx) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  return c.program_builds;
+}
+
+static inline uint64_t clb_test_counter_syncs(clb_context_t ctx) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  return c.host_syncs;
+}
+
+/* A deterministic generator for test data. */
+static uint64_t clb_test_rng = 0x9E3779B97F4A7C15ull;
+static inline uint64_t clb_test_next(void) {
+  clb_test_rng ^= clb_test_rng << 13;
+  clb_test_rng ^= clb_test_rng >> 7;
+  clb_test_rng ^= clb_test_rng << 17;
+  return clb_test_rng;
+}
+
+#endif /* CLB_CL_TEST_H */

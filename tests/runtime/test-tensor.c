@@ -1,0 +1,146 @@
+/* test-tensor.c: bounded tensors: every dtype and rank, writes over the bound,
+ * static dims, reads, out-of-memory, and the pool's reuse. */
+#include "cl-test.h"
+
+static void test_roundtrip(clb_context_t ctx) {
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  clb_device_info_get(0, &di);
+  for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+    for (int rank = 0; rank <= CLB_MAX_RANK; rank++) {
+      int64_t bounds[CLB_MAX_RANK], dims[CLB_MAX_RANK], got_dims[CLB_MAX_RANK];
+      uint8_t dyn[CLB_MAX_RANK];
+      for (int d = 0; d < rank; d++) {
+        bounds[d] = 2 + (d % 2);
+        dyn[d] = (uint8_t)(d % 2);
+        dims[d] = dyn[d] ? bounds[d] - 1 : bounds[d];
+      }
+      clb_tensor_t t = NULL;
+      clb_status st = clb_tensor_new(ctx, (clb_dtype)dt, rank, bounds, dyn, &t);
+      if (dt == CLB_DTYPE_F64 && !di.has_fp64) {
+        EXPECT_EQ_I(st, CLB_ERR_UNSUPPORTED);
+        continue;
+      }
+      REQUIRE_TRUE(st == CLB_OK);
+      EXPECT_EQ_I(clb_tensor_rank(t), rank);
+      EXPECT_EQ_I(clb_tensor_dtype(t), dt);
+      int64_t n = clb_test_numel(rank, dims);
+      double vals[512], back[512];
+      for (int64_t i = 0; i < n; i++) vals[i] = dt == CLB_DTYPE_BOOL ? (double)(i % 2) : (double)(i % 11) + (dt <= CLB_DTYPE_F64 ? 0.25 : 0);
+      /* a new tensor's actual sizes are its bounds */
+      if (rank > 0) {
+        CL_OK(ctx, clb_tensor_sizes(ctx, t, got_dims));
+        for (int d = 0; d < rank; d++) EXPECT_EQ_I(got_dims[d], bounds[d]);
+      }
+      clb_test_write(ctx, t, dims, vals);
+      int64_t m = clb_test_read(ctx, t, got_dims, back, 512);
+      EXPECT_EQ_I(m, n);
+      for (int d = 0; d < rank; d++) EXPECT_EQ_I(got_dims[d], dims[d]);
+      for (int64_t i = 0; i < n; i++) EXPECT_TRUE(back[i] == vals[i]);
+      clb_tensor_free(t);
+    }
+  }
+}
+
+static void test_bad_input(clb_context_t ctx) {
+  int64_t b9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  clb_tensor_t t = NULL;
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 9, b9, NULL, &t), CLB_ERR_RANK, "rank 9");
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, -1, b9, NULL, &t), CLB_ERR_RANK, "rank -1");
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, (clb_dtype)42, 1, b9, NULL, &t), CLB_ERR_DTYPE, "dtype 42");
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, NULL, NULL, &t), CLB_ERR_NULL, "bounds");
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b9, NULL, NULL), CLB_ERR_NULL, "out");
+  int64_t neg[1] = {-3};
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, neg, NULL, &t), CLB_ERR_INVALID_ARG, "negative");
+  EXPECT_TRUE(t == NULL);
+  EXPECT_STATUS(ctx, clb_tensor_write(ctx, NULL, NULL, NULL, 0), CLB_ERR_NULL, "tensor t is NULL");
+  EXPECT_STATUS(ctx, clb_tensor_read(ctx, NULL, NULL, NULL, 0, NULL), CLB_ERR_NULL, "tensor t is NULL");
+
+  /* A write over the bound fails and writes nothing: the old data stays. */
+  int64_t bounds[2] = {10, 3};
+  uint8_t dyn[2] = {1, 0};
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bounds, dyn, &t));
+  int64_t d4[2] = {4, 3}, d11[2] = {11, 3}, dstat[2] = {4, 2}, dneg[2] = {-1, 3};
+  double v[33], back[33];
+  for (int i = 0; i < 33; i++) v[i] = i;
+  clb_test_write(ctx, t, d4, v);
+  float big[33] = {0};
+  EXPECT_STATUS(ctx, clb_tensor_write(ctx, t, d11, big, sizeof big), CLB_ERR_OUT_OF_BOUNDS, "11 > bound 10");
+  EXPECT_STATUS(ctx, clb_tensor_write(ctx, t, dstat, big, 8 * sizeof(float)), CLB_ERR_OUT_OF_BOUNDS, "static");
+  EXPECT_STATUS(ctx, clb_tensor_write(ctx, t, dneg, big, 0), CLB_ERR_OUT_OF_BOUNDS, "negative");
+  EXPECT_STATUS(ctx, clb_tensor_write(ctx, t, d4, big, 5), CLB_ERR_INVALID_ARG, "5 bytes given");
+  EXPECT_STATUS(ctx, clb_tensor_set_sizes(ctx, t, d11), CLB_ERR_OUT_OF_BOUNDS, "dim 0");
+  int64_t got[2];
+  int64_t n = clb_test_read(ctx, t, got, back, 33);
+  EXPECT_EQ_I(n, 12);
+  EXPECT_EQ_I(got[0], 4);
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(back[i] == v[i]);
+  float small[2];
+  EXPECT_STATUS(ctx, clb_tensor_read(ctx, t, NULL, small, sizeof small, NULL), CLB_ERR_BUFFER_SMALL, "48 bytes live");
+  /* set_sizes changes the actual size on the device without data */
+  int64_t d7[2] = {7, 3};
+  CL_OK(ctx, clb_tensor_set_sizes(ctx, t, d7));
+  CL_OK(ctx, clb_tensor_sizes(ctx, t, got));
+  EXPECT_EQ_I(got[0], 7);
+  clb_tensor_free(t);
+  clb_tensor_free(NULL);
+}
+
+static void test_oom(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  /* More than the device can give: out of memory, and the context lives on. */
+  int64_t huge[2] = {1 << 20, 1 << 20};
+  clb_tensor_t t = NULL;
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, huge, NULL, &t), CLB_ERR_OOM, "bytes");
+  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "[1048576, 1048576] f32") != NULL);
+  int64_t over[3] = {INT64_MAX / 4, 8, 8};
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, over, NULL, &t), CLB_ERR_OOM, "overflow");
+  int64_t ok[1] = {4};
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 1, ok, NULL, &t));
+  double v[4] = {1, 2, 3, 4}, back[4];
+  clb_test_write(ctx, t, ok, v);
+  EXPECT_EQ_I(clb_test_read(ctx, t, NULL, back, 4), 4);
+  EXPECT_TRUE(back[3] == 4);
+  clb_context_free(ctx);
+
+  /* A context capped at 1 MiB: the cap is honoured, freeing makes room again. */
+  clb_context_options o;
+  clb_context_options_init(&o);
+  o.device_memory_limit = 1 << 20;
+  ctx = clb_test_context(&o);
+  int64_t half[1] = {(1 << 19) / 4}, most[1] = {(3 << 18) / 4};
+  clb_tensor_t a = NULL, b = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, half, NULL, &a));
+  EXPECT_STATUS(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, most, NULL, &b), CLB_ERR_OOM, "limit");
+  clb_tensor_free(a);
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, most, NULL, &b));
+  clb_context_free(ctx);
+}
+
+static void test_pool_reuse(clb_context_t ctx) {
+  clb_counters c0, c1;
+  c0.struct_size = c1.struct_size = sizeof c0;
+  int64_t b[2] = {256, 256};
+  clb_tensor_t t = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, b, NULL, &t));
+  clb_tensor_free(t);
+  clb_context_counters(ctx, &c0);
+  t = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, b, NULL, &t));
+  clb_context_counters(ctx, &c1);
+  EXPECT_EQ_I(c1.buffers_fresh, c0.buffers_fresh);      /* nothing new */
+  EXPECT_EQ_I(c1.buffers_reused, c0.buffers_reused + 2); /* data and shape record */
+  EXPECT_TRUE(c1.device_bytes_live >= 256 * 256 * 4);
+  EXPECT_TRUE(c1.peak_device_bytes >= c1.device_bytes_held);
+  clb_tensor_free(t);
+}
+
+int main(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  test_roundtrip(ctx);
+  test_bad_input(ctx);
+  test_pool_reuse(ctx);
+  clb_context_free(ctx);
+  test_oom();
+  return clb_test_finish("runtime/tensor");
+}

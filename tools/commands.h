@@ -1,0 +1,8 @@
+/* commands.h: the subcommands of the clbound tool, one file each. */
+#ifndef CLB_TOOL_COMMANDS_H
+#define CLB_TOOL_COMMANDS_H
+
+/* Each takes the arguments after its name and returns the process exit code. */
+int clb_cmd_bench(int argc, char **argv);
+
+#endif /* CLB_TOOL_COMMANDS_H */
