@@ -1,1 +1,333 @@
-int main(void){return 0;}
+/* test-elementwise.c: binary ops with broadcasting, unary ops, casts and fill
+ * against a double-precision reference, with canaries after every output. */
+#include "cl-test.h"
+
+/* Sizes around the work-group (64 on PoCL) and the chunking (16 groups). */
+static const int64_t SIZES[] = {0, 1, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025, 1500};
+#define NSIZES (int)(sizeof SIZES / sizeof SIZES[0])
+#define BOUND 1500
+
+static int has_fp64;
+
+/* What a value becomes when stored in dtype dt (integer wrap, float rounding). */
+static double as_dtype(clb_dtype dt, double v) {
+  switch (dt) {
+  case CLB_DTYPE_F32: return (double)(float)v;
+  case CLB_DTYPE_F64: return v;
+  case CLB_DTYPE_I32: return (double)(int32_t)(uint32_t)(int64_t)v;
+  case CLB_DTYPE_I64: return (double)(int64_t)v;
+  case CLB_DTYPE_U8: return (double)(uint8_t)(int64_t)v;
+  default: return v != 0.0;
+  }
+}
+
+static double ref_binary(clb_binary_op op, clb_dtype dt, double a, double b) {
+  int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
+  double r;
+  switch (op) {
+  case CLB_BINARY_ADD: r = a + b; break;
+  case CLB_BINARY_SUB: r = a - b; break;
+  case CLB_BINARY_MUL: r = a * b; break;
+  case CLB_BINARY_DIV: r = a / b; break;
+  case CLB_BINARY_REM:
+    r = fl ? fmod(a, b) : (double)((int64_t)a % (int64_t)b);
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    break;
+  case CLB_BINARY_MAX: r = a > b ? a : b; break;
+  default: r = a < b ? a : b; break;
+  }
+  return as_dtype(dt, r);
+}
+
+/* Test values of a dtype: small integers, or floats away from zero for div. */
+static double gen(clb_dtype dt, int nonzero) {
+  uint64_t r = clb_test_next();
+  if (dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64) {
+    double v = 0.5 + (double)(r % 1500) / 1000.0;
+    return as_dtype(dt, (r >> 20) & 1 ? -v : v);
+  }
+  if (dt == CLB_DTYPE_U8) return (double)(nonzero ? 1 + r % 40 : r % 41);
+  int64_t v = (int64_t)(r % 41) - 20;
+  if (nonzero && v == 0) v = 7;
+  return (double)v;
+}
+
+static void expect_value(clb_dtype dt, double got, double want, const char *what, int64_t i) {
+  int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
+  double d = fabs(got - want);
+  clb_test_checks++;
+  if (fl ? !(d <= 1e-3 || d <= 5e-3 * fabs(want)) : got != want)
+    CLB_FAIL_AT("%s [%lld]: got %.9g want %.9g", what, (long long)i, got, want);
+}
+
+/* Broadcast cases: a's and b's bounds and dynamic flags, and the actual dims
+ * as a function of n (the varying size). */
+typedef struct bcase {
+  const char *name;
+  int ra, rb;
+  int64_t ba[4], bb[4];
+  uint8_t ya[4], yb[4];
+} bcase;
+
+static const bcase CASES[] = {
+    {"same [<=B]", 1, 1, {BOUND}, {BOUND}, {1}, {1}},
+    {"rows [<=B,3] + [3]", 2, 1, {BOUND, 3}, {3}, {1, 0}, {0}},
+    {"left [3] + [<=B,3]", 1, 2, {3}, {BOUND, 3}, {0}, {1, 0}},
+    {"column [<=B,3] + [<=B,1]", 2, 2, {BOUND, 3}, {BOUND, 1}, {1, 0}, {1, 0}},
+    {"scalar [] + [<=B]", 0, 1, {0}, {BOUND}, {0}, {1}},
+    {"outer [<=B,1] * [1,4]", 2, 2, {BOUND, 1}, {1, 4}, {1, 0}, {0, 0}},
+    {"rank4 [2,<=B,1,5] * [<=B,4,1]", 4, 3, {2, BOUND, 1, 5}, {BOUND, 4, 1}, {0, 1, 0, 0}, {1, 0, 0}},
+};
+#define NCASES (int)(sizeof CASES / sizeof CASES[0])
+
+static void actual_dims(int rank, const int64_t *bounds, const uint8_t *dyn, int64_t n, int64_t *dims) {
+  for (int d = 0; d < rank; d++) dims[d] = dyn[d] ? n : bounds[d];
+}
+
+/* Reference broadcast: the output dims and, for each output index, the flat
+ * input indices. */
+static int64_t bcast_index(int ro, const int64_t *od, int64_t i, int r, const int64_t *dims) {
+  int64_t idx = 0, stride = 1;
+  for (int d = ro - 1; d >= 0; d--) {
+    int64_t c = i % od[d];
+    i /= od[d];
+    int k = d - (ro - r);
+    if (k < 0) continue;
+    if (dims[k] != 1) idx += c * stride;
+    stride *= dims[k];
+  }
+  return idx;
+}
+
+static void run_binary(clb_context_t ctx, clb_binary_op op, clb_dtype dt, const bcase *c) {
+  static double va[BOUND * 40], vb[BOUND * 40], out[BOUND * 40];
+  clb_tensor_t a = NULL, b = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, dt, c->ra, c->ba, c->ya, &a));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, c->rb, c->bb, c->yb, &b));
+  int ro = c->ra > c->rb ? c->ra : c->rb;
+  for (int s = 0; s < NSIZES; s++) {
+    int64_t n = SIZES[s];
+    int64_t da[4], db[4], od[4], got_dims[4];
+    actual_dims(c->ra, c->ba, c->ya, n, da);
+    actual_dims(c->rb, c->bb, c->yb, n, db);
+    int64_t na = clb_test_numel(c->ra, da), nb = clb_test_numel(c->rb, db);
+    for (int64_t i = 0; i < na; i++) va[i] = gen(dt, 0);
+    for (int64_t i = 0; i < nb; i++) vb[i] = gen(dt, op == CLB_BINARY_DIV || op == CLB_BINARY_REM);
+    clb_test_write(ctx, a, da, va);
+    clb_test_write(ctx, b, db, vb);
+    if (!o) { /* let the op create the output once, then reuse it */
+      CL_OK(ctx, clb_binary(ctx, op, a, b, &o));
+    }
+    clb_test_canary_fill(ctx, o);
+    CL_OK(ctx, clb_binary(ctx, op, a, b, &o));
+    for (int d = 0; d < ro; d++) {
+      int ka = d - (ro - c->ra), kb = d - (ro - c->rb);
+      int64_t x = ka >= 0 ? da[ka] : 1, y = kb >= 0 ? db[kb] : 1;
+      od[d] = x == 1 ? y : y == 1 ? x : (x < y ? x : y); /* 0 with 1 gives 0 */
+    }
+    int64_t no = clb_test_numel(ro, od);
+    int64_t got = clb_test_read(ctx, o, got_dims, out, BOUND * 40);
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %s n=%lld", clb_dtype_name(dt), c->name,
+             op == CLB_BINARY_ADD ? "add" : op == CLB_BINARY_SUB ? "sub" : op == CLB_BINARY_MUL ? "mul"
+             : op == CLB_BINARY_DIV ? "div" : op == CLB_BINARY_REM ? "rem" : op == CLB_BINARY_MAX ? "max" : "min",
+             (long long)n);
+    EXPECT_EQ_I(got, no);
+    for (int d = 0; d < ro; d++) EXPECT_EQ_I(got_dims[d], od[d]);
+    for (int64_t i = 0; i < no && i < got; i++) {
+      double x = va[bcast_index(ro, od, i, c->ra, da)], y = vb[bcast_index(ro, od, i, c->rb, db)];
+      expect_value(dt, out[i], ref_binary(op, dt, x, y), what, i);
+    }
+    clb_test_canary_check(ctx, o, (size_t)no * clb_dtype_size(dt), what);
+  }
+  clb_tensor_free(a);
+  clb_tensor_free(b);
+  clb_tensor_free(o);
+}
+
+static void test_binary(clb_context_t ctx) {
+  for (int dt = 0; dt < CLB_DTYPE_BOOL; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    for (int op = 0; op < CLB_BINARY_COUNT; op++) {
+      if (op == CLB_BINARY_DIV && dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_F64) continue;
+      /* every broadcast case for f32 and i32; the flat case for the others */
+      int ncases = (dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_I32) ? NCASES : 2;
+      for (int c = 0; c < ncases; c++) run_binary(ctx, (clb_binary_op)op, (clb_dtype)dt, &CASES[c]);
+    }
+  }
+}
+
+static double ref_unary(clb_unary_op op, clb_dtype dt, double x) {
+  switch (op) {
+  case CLB_UNARY_NEG: return as_dtype(dt, -x);
+  case CLB_UNARY_RELU: return x < 0 ? 0 : x;
+  case CLB_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case CLB_UNARY_TANH: return tanh(x);
+  case CLB_UNARY_EXP: return exp(x);
+  case CLB_UNARY_LOG: return log(x);
+  default: return x;
+  }
+}
+
+static void test_unary(clb_context_t ctx) {
+  static double v[BOUND], out[BOUND];
+  int64_t bound[2] = {BOUND / 3, 3};
+  uint8_t dyn[2] = {1, 0};
+  for (int dt = 0; dt < CLB_DTYPE_BOOL; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
+    for (int op = 0; op < CLB_UNARY_COUNT; op++) {
+      if (!fl && op >= CLB_UNARY_SIGMOID && op <= CLB_UNARY_LOG) continue;
+      clb_tensor_t a = NULL, o = NULL;
+      CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, bound, dyn, &a));
+      CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, bound, dyn, &o));
+      for (int s = 0; s < NSIZES; s++) {
+        int64_t rows = SIZES[s] / 3, dims[2] = {rows, 3}, got_dims[2];
+        for (int64_t i = 0; i < rows * 3; i++) {
+          double g = gen((clb_dtype)dt, 0);
+          v[i] = op == CLB_UNARY_LOG ? fabs(g) : g;
+        }
+        clb_test_write(ctx, a, dims, v);
+        clb_test_canary_fill(ctx, o);
+        CL_OK(ctx, clb_unary(ctx, (clb_unary_op)op, a, &o));
+        int64_t got = clb_test_read(ctx, o, got_dims, out, BOUND);
+        EXPECT_EQ_I(got, rows * 3);
+        EXPECT_EQ_I(got_dims[0], rows);
+        char what[96];
+        snprintf(what, sizeof what, "%s unary %d rows %lld", clb_dtype_name((clb_dtype)dt), op, (long long)rows);
+        for (int64_t i = 0; i < got; i++) expect_value((clb_dtype)dt, out[i], ref_unary((clb_unary_op)op, (clb_dtype)dt, v[i]), what, i);
+        clb_test_canary_check(ctx, o, (size_t)got * clb_dtype_size((clb_dtype)dt), what);
+      }
+      clb_tensor_free(a);
+      clb_tensor_free(o);
+    }
+  }
+}
+
+static double ref_cast(clb_dtype to, double x) {
+  if (to == CLB_DTYPE_BOOL) return x != 0;
+  if (to == CLB_DTYPE_F32 || to == CLB_DTYPE_F64) return as_dtype(to, x);
+  return as_dtype(to, trunc(x));
+}
+
+static void test_cast(clb_context_t ctx) {
+  /* Values every dtype holds exactly, so each pair has one right answer. */
+  static const double vals[] = {0, 1, 2, 7, 100, 3.75, 0.25, 42.5, 9, 0, 255, 1};
+  static const double ivals[] = {0, 1, 2, 7, 100, 3, 0, 42, 9, 0, 255, 1};
+  int64_t bound[1] = {12}, dims[1] = {12}, got_dims[1];
+  uint8_t dyn[1] = {1};
+  for (int from = 0; from < CLB_DTYPE_COUNT; from++) {
+    if (from == CLB_DTYPE_F64 && !has_fp64) continue;
+    int fl = from == CLB_DTYPE_F32 || from == CLB_DTYPE_F64;
+    double in[12];
+    for (int i = 0; i < 12; i++) in[i] = from == CLB_DTYPE_BOOL ? (vals[i] != 0) : fl ? vals[i] : ivals[i];
+    clb_tensor_t a = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)from, 1, bound, dyn, &a));
+    clb_test_write(ctx, a, dims, in);
+    for (int to = 0; to < CLB_DTYPE_COUNT; to++) {
+      if (to == CLB_DTYPE_F64 && !has_fp64) continue;
+      clb_tensor_t o = NULL;
+      CL_OK(ctx, clb_cast(ctx, a, (clb_dtype)to, &o));
+      double out[12];
+      EXPECT_EQ_I(clb_test_read(ctx, o, got_dims, out, 12), 12);
+      EXPECT_EQ_I(clb_tensor_dtype(o), to);
+      for (int i = 0; i < 12; i++) {
+        double want = ref_cast((clb_dtype)to, in[i]);
+        clb_test_checks++;
+        if (out[i] != want)
+          CLB_FAIL_AT("cast %s -> %s [%d]: %g, want %g", clb_dtype_name((clb_dtype)from), clb_dtype_name((clb_dtype)to), i, out[i], want);
+      }
+      clb_tensor_free(o);
+    }
+    clb_tensor_free(a);
+  }
+}
+
+static void test_fill(clb_context_t ctx) {
+  int64_t bound[2] = {100, 7}, dims[2] = {37, 7}, got_dims[2];
+  uint8_t dyn[2] = {1, 0};
+  for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    clb_tensor_t t = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, bound, dyn, &t));
+    CL_OK(ctx, clb_tensor_set_sizes(ctx, t, dims));
+    clb_test_canary_fill(ctx, t);
+    CL_OK(ctx, clb_fill(ctx, t, 3.5));
+    double out[700];
+    int64_t n = clb_test_read(ctx, t, got_dims, out, 700);
+    EXPECT_EQ_I(n, 37 * 7);
+    double want = ref_cast((clb_dtype)dt, 3.5);
+    for (int64_t i = 0; i < n; i++) EXPECT_TRUE(out[i] == want);
+    clb_test_canary_check(ctx, t, (size_t)n * clb_dtype_size((clb_dtype)dt), "fill");
+    clb_tensor_free(t);
+  }
+}
+
+static void test_errors(clb_context_t ctx) {
+  int64_t b3[1] = {3}, b4[1] = {4}, b8[1] = {8};
+  uint8_t dyn[1] = {1};
+  clb_tensor_t f3 = NULL, f4 = NULL, i3 = NULL, bo = NULL, o = NULL, d1 = NULL, d2 = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b3, NULL, &f3));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b4, NULL, &f4));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, b3, NULL, &i3));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, b3, NULL, &bo));
+  EXPECT_STATUS(ctx, clb_add(ctx, f3, f4, &o), CLB_ERR_SHAPE, "do not broadcast: dim 0 of the result has bounds 3 and 4");
+  EXPECT_STATUS(ctx, clb_add(ctx, f3, i3, &o), CLB_ERR_DTYPE, "dtypes differ: a [3] f32, b [3] i32");
+  EXPECT_STATUS(ctx, clb_add(ctx, bo, bo, &o), CLB_ERR_DTYPE, "bool");
+  EXPECT_STATUS(ctx, clb_div(ctx, i3, i3, &o), CLB_ERR_DTYPE, "not floating");
+  EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_EXP, i3, &o), CLB_ERR_DTYPE, "not floating");
+  EXPECT_STATUS(ctx, clb_add(ctx, NULL, f3, &o), CLB_ERR_NULL, "add: tensor a is NULL");
+  EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, NULL), CLB_ERR_NULL, "out is NULL");
+  EXPECT_STATUS(ctx, clb_binary(ctx, (clb_binary_op)99, f3, f3, &o), CLB_ERR_INVALID_ARG, "unknown op 99");
+  EXPECT_TRUE(o == NULL);
+  /* A caller's output that is too small, of the wrong dtype, or static where the
+   * size varies. */
+  EXPECT_STATUS(ctx, clb_add(ctx, f4, f4, &f3), CLB_ERR_OUT_OF_BOUNDS, "bound 3 < 4 needed");
+  EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, &i3), CLB_ERR_DTYPE, "out is i32");
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b8, dyn, &d1));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b8, dyn, &d2));
+  clb_tensor_t st8 = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b8, NULL, &st8));
+  EXPECT_STATUS(ctx, clb_add(ctx, d1, d2, &st8), CLB_ERR_SHAPE, "must be dynamic");
+  /* Two dynamic dims whose actual sizes differ: a deferred check on the device,
+   * returned by the next sync with the op and both sizes; nothing past a bound. */
+  double v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  int64_t n5[1] = {5}, n7[1] = {7};
+  clb_test_write(ctx, d1, n5, v);
+  clb_test_write(ctx, d2, n7, v);
+  uint64_t syncs = clb_test_counter_syncs(ctx);
+  CL_OK(ctx, clb_add(ctx, d1, d2, &o)); /* enqueued: no error yet, no sync */
+  EXPECT_EQ_I(clb_test_counter_syncs(ctx), syncs);
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "sizes 5 and 7 must be equal");
+  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "add a [<=8] f32, b [<=8] f32") != NULL);
+  EXPECT_EQ_I(clb_context_sync(ctx), CLB_OK); /* reported once, then cleared */
+  /* Integer remainder by zero: a sticky error too. */
+  double zeros[3] = {0, 0, 0}, ones[3] = {1, 2, 3};
+  clb_tensor_t i3b = NULL, ro = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, b3, NULL, &i3b));
+  clb_test_write(ctx, i3, b3, ones);
+  clb_test_write(ctx, i3b, b3, zeros);
+  CL_OK(ctx, clb_remainder(ctx, i3, i3b, &ro));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DIV_ZERO, "remainder");
+  /* A tensor of another context is refused. */
+  clb_context_t other = clb_test_context(NULL);
+  clb_tensor_t foreign = NULL;
+  CL_OK(other, clb_tensor_new(other, CLB_DTYPE_F32, 1, b3, NULL, &foreign));
+  EXPECT_STATUS(ctx, clb_add(ctx, f3, foreign, &o), CLB_ERR_INVALID_ARG, "another context");
+  clb_context_free(other);
+}
+
+int main(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  clb_device_info_get(0, &di);
+  has_fp64 = di.has_fp64;
+  test_binary(ctx);
+  test_unary(ctx);
+  test_cast(ctx);
+  test_fill(ctx);
+  test_errors(ctx);
+  clb_context_free(ctx);
+  return clb_test_finish("runtime/elementwise");
+}
