@@ -152,7 +152,10 @@ static void test_binary(clb_context_t ctx) {
       if (op == CLB_BINARY_DIV && dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_F64) continue;
       /* every broadcast case for f32 and i32; the flat case for the others */
       int ncases = (dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_I32) ? NCASES : 2;
-      for (int c = 0; c < ncases; c++) run_binary(ctx, (clb_binary_op)op, (clb_dtype)dt, &CASES[c]);
+      for (int c = 0; c < ncases; c++) {
+        if (getenv("CLB_TEST_PROGRESS")) fprintf(stderr, "binary %s op %d case %d\n", clb_dtype_name((clb_dtype)dt), op, c);
+        run_binary(ctx, (clb_binary_op)op, (clb_dtype)dt, &CASES[c]);
+      }
     }
   }
 }
