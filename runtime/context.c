@@ -1,4 +1,5 @@
 /* context.c: contexts (own or wrapped), the device status word, host syncs, counters. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   ctx->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, ctx->max_groups * 16, NULL, &e);
   if (e != CL_SUCCESS) return clb__cl_error(NULL, e, "context: scratch buffer");
   ctx->next_launch_id = 1;
+  ctx->log_mask = clb__log_env_mask();
+  clb__disk_cache_init(ctx, opts && opts->struct_size >= offsetof(clb_context_options, cache_dir) + sizeof(char *)
+                                ? opts->cache_dir : NULL);
   return CLB_OK;
 }
 
@@ -140,6 +144,9 @@ clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
 void clb_context_free(clb_context_t ctx) {
   if (!ctx) return;
   if (ctx->queue) clFinish(ctx->queue);
+  if (ctx->pool) clb__metrics_write_env(ctx);
+  for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);
+  free(ctx->recompile_reasons);
   while (ctx->tensors) clb_tensor_free(ctx->tensors);
   clb__progcache_free(ctx->programs);
   clb__pool_free(ctx->pool);
@@ -200,6 +207,7 @@ static clb_status decode_status(clb_context_t ctx, const cl_int *w) {
 clb_status clb__sync(clb_context_t ctx, const char *why) {
   cl_int w[CLB_STATUS_INTS];
   ctx->counters.host_syncs++;
+  clb__log(ctx, CLB_LOG_SYNCS, "host sync #%llu: %s", (unsigned long long)ctx->counters.host_syncs, why);
   cl_int e = clEnqueueReadBuffer(ctx->queue, ctx->status, CL_TRUE, 0, sizeof w, w, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: waiting for the device", why);
   if (w[0] == 0) return CLB_OK;

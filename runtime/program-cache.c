@@ -1,10 +1,13 @@
 /* program-cache.c: builds each (source, options) program once per context and
- * keeps its kernels, so that a launch never builds. */
+ * keeps its kernels, so that a launch never builds; first asks the disk cache. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime-impl.h"
+#include "clbound/version.h"
 
 #define CLB_MAX_KERNELS_PER_PROGRAM 8
 
@@ -64,17 +67,53 @@ const clb_kernel_src *clb__kernel_src_find(const char *name) {
   return NULL;
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* The full key of a program: everything its binary depends on. */
+static char *full_key(clb_context_t ctx, const clb_kernel_src *common, const clb_kernel_src *body,
+                      const char *options) {
+  uint64_t h = clb__fnv1a(0xcbf29ce484222325ull, common->text, common->len);
+  h = clb__fnv1a(h, body->text, body->len);
+  const clb_device_info *d = &ctx->info;
+  size_t cap = 1024 + strlen(options);
+  char *key = malloc(cap);
+  if (key)
+    snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s",
+             clb_version(), body->name, (unsigned long long)h, options, d->name, d->vendor, d->device_version,
+             d->driver_version, d->platform_name);
+  return key;
+}
+
 static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
                         cl_program *out) {
   const clb_kernel_src *common = clb__kernel_src_find("common");
   const clb_kernel_src *body = clb__kernel_src_find(src);
   if (!common || !body)
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
+  double t0 = now_ms();
+  char *key = full_key(ctx, common, body, options);
+  if (!key) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache key", op);
+  cl_program cached = NULL;
+  clb__disk_cache_load(ctx, key, &cached);
+  if (cached) {
+    ctx->counters.program_cache_hits_disk++;
+    clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: loaded from the disk cache in %.1f ms", src, options, op, now_ms() - t0);
+    free(key);
+    *out = cached;
+    return CLB_OK;
+  }
   const char *texts[2] = {common->text, body->text};
   size_t lens[2] = {common->len, body->len};
   cl_int e = CL_SUCCESS;
   cl_program p = clCreateProgramWithSource(ctx->cl, 2, texts, lens, &e);
-  if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
+  if (e != CL_SUCCESS) {
+    free(key);
+    return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
+  }
   e = clBuildProgram(p, 1, &ctx->device, options, NULL, NULL);
   ctx->counters.program_builds++;
   if (e != CL_SUCCESS) {
@@ -90,8 +129,13 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
       free(log);
     }
     clReleaseProgram(p);
+    free(key);
     return CLB_ERR_BUILD;
   }
+  clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: built from source in %.1f ms (first use in this context, no disk entry)",
+           src, options, op, now_ms() - t0);
+  clb__disk_cache_store(ctx, key, p);
+  free(key);
   *out = p;
   return CLB_OK;
 }

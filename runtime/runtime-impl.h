@@ -73,6 +73,15 @@ struct clb_context {
   uint32_t next_launch_id;
   clb_launch_rec ring[CLB_LAUNCH_RING];
   struct clb_tensor *tensors;
+  /* logging */
+  unsigned log_mask;
+  clb_log_fn log_fn;
+  void *log_user;
+  /* persistent program cache; cache_dir[0] == 0 when off */
+  char cache_dir[1024];
+  /* reasons of recompiles, for the metrics file: a growing array */
+  char **recompile_reasons;
+  size_t n_recompiles, cap_recompiles;
   char errmsg[CLB_ERRMSG_MAX];
 };
 
@@ -87,6 +96,29 @@ clb_status clb__cl_error(clb_context_t ctx, cl_int err, const char *fmt, ...);
 void clb__append_error(clb_context_t ctx, const char *fmt, ...);
 const char *clb__cl_error_name(cl_int err);
 void clb__set_last_errmsg(const char *fmt, ...);
+
+/* ---- log.c ---------------------------------------------------------------- */
+
+/* Logs a line in one category if it is on (printf-style). */
+void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...);
+/* Categories named in CLBOUND_LOG. */
+unsigned clb__log_env_mask(void);
+/* Records a recompile reason (counted, logged, and listed in the metrics). */
+void clb__note_recompile(clb_context_t ctx, const char *reason);
+/* Writes CLBOUND_METRICS_FILE, when set; called when the context is freed. */
+void clb__metrics_write_env(clb_context_t ctx);
+
+/* ---- disk-cache.c --------------------------------------------------------- */
+
+/* Picks and prepares the cache folder: the option, else the environment, else the
+ * default. An unusable folder turns the cache off with one logged warning. */
+void clb__disk_cache_init(clb_context_t ctx, const char *option);
+/* Tries to load a program for `key` from disk; *out NULL on a miss (a bad entry
+ * is logged, removed and counts as a miss). */
+void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out);
+/* Stores a built program's binary under `key` (write to a temporary, rename). */
+void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
+uint64_t clb__fnv1a(uint64_t h, const void *data, size_t len);
 
 /* ---- device.c ------------------------------------------------------------- */
 

@@ -23,8 +23,11 @@ static int usage(FILE *f) {
           "                   bounded tensors changing size with zero program rebuilds\n"
           "  bench ops [--json] [--quick]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
+          "  cache info|clear [DIR]\n"
+          "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
-          "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring)\n");
+          "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
+          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache, CLBOUND_METRICS_FILE\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -196,6 +199,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "info") == 0) return cmd_info();
   if (strcmp(argv[1], "demo") == 0) return cmd_demo(argc - 2, argv + 2);
   if (strcmp(argv[1], "bench") == 0) return clb_cmd_bench(argc - 2, argv + 2);
+  if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {
     printf("clbound %s\n", clb_version());
     return 0;

@@ -101,6 +101,9 @@ typedef struct clb_context_options {
   /* Caps the device bytes the context's pool may hold; 0 means the device's
    * global memory. Asking for more gives CLB_ERR_OOM. */
   uint64_t device_memory_limit;
+  /* Folder of the persistent program cache: NULL means CLBOUND_CACHE_DIR, then
+   * $XDG_CACHE_HOME/clbound, then $HOME/.cache/clbound; "off" disables it. */
+  const char *cache_dir;
 } clb_context_options;
 
 CLB_API void clb_context_options_init(clb_context_options *opts);
@@ -137,6 +140,48 @@ CLB_API clb_kernel_style clb_context_kernel_style(clb_context_t ctx);
  * failed deferred check, short masked_scatter source, integer division by zero)
  * is returned here with a message naming the op and the sizes, and cleared. */
 CLB_API clb_status clb_context_sync(clb_context_t ctx);
+
+/* ---- Logging and metrics ------------------------------------------------- */
+
+/* Event categories; CLBOUND_LOG=recompiles,syncs,builds,cache (or all) turns them
+ * on for every new context. */
+typedef enum clb_log_category {
+  CLB_LOG_RECOMPILES = 1u << 0, /* a plan rebuilt, with the failing guard */
+  CLB_LOG_SYNCS = 1u << 1,      /* a host sync, with the op that forced it */
+  CLB_LOG_BUILDS = 1u << 2,     /* a program built from source or loaded from disk, and why */
+  CLB_LOG_CACHE = 1u << 3,      /* persistent cache entries rejected, written, disabled */
+  CLB_LOG_ALL = 0xfu
+} clb_log_category;
+
+/* Receives one line per event (no trailing newline). `category` is the lowercase
+ * name ("builds"). Called on the thread that made the call. */
+typedef void (*clb_log_fn)(void *user, const char *category, const char *line);
+
+/* Sets which categories are logged and where: fn NULL means stderr, as
+ * "clbound[category]: line". categories 0 turns logging off. */
+CLB_API void clb_context_set_log(clb_context_t ctx, unsigned categories, clb_log_fn fn, void *user);
+
+/* Writes the context's counters as one JSON object (the same keys as the
+ * CLBOUND_METRICS_FILE written when the context is freed; docs/observability.md)
+ * into buf[cap]. *len (may be NULL) gets the full length; a cap too small gives
+ * CLB_ERR_BUFFER_SMALL with buf holding a truncated, NUL-terminated prefix. */
+CLB_API clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len);
+
+/* ---- Persistent program cache --------------------------------------------- */
+
+/* The folder the context's cache uses, or NULL when the cache is off (disabled
+ * by option, or because the folder could not be written). */
+CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
+
+/* Counts the entries (*.clbin files) and their bytes in a cache folder (NULL:
+ * the default folder). A missing folder counts as empty. */
+CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
+
+/* Removes every entry of a cache folder (NULL: the default folder). */
+CLB_API clb_status clb_cache_clear(const char *dir);
+
+/* The default cache folder into buf[cap] (empty when it is off). */
+CLB_API clb_status clb_cache_default_dir(char *buf, size_t cap);
 
 /* ---- Counters -------------------------------------------------------------- */
 

@@ -1,0 +1,144 @@
+/* log.c: event logging by category (CLBOUND_LOG), recompile reasons, and the
+ * metrics JSON (CLBOUND_METRICS_FILE). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime-impl.h"
+#include "clbound/version.h"
+
+static const struct {
+  unsigned bit;
+  const char *name;
+} categories[] = {{CLB_LOG_RECOMPILES, "recompiles"}, {CLB_LOG_SYNCS, "syncs"}, {CLB_LOG_BUILDS, "builds"}, {CLB_LOG_CACHE, "cache"}};
+#define NCATEGORIES (sizeof categories / sizeof categories[0])
+
+unsigned clb__log_env_mask(void) {
+  const char *env = getenv("CLBOUND_LOG");
+  if (!env) return 0;
+  unsigned mask = 0;
+  const char *p = env;
+  while (*p) {
+    size_t n = strcspn(p, ",; ");
+    if (n == 3 && strncmp(p, "all", 3) == 0) mask |= CLB_LOG_ALL;
+    for (size_t i = 0; i < NCATEGORIES; i++)
+      if (strlen(categories[i].name) == n && strncmp(p, categories[i].name, n) == 0) mask |= categories[i].bit;
+    p += n;
+    while (*p == ',' || *p == ';' || *p == ' ') p++;
+  }
+  return mask;
+}
+
+void clb_context_set_log(clb_context_t ctx, unsigned mask, clb_log_fn fn, void *user) {
+  if (!ctx) return;
+  ctx->log_mask = mask & CLB_LOG_ALL;
+  ctx->log_fn = fn;
+  ctx->log_user = user;
+}
+
+void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...) {
+  if (!(ctx->log_mask & category)) return;
+  const char *name = "log";
+  for (size_t i = 0; i < NCATEGORIES; i++)
+    if (categories[i].bit == category) name = categories[i].name;
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (ctx->log_fn) ctx->log_fn(ctx->log_user, name, line);
+  else fprintf(stderr, "clbound[%s]: %s\n", name, line);
+}
+
+void clb__note_recompile(clb_context_t ctx, const char *reason) {
+  ctx->counters.recompiles++;
+  clb__log(ctx, CLB_LOG_RECOMPILES, "%s", reason);
+  if (ctx->n_recompiles == ctx->cap_recompiles) {
+    size_t ncap = ctx->cap_recompiles ? ctx->cap_recompiles * 2 : 16;
+    char **n = realloc(ctx->recompile_reasons, ncap * sizeof *n);
+    if (!n) return; /* counted and logged; only the list entry is lost */
+    ctx->recompile_reasons = n;
+    ctx->cap_recompiles = ncap;
+  }
+  size_t len = strlen(reason) + 1;
+  char *copy = malloc(len);
+  if (!copy) return;
+  memcpy(copy, reason, len);
+  ctx->recompile_reasons[ctx->n_recompiles++] = copy;
+}
+
+/* A growing string that counts what it could not hold. */
+typedef struct sbuf {
+  char *buf;
+  size_t cap, len;
+} sbuf;
+
+static void put(sbuf *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = s->len < s->cap ? s->cap - s->len : 0;
+  int n = vsnprintf(room ? s->buf + s->len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n > 0) s->len += (size_t)n;
+}
+
+static void put_json_string(sbuf *s, const char *str) {
+  put(s, "\"");
+  for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+    if (*p == '"' || *p == '\\') put(s, "\\%c", *p);
+    else if (*p < 0x20) put(s, "\\u%04x", *p);
+    else put(s, "%c", *p);
+  }
+  put(s, "\"");
+}
+
+clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_metrics_json: ctx is NULL");
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  sbuf s = {buf, buf ? cap : 0, 0};
+  put(&s, "{\"clbound_version\":\"%s\",\"device\":", clb_version());
+  put_json_string(&s, ctx->info.name);
+  put(&s,
+      ",\"program_builds\":%llu,\"program_cache_hits_memory\":%llu,\"program_cache_hits_disk\":%llu,"
+      "\"kernel_launches\":%llu,\"host_syncs\":%llu,\"bytes_to_device\":%llu,\"bytes_to_host\":%llu,"
+      "\"plans_compiled\":%llu,\"recompiles\":[",
+      (unsigned long long)c.program_builds, (unsigned long long)c.program_cache_hits_memory,
+      (unsigned long long)c.program_cache_hits_disk, (unsigned long long)c.kernel_launches,
+      (unsigned long long)c.host_syncs, (unsigned long long)c.bytes_to_device, (unsigned long long)c.bytes_to_host,
+      (unsigned long long)c.plans_compiled);
+  for (size_t i = 0; i < ctx->n_recompiles; i++) {
+    if (i) put(&s, ",");
+    put_json_string(&s, ctx->recompile_reasons[i]);
+  }
+  put(&s, "],\"recompile_count\":%llu,\"peak_device_bytes\":%llu,\"device_bytes_held\":%llu,"
+          "\"buffers_fresh\":%llu,\"buffers_reused\":%llu}",
+      (unsigned long long)c.recompiles, (unsigned long long)c.peak_device_bytes, (unsigned long long)c.device_bytes_held,
+      (unsigned long long)c.buffers_fresh, (unsigned long long)c.buffers_reused);
+  if (len) *len = s.len;
+  if (s.len >= cap) {
+    if (buf && cap) buf[cap - 1] = 0;
+    return clb__set_error(ctx, CLB_ERR_BUFFER_SMALL, "clb_context_metrics_json: %zu bytes needed, %zu given", s.len + 1, cap);
+  }
+  return CLB_OK;
+}
+
+void clb__metrics_write_env(clb_context_t ctx) {
+  const char *path = getenv("CLBOUND_METRICS_FILE");
+  if (!path || !*path) return;
+  size_t len = 0;
+  clb_context_metrics_json(ctx, NULL, 0, &len);
+  char *buf = malloc(len + 1);
+  if (!buf) return;
+  if (clb_context_metrics_json(ctx, buf, len + 1, NULL) == CLB_OK) {
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fprintf(f, "%s\n", buf);
+      if (fclose(f) != 0) fprintf(stderr, "clbound: warning: could not write the metrics file %s\n", path);
+    } else {
+      fprintf(stderr, "clbound: warning: could not open the metrics file %s\n", path);
+    }
+  }
+  free(buf);
+}

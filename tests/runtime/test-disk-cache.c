@@ -1,0 +1,194 @@
+/* test-disk-cache.c: the persistent program cache: reuse across contexts, and
+ * truncated, altered, foreign and unwritable entries, and two writers at once. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cl-test.h"
+
+static char dir[256];
+static char log_lines[8192];
+
+static void capture(void *user, const char *category, const char *line) {
+  (void)user;
+  size_t used = strlen(log_lines);
+  snprintf(log_lines + used, sizeof log_lines - used, "[%s] %s\n", category, line);
+}
+
+static clb_context_t cached_context(const char *folder) {
+  clb_context_options o;
+  clb_context_options_init(&o);
+  o.cache_dir = folder;
+  clb_context_t ctx = clb_test_context(&o);
+  log_lines[0] = 0;
+  clb_context_set_log(ctx, CLB_LOG_BUILDS | CLB_LOG_CACHE, capture, NULL);
+  return ctx;
+}
+
+/* Runs two ops (two programs) and checks their result. */
+static void run_ops(clb_context_t ctx) {
+  int64_t b[1] = {100}, d[1] = {37};
+  uint8_t dyn[1] = {1};
+  clb_tensor_t x = NULL, y = NULL, s = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b, dyn, &x));
+  double v[37];
+  for (int i = 0; i < 37; i++) v[i] = i - 10;
+  clb_test_write(ctx, x, d, v);
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_RELU, x, &y));
+  CL_OK(ctx, clb_reduce_all(ctx, CLB_REDUCE_SUM, y, &s));
+  double got;
+  clb_test_read(ctx, s, NULL, &got, 1);
+  EXPECT_NEAR(got, 26.0 * 27.0 / 2.0);
+}
+
+static clb_counters counters(clb_context_t ctx) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  return c;
+}
+
+/* The entry files of the test folder, sorted by name. */
+static int entries(char names[][512], int max) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL && n < max) {
+    if (strstr(e->d_name, ".clbin") && !strstr(e->d_name, ".tmp.")) snprintf(names[n++], 512, "%s/%s", dir, e->d_name);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static int count_temp_files(void) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp.") != NULL;
+  if (d) closedir(d);
+  return n;
+}
+
+static void damage(const char *path, const char *how) {
+  FILE *f = fopen(path, "r+b");
+  REQUIRE_TRUE(f != NULL);
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  if (strcmp(how, "truncate") == 0) {
+    fclose(f);
+    REQUIRE_TRUE(truncate(path, size / 2) == 0);
+    return;
+  }
+  long at = strcmp(how, "magic") == 0 ? 0 : strcmp(how, "key") == 0 ? 32 + 10 : size - 100;
+  fseek(f, at, SEEK_SET);
+  int c = fgetc(f);
+  fseek(f, at, SEEK_SET);
+  fputc(c ^ 0x5a, f);
+  fclose(f);
+}
+
+/* Every entry damaged one way: each is rejected with the reason, rebuilt, and the
+ * ops still give the right answer. */
+static void test_damage(const char *how, const char *reason) {
+  char names[8][512];
+  int n = entries(names, 8);
+  EXPECT_EQ_I(n, 2);
+  for (int i = 0; i < n; i++) damage(names[i], how);
+  clb_context_t ctx = cached_context(dir);
+  run_ops(ctx);
+  clb_counters c = counters(ctx);
+  EXPECT_EQ_I(c.program_builds, 2);
+  EXPECT_EQ_I(c.program_cache_hits_disk, 0);
+  clb_test_checks++;
+  if (!strstr(log_lines, reason)) CLB_FAIL_AT("%s: log lacks \"%s\":\n%s", how, reason, log_lines);
+  clb_context_free(ctx);
+  /* rebuilt entries are whole again */
+  ctx = cached_context(dir);
+  run_ops(ctx);
+  EXPECT_EQ_I(counters(ctx).program_builds, 0);
+  EXPECT_EQ_I(counters(ctx).program_cache_hits_disk, 2);
+  clb_context_free(ctx);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+    clb_context_t c = cached_context(argv[2]);
+    run_ops(c);
+    clb_context_free(c);
+    return clb_test_failures ? 1 : 0;
+  }
+  snprintf(dir, sizeof dir, "/tmp/clbound-cache-test-XXXXXX");
+  REQUIRE_TRUE(mkdtemp(dir) != NULL);
+
+  /* First context builds from source and stores; the second loads from disk. */
+  clb_context_t ctx = cached_context(dir);
+  EXPECT_EQ_S(clb_context_cache_dir(ctx), dir);
+  run_ops(ctx);
+  EXPECT_EQ_I(counters(ctx).program_builds, 2);
+  EXPECT_TRUE(strstr(log_lines, "built from source") != NULL);
+  clb_context_free(ctx);
+  uint64_t n = 0, bytes = 0;
+  EXPECT_EQ_I(clb_cache_info(dir, &n, &bytes), CLB_OK);
+  EXPECT_EQ_I(n, 2);
+  EXPECT_TRUE(bytes > 0);
+  ctx = cached_context(dir);
+  run_ops(ctx);
+  EXPECT_EQ_I(counters(ctx).program_builds, 0);
+  EXPECT_EQ_I(counters(ctx).program_cache_hits_disk, 2);
+  EXPECT_TRUE(strstr(log_lines, "loaded from the disk cache") != NULL);
+  clb_context_free(ctx);
+
+  test_damage("truncate", "truncated");
+  test_damage("flip", "checksum mismatch");
+  test_damage("key", "key differs");
+  test_damage("magic", "bad magic");
+
+  /* An unusable folder turns the cache off; everything still works. */
+  char file_as_dir[300];
+  snprintf(file_as_dir, sizeof file_as_dir, "%s/not-a-folder", dir);
+  FILE *f = fopen(file_as_dir, "w");
+  REQUIRE_TRUE(f != NULL);
+  fclose(f);
+  ctx = cached_context(file_as_dir);
+  EXPECT_TRUE(clb_context_cache_dir(ctx) == NULL);
+  run_ops(ctx);
+  clb_context_free(ctx);
+  ctx = cached_context("off");
+  EXPECT_TRUE(clb_context_cache_dir(ctx) == NULL);
+  clb_context_free(ctx);
+  unlink(file_as_dir);
+
+  /* Two processes filling an empty cache at once: both succeed, nothing is left
+   * half-written, and a third process loads every entry. The children are fresh
+   * processes (fork + exec): an OpenCL driver does not survive a bare fork. */
+  EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
+  EXPECT_EQ_I(clb_cache_info(dir, &n, NULL), CLB_OK);
+  EXPECT_EQ_I(n, 0);
+  fflush(NULL);
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    REQUIRE_TRUE(kids[k] >= 0);
+    if (kids[k] == 0) {
+      execl("/proc/self/exe", "test-runtime-disk-cache", "--child", dir, (char *)NULL);
+      _exit(127);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    int status = 0;
+    waitpid(kids[k], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ_I(count_temp_files(), 0);
+  ctx = cached_context(dir);
+  run_ops(ctx);
+  EXPECT_EQ_I(counters(ctx).program_builds, 0);
+  clb_context_free(ctx);
+
+  EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
+  rmdir(dir);
+  return clb_test_finish("runtime/disk-cache");
+}

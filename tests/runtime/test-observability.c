@@ -1,0 +1,94 @@
+/* test-observability.c: the metrics JSON and file, and the event log lines. */
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+
+#include "cl-test.h"
+
+static char lines[16384];
+
+static void capture(void *user, const char *category, const char *line) {
+  (void)user;
+  size_t used = strlen(lines);
+  snprintf(lines + used, sizeof lines - used, "[%s] %s\n", category, line);
+}
+
+/* The value of a top-level integer key in a flat JSON object. */
+static long long json_int(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p ? atoll(p + strlen(pat)) : -1;
+}
+
+int main(void) {
+  clb_context_options o;
+  clb_context_options_init(&o);
+  o.cache_dir = "off";
+  clb_context_t ctx = clb_test_context(&o);
+  clb_context_set_log(ctx, CLB_LOG_ALL, capture, NULL);
+  int64_t b[1] = {64};
+  clb_tensor_t x = NULL, s = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b, NULL, &x));
+  CL_OK(ctx, clb_fill(ctx, x, 2));
+  CL_OK(ctx, clb_reduce_all(ctx, CLB_REDUCE_SUM, x, &s));
+  CL_OK(ctx, clb_reduce_all(ctx, CLB_REDUCE_SUM, x, &s));
+  float got = 0;
+  CL_OK(ctx, clb_tensor_read(ctx, s, NULL, &got, sizeof got, NULL));
+  EXPECT_NEAR(got, 128);
+
+  /* The log: each build with its reason, each sync with the call that forced it. */
+  EXPECT_TRUE(strstr(lines, "[builds] elementwise.cl [-D EW_FILL") != NULL);
+  EXPECT_TRUE(strstr(lines, "for fill: built from source") != NULL);
+  EXPECT_TRUE(strstr(lines, "[syncs] host sync #1: clb_tensor_read") != NULL);
+
+  /* The JSON holds the documented keys, equal to the counters. */
+  char json[4096];
+  size_t len = 0;
+  CL_OK(ctx, clb_context_metrics_json(ctx, json, sizeof json, &len));
+  EXPECT_EQ_I(len, strlen(json));
+  const char *keys[] = {"program_builds", "program_cache_hits_memory", "program_cache_hits_disk", "kernel_launches",
+                        "host_syncs", "bytes_to_device", "bytes_to_host", "plans_compiled", "peak_device_bytes"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) EXPECT_TRUE(json_int(json, keys[i]) >= 0);
+  EXPECT_TRUE(strstr(json, "\"recompiles\":[]") != NULL);
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  EXPECT_EQ_I(json_int(json, "program_builds"), (long long)c.program_builds);
+  EXPECT_EQ_I(json_int(json, "program_builds"), 2);
+  EXPECT_EQ_I(json_int(json, "kernel_launches"), 5); /* fill, 2 x (part + final) */
+  EXPECT_EQ_I(json_int(json, "host_syncs"), 1);
+  EXPECT_EQ_I(json_int(json, "program_cache_hits_memory"), 3);
+  EXPECT_EQ_I(json_int(json, "bytes_to_host"), (long long)c.bytes_to_host);
+  char tiny[8];
+  EXPECT_STATUS(ctx, clb_context_metrics_json(ctx, tiny, sizeof tiny, &len), CLB_ERR_BUFFER_SMALL, "bytes needed");
+  EXPECT_EQ_I(strlen(tiny), 7);
+
+  /* CLBOUND_METRICS_FILE is written when the context is freed. */
+  char path[] = "/tmp/clbound-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE_TRUE(fd >= 0);
+  close(fd);
+  setenv("CLBOUND_METRICS_FILE", path, 1);
+  clb_context_free(ctx);
+  unsetenv("CLBOUND_METRICS_FILE");
+  FILE *f = fopen(path, "r");
+  REQUIRE_TRUE(f != NULL);
+  char file[4096] = {0};
+  size_t nread = fread(file, 1, sizeof file - 1, f);
+  fclose(f);
+  unlink(path);
+  EXPECT_TRUE(nread > 0);
+  EXPECT_EQ_I(json_int(file, "host_syncs"), 1);
+  EXPECT_EQ_I(json_int(file, "program_builds"), 2);
+
+  /* CLBOUND_LOG names the categories a new context logs. */
+  setenv("CLBOUND_LOG", "syncs", 1);
+  ctx = clb_test_context(&o);
+  unsetenv("CLBOUND_LOG");
+  lines[0] = 0;
+  clb_context_set_log(ctx, CLB_LOG_SYNCS, capture, NULL);
+  CL_OK(ctx, clb_context_sync(ctx));
+  EXPECT_TRUE(strstr(lines, "[syncs] host sync #1: clb_context_sync") != NULL);
+  clb_context_free(ctx);
+  return clb_test_finish("runtime/observability");
+}
