@@ -23,6 +23,8 @@ static int usage(FILE *f) {
           "                   bounded tensors changing size with zero program rebuilds\n"
           "  bench ops [--json] [--quick]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
+          "  bench gemm [--json] [--quick]\n"
+          "                   matmul with a bounded M: three strategies against CLBlast\n"
           "  cache info|clear [DIR]\n"
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
@@ -198,6 +200,8 @@ int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   if (strcmp(argv[1], "info") == 0) return cmd_info();
   if (strcmp(argv[1], "demo") == 0) return cmd_demo(argc - 2, argv + 2);
+  if (strcmp(argv[1], "bench") == 0 && argc > 2 && strcmp(argv[2], "gemm") == 0)
+    return clb_cmd_bench_gemm(argc - 3, argv + 3);
   if (strcmp(argv[1], "bench") == 0) return clb_cmd_bench(argc - 2, argv + 2);
   if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {

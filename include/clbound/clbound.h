@@ -9,5 +9,6 @@
 #include "clbound/runtime.h"
 #include "clbound/ops.h"
 #include "clbound/dataops.h"
+#include "clbound/nn.h"
 
 #endif /* CLB_CLBOUND_H */

@@ -1,0 +1,94 @@
+/* clbound/nn.h: the ops an MLP trains with, forward and backward: matmul and
+ * linear (CLBlast, or clbound's own kernel where a size is only on the device),
+ * activation gradients, softmax, losses that average over the actual count, SGD.
+ *
+ * Outputs follow clbound/ops.h: *out NULL creates the output, else it is checked.
+ * Every reduction over a dynamic dim (a batch of rows) covers the actual rows only
+ * and divides by the actual count read on the device: the slack up to the bound
+ * never leaks into a result. */
+#ifndef CLB_NN_H
+#define CLB_NN_H
+
+#include "clbound/runtime.h"
+#include "clbound/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- GEMM ------------------------------------------------------------------ */
+
+/* How a matmul runs when one of its sizes is only known on the device. */
+typedef enum clb_gemm_strategy {
+  CLB_GEMM_AUTO = 0,          /* the default measured fastest (docs/benchmarks.md) */
+  CLB_GEMM_CLBLAST_BOUND = 1, /* CLBlast over the bounds, the slack zeroed first */
+  CLB_GEMM_SYNC_EXACT = 2,    /* one counted host sync reads the sizes, then CLBlast exactly */
+  CLB_GEMM_DEVICE = 3,        /* clbound's kernel reads the sizes on the device, skips tiles past them */
+  CLB_GEMM_STRATEGY_COUNT = 4
+} clb_gemm_strategy;
+
+/* Sets the strategy of the context's matmuls (AUTO by default). */
+CLB_API clb_status clb_context_set_gemm_strategy(clb_context_t ctx, clb_gemm_strategy s);
+
+/* out = op(a) @ op(b), op(x) = x^T when trans_x. f32, or f64 where the device has
+ * it. op(a) is [M, K], op(b) is [K, N]: any of them may be dynamic; K's bounds
+ * must be equal and its actual sizes are checked on the device. out is [M, N]. A
+ * zero-sized M or N writes nothing; K = 0 gives zeros. */
+CLB_API clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b,
+                              int trans_b, clb_tensor_t *out);
+
+/* y = x W^T + bias. x [M, in], w [features, in], bias [features] or NULL. */
+CLB_API clb_status clb_linear(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias,
+                              clb_tensor_t *out);
+
+/* Gradients of clb_linear given dy [M, features]: dx = dy W, dw = dy^T x (a sum
+ * over the actual rows), dbias = the sum of dy's actual rows. Pass NULL for a
+ * gradient that is not needed. */
+CLB_API clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w,
+                                       clb_tensor_t dy, clb_tensor_t *dx, clb_tensor_t *dw,
+                                       clb_tensor_t *dbias);
+
+/* ---- Activations ----------------------------------------------------------- */
+
+/* dx = dy * op'(...), for NEG, RELU, SIGMOID, TANH, EXP, LOG, COPY. x is the op's
+ * input and y its output: RELU and LOG read x, SIGMOID, TANH and EXP read y; the
+ * other may be NULL. */
+CLB_API clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op op, clb_tensor_t x,
+                                      clb_tensor_t y, clb_tensor_t dy, clb_tensor_t *dx);
+
+/* Softmax (log_softmax when `log`) over the last dim, at the actual sizes. */
+CLB_API clb_status clb_softmax(clb_context_t ctx, clb_tensor_t x, int log, clb_tensor_t *out);
+/* Its gradient from the forward output y and dy. */
+CLB_API clb_status clb_softmax_backward(clb_context_t ctx, clb_tensor_t y, clb_tensor_t dy, int log,
+                                        clb_tensor_t *dx);
+
+/* ---- Losses ---------------------------------------------------------------- */
+
+typedef enum clb_loss_kind {
+  CLB_LOSS_MSE = 0,               /* (p - t)^2 */
+  CLB_LOSS_BCE = 1,               /* -(t log p + (1 - t) log(1 - p)), logs clamped at -100 as in PyTorch */
+  CLB_LOSS_BCE_WITH_LOGITS = 2,   /* the same on sigmoid(p), computed stably */
+  CLB_LOSS_CROSS_ENTROPY = 3,     /* p [M, C] logits, t [M] i64 class indices */
+  CLB_LOSS_KIND_COUNT = 4
+} clb_loss_kind;
+
+/* loss (0-d, pred's dtype) = the mean of the per-element loss over the actual
+ * elements (actual rows for cross-entropy). grad (NULL to skip) = d loss / d pred,
+ * pred's shape, already divided by that count. pred and target have equal bounds
+ * (cross-entropy: one row per target); their actual sizes are checked on the
+ * device. */
+CLB_API clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred,
+                            clb_tensor_t target, clb_tensor_t *loss, clb_tensor_t *grad);
+
+/* ---- Optimizer ------------------------------------------------------------- */
+
+/* In place: v = momentum * v + grad (when velocity is not NULL; the caller
+ * zero-fills it once), param -= lr * (velocity ? v : grad). lr and momentum are
+ * kernel arguments: changing them builds nothing. */
+CLB_API clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad,
+                                clb_tensor_t velocity, double lr, double momentum);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLB_NN_H */
