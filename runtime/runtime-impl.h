@@ -53,6 +53,9 @@ struct clb_tensor {
   uint8_t dyn[CLB_MAX_RANK];
   clb_buf data;
   clb_buf shape;
+  /* Shared by a tensor and its views (clb_reshape): how many hold `data`; NULL
+   * while only one does. The last holder returns the buffer to the pool. */
+  int *data_refs;
   struct clb_tensor *prev, *next; /* the context's list of live tensors */
 };
 

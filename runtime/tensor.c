@@ -112,7 +112,12 @@ void clb_tensor_free(clb_tensor_t t) {
   clb_context_t ctx = t->ctx;
   /* Kernels still queued may use the buffers: a later owner only writes after
    * them, since the queue is in order. */
-  clb__pool_put(ctx->pool, &t->data);
+  if (!t->data_refs) {
+    clb__pool_put(ctx->pool, &t->data);
+  } else if (--*t->data_refs == 0) {
+    clb__pool_put(ctx->pool, &t->data);
+    free(t->data_refs);
+  }
   clb__pool_put(ctx->pool, &t->shape);
   if (t->prev) t->prev->next = t->next;
   else ctx->tensors = t->next;

@@ -73,6 +73,19 @@ CLB_API clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value);
 CLB_API clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype,
                             clb_tensor_t *out);
 
+/* ---- Views --------------------------------------------------------------------
+ *
+ * A view of x's data with another shape, without a copy. `spec` has `rank`
+ * entries: a static size >= 0, or -1 (at most one) for the dim that takes the
+ * remaining elements. That dim is dynamic when x has a dynamic dim; its bound is
+ * x's element bound divided by the product of the static sizes. The actual sizes
+ * are computed on the device from x's; an actual element count that the static
+ * sizes do not divide raises a deferred device check. The view keeps x's data
+ * alive: either may be freed first. *out must be NULL, or a view of x made by
+ * an earlier clb_reshape with the same spec (a graph re-running the op). */
+CLB_API clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec,
+                               clb_tensor_t *out);
+
 /* ---- Reductions -------------------------------------------------------------
  *
  * sum: integer and bool inputs give i64, floating inputs keep their dtype.

@@ -1,0 +1,85 @@
+/* ops-view.c: clb_reshape, views that share data and compute their actual
+ * sizes on the device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime-impl.h"
+
+clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
+  static const char *op = "reshape";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "x", x);
+  if (st != CLB_OK) return st;
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  if (rank < 0 || rank > CLB_MAX_RANK) return clb__set_error(ctx, CLB_ERR_RANK, "%s: rank %d is outside 0..%d", op, rank, CLB_MAX_RANK);
+  if (rank > 0 && !spec) return clb__set_error(ctx, CLB_ERR_NULL, "%s: spec is NULL", op);
+  char desc[128];
+  clb__tensor_desc(x, desc, sizeof desc);
+  int64_t xn = clb__numel(x->rank, x->bound), fixed = 1;
+  int free_dim = -1, x_dynamic = 0;
+  for (int d = 0; d < x->rank; d++) x_dynamic |= x->dyn[d];
+  for (int d = 0; d < rank; d++) {
+    if (spec[d] == -1 && free_dim < 0) free_dim = d;
+    else if (spec[d] < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: spec[%d] = %lld (one -1 at most, else sizes >= 0)", op, desc, d, (long long)spec[d]);
+    else fixed *= spec[d];
+  }
+  int64_t bounds[CLB_MAX_RANK];
+  uint8_t dyn[CLB_MAX_RANK] = {0};
+  for (int d = 0; d < rank; d++) bounds[d] = spec[d];
+  if (free_dim >= 0) {
+    if (fixed == 0 || xn % fixed != 0)
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: %lld elements at the bounds do not split into rows of %lld", op, desc, (long long)xn, (long long)fixed);
+    bounds[free_dim] = xn / fixed;
+    dyn[free_dim] = (uint8_t)x_dynamic;
+  } else if (x_dynamic || fixed != xn) {
+    if (fixed != xn || x_dynamic)
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: a static shape of %lld elements needs -1 for a dynamic input or %lld elements", op, desc, (long long)fixed, (long long)xn);
+  }
+  if (!*out) {
+    clb_tensor_t v = calloc(1, sizeof *v);
+    if (!v) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: out of host memory", op);
+    char err[256];
+    st = clb__pool_get(ctx->pool, CLB_MAX_RANK * sizeof(int64_t), &v->shape, err, sizeof err);
+    if (st != CLB_OK) {
+      free(v);
+      return clb__set_error(ctx, st, "%s of %s: shape record: %s", op, desc, err);
+    }
+    if (!x->data_refs) {
+      x->data_refs = malloc(sizeof *x->data_refs);
+      if (!x->data_refs) {
+        clb__pool_put(ctx->pool, &v->shape);
+        free(v);
+        return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: out of host memory", op);
+      }
+      *x->data_refs = 1;
+    }
+    (*x->data_refs)++;
+    v->ctx = ctx;
+    v->dtype = x->dtype;
+    v->rank = rank;
+    memcpy(v->bound, bounds, sizeof bounds);
+    memcpy(v->dyn, dyn, sizeof dyn);
+    v->data = x->data;
+    v->data_refs = x->data_refs;
+    v->next = ctx->tensors;
+    if (ctx->tensors) ctx->tensors->prev = v;
+    ctx->tensors = v;
+    *out = v;
+  } else {
+    clb_tensor_t v = *out;
+    if ((st = clb__check_tensor(ctx, op, "out", v)) != CLB_OK) return st;
+    if (v->data.mem != x->data.mem || v->rank != rank || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0)
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape with this spec", op, desc);
+  }
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, "view", "", "view_shape", &k)) != CLB_OK) return st;
+  cl_long8 sp;
+  memset(&sp, 0, sizeof sp);
+  for (int d = 0; d < rank; d++) sp.s[d] = spec[d];
+  cl_int rx = x->rank, ro = rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG((*out)->shape.mem), CLB_ARG(ro), CLB_ARG(sp),
+                    CLB_ARG(ctx->status), CLB_ARG(zero)};
+  return clb__launch(ctx, op, desc, k, args, 7, 6, 1, 1);
+}
