@@ -141,8 +141,14 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
 }
 
 clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
-                           const char *options, const char *kernel, cl_kernel *out) {
+                           const char *base_options, const char *kernel, cl_kernel *out) {
   clb_progcache *pc = ctx->programs;
+  char options_buf[1024];
+  const char *options = base_options;
+  if (ctx->build_suffix[0]) {
+    snprintf(options_buf, sizeof options_buf, "%s %s", base_options, ctx->build_suffix);
+    options = options_buf;
+  }
   uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ull, src), options);
   clb_prog_entry *e = NULL;
   for (size_t i = 0; i < pc->n; i++) {

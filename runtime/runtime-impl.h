@@ -82,6 +82,9 @@ struct clb_context {
   void *log_user;
   /* persistent program cache; cache_dir[0] == 0 when off */
   char cache_dir[1024];
+  /* appended to every program's build options while a specialized graph plan
+   * runs, so that plan builds its own programs; empty otherwise */
+  char build_suffix[64];
   /* reasons of recompiles, for the metrics file: a growing array */
   char **recompile_reasons;
   size_t n_recompiles, cap_recompiles;
@@ -172,6 +175,8 @@ clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
                        const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out);
 int64_t clb__numel(int rank, const int64_t *dims);
+/* A counted host sync that reads t's actual sizes; `why` is logged. */
+clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
 /* Enqueues a non-blocking write from a private copy of `host` (freed when done). */
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);

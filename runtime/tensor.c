@@ -183,6 +183,13 @@ static clb_status read_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, 
   return clb__sync(ctx, op); /* the in-order queue has finished the read too */
 }
 
+clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims) {
+  int64_t rec[CLB_MAX_RANK];
+  clb_status st = read_sizes(ctx, why, t, rec);
+  if (st == CLB_OK) memcpy(dims, rec, (size_t)t->rank * sizeof *dims);
+  return st;
+}
+
 clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *dims) {
   static const char *op = "clb_tensor_sizes";
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
