@@ -25,6 +25,8 @@ static int usage(FILE *f) {
           "                   data-dependent ops against a copy kernel over the same bytes\n"
           "  bench gemm [--json] [--quick]\n"
           "                   matmul with a bounded M: three strategies against CLBlast\n"
+          "  shapes FILE [--buckets N]\n"
+          "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
           "  cache info|clear [DIR]\n"
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
@@ -204,6 +206,7 @@ int main(int argc, char **argv) {
     return clb_cmd_bench_gemm(argc - 3, argv + 3);
   if (strcmp(argv[1], "bench") == 0) return clb_cmd_bench(argc - 2, argv + 2);
   if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
+  if (strcmp(argv[1], "shapes") == 0) return clb_cmd_shapes(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {
     printf("clbound %s\n", clb_version());
     return 0;

@@ -5,6 +5,8 @@
 /* Each takes the arguments after its name and returns the process exit code. */
 int clb_cmd_bench(int argc, char **argv);
 int clb_cmd_cache(int argc, char **argv);
+/* `clbound shapes FILE`: the dynamicity report. */
+int clb_cmd_shapes(int argc, char **argv);
 /* `clbound bench gemm`: the GEMM strategies against CLBlast. */
 int clb_cmd_bench_gemm(int argc, char **argv);
 

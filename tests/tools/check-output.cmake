@@ -1,0 +1,10 @@
+# Runs CMD (a ;-list) and compares its standard output with the file EXPECTED.
+execute_process(COMMAND ${CMD} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit code ${rc}:\n${out}")
+endif()
+file(READ "${EXPECTED}" want)
+if(NOT out STREQUAL want)
+  message(FATAL_ERROR "output differs from ${EXPECTED}:\n--- got ---\n${out}\n--- want ---\n${want}")
+endif()
+message(STATUS "output matches ${EXPECTED}")
