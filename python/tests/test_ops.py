@@ -1,0 +1,156 @@
+"""Every op of the Python binding against numpy, on random shapes inside random bounds."""
+import numpy as np
+import pytest
+
+import clbound
+
+RNG = np.random.default_rng(20261122)
+FLOAT_TOL = dict(rtol=5e-3, atol=1e-3)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    with clbound.Context() as c:
+        yield c
+
+
+def random_case(dtype, rank):
+    """Bounds, dynamic flags and an array at actual sizes within them."""
+    bounds = tuple(int(b) for b in RNG.integers(1, 9, size=rank))
+    dynamic = tuple(bool(d) for d in RNG.integers(0, 2, size=rank))
+    shape = tuple(int(RNG.integers(0, b + 1)) if d else b for b, d in zip(bounds, dynamic))
+    if np.dtype(dtype).kind == "f":
+        a = RNG.uniform(-2, 2, size=shape).astype(dtype)
+    elif dtype == np.bool_:
+        a = RNG.integers(0, 2, size=shape).astype(dtype)
+    elif dtype == np.uint8:
+        a = RNG.integers(0, 40, size=shape).astype(dtype)
+    else:
+        a = RNG.integers(-20, 21, size=shape).astype(dtype)
+    return bounds, dynamic, a
+
+
+def check(got, want):
+    assert got.shape == want.shape
+    if np.dtype(want.dtype).kind == "f":
+        np.testing.assert_allclose(got, want, **FLOAT_TOL)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "maximum", "minimum"])
+def test_binary_same_shape(ctx, dtype, op):
+    for _ in range(5):
+        bounds, dynamic, a = random_case(dtype, int(RNG.integers(0, 4)))
+        b = np.flip(a).copy()
+        ta = ctx.from_numpy(a, bounds, dynamic)
+        tb = ctx.from_numpy(b, bounds, dynamic)
+        want = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply"}.get(op, op))(a, b)
+        check(ctx.binary(op, ta, tb).numpy(), want.astype(dtype))
+
+
+def test_broadcast_rows_and_columns(ctx):
+    a = RNG.uniform(-1, 1, size=(5, 3)).astype(np.float32)
+    row = RNG.uniform(-1, 1, size=(3,)).astype(np.float32)
+    col = RNG.uniform(-1, 1, size=(5, 1)).astype(np.float32)
+    ta = ctx.from_numpy(a, (9, 3), (True, False))
+    check(ctx.add(ta, ctx.from_numpy(row)).numpy(), a + row)
+    check(ctx.mul(ta, ctx.from_numpy(col, (9, 1), (True, False))).numpy(), a * col)
+
+
+def test_div_and_remainder(ctx):
+    a = RNG.uniform(-3, 3, size=(4, 6)).astype(np.float32)
+    b = (RNG.uniform(0.5, 2, size=(4, 6)) * RNG.choice([-1, 1], size=(4, 6))).astype(np.float32)
+    ta, tb = ctx.from_numpy(a), ctx.from_numpy(b)
+    check(ctx.div(ta, tb).numpy(), a / b)
+    check(ctx.remainder(ta, tb).numpy(), np.remainder(a, b))
+    ia = RNG.integers(-20, 21, size=(7,)).astype(np.int32)
+    ib = RNG.integers(1, 6, size=(7,)).astype(np.int32) * RNG.choice([-1, 1], size=(7,)).astype(np.int32)
+    check(ctx.remainder(ctx.from_numpy(ia), ctx.from_numpy(ib)).numpy(), np.remainder(ia, ib))
+
+
+@pytest.mark.parametrize("op,fn", [("neg", np.negative), ("relu", lambda x: np.maximum(x, 0)),
+                                   ("sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("tanh", np.tanh), ("exp", np.exp)])
+def test_unary(ctx, op, fn):
+    for _ in range(5):
+        bounds, dynamic, a = random_case(np.float32, int(RNG.integers(0, 4)))
+        check(ctx.unary(op, ctx.from_numpy(a, bounds, dynamic)).numpy(), fn(a.astype(np.float64)).astype(np.float32))
+
+
+def test_log(ctx):
+    a = RNG.uniform(0.1, 5, size=(3, 4)).astype(np.float32)
+    check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
+
+
+@pytest.mark.parametrize("src", [np.float32, np.int32, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("dst", [np.float32, np.int32, np.int64, np.uint8, np.bool_])
+def test_cast(ctx, src, dst):
+    a = np.array([0, 1, 2, 7, 100, 3, 0, 42, 9, 0, 255, 1]).astype(src)
+    want = a.astype(np.float64).astype(dst) if dst != np.bool_ else a != 0
+    check(ctx.cast(ctx.from_numpy(a, (20,), (True,)), dst).numpy(), np.asarray(want).astype(dst))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+def test_reductions(ctx, op):
+    for _ in range(6):
+        bounds, dynamic, a = random_case(np.float32, int(RNG.integers(1, 4)))
+        if a.size == 0 and op != "sum":
+            continue
+        t = ctx.from_numpy(a, bounds, dynamic)
+        ref = getattr(np, op)(a.astype(np.float64))
+        check(ctx.reduce_all(op, t).numpy(), np.asarray(ref, dtype=np.float32))
+        dim = int(RNG.integers(0, a.ndim))
+        if a.shape[dim] == 0 and op != "sum":
+            continue
+        ref = getattr(np, op)(a.astype(np.float64), axis=dim, keepdims=True)
+        check(ctx.reduce_dim(op, t, dim, keepdim=True).numpy(), ref.astype(np.float32))
+
+
+def test_integer_sum_is_int64(ctx):
+    a = RNG.integers(-1000, 1000, size=(30, 7)).astype(np.int32)
+    got = ctx.reduce_dim("sum", ctx.from_numpy(a, (40, 7), (True, False)), 1).numpy()
+    assert got.dtype == np.int64
+    check(got, a.sum(axis=1).astype(np.int64))
+
+
+def test_reshape_view(ctx):
+    a = np.arange(24, dtype=np.int64).reshape(4, 6)
+    t = ctx.from_numpy(a, (10, 6), (True, False))
+    v = ctx.reshape(t, (-1, 3))
+    assert v.dynamic == (True, False)
+    check(v.numpy(), a.reshape(-1, 3))
+
+
+def test_fill_and_sizes(ctx):
+    t = ctx.tensor(np.int32, (50, 2), (True, False))
+    t.write(np.zeros((13, 2), np.int32))
+    ctx.fill(t, 7)
+    assert t.sizes() == (13, 2)
+    check(t.numpy(), np.full((13, 2), 7, np.int32))
+
+
+def test_errors_name_the_problem(ctx):
+    t = ctx.tensor(np.float32, (4,), (True,))
+    with pytest.raises(clbound.ClboundError) as e:
+        t.write(np.zeros(5, np.float32))
+    assert e.value.status == "ERR_OUT_OF_BOUNDS" and "5 > bound 4" in str(e.value)
+    with pytest.raises(clbound.ClboundError) as e:
+        ctx.add(ctx.from_numpy(np.zeros(3, np.float32)), ctx.from_numpy(np.zeros(3, np.int32)))
+    assert e.value.status == "ERR_DTYPE"
+
+
+def test_deferred_check_reported_at_sync(ctx):
+    a = ctx.from_numpy(np.ones(5, np.float32), (8,), (True,))
+    b = ctx.from_numpy(np.ones(7, np.float32), (8,), (True,))
+    ctx.add(a, b)
+    with pytest.raises(clbound.ClboundError) as e:
+        ctx.sync()
+    assert e.value.status == "ERR_DEVICE_CHECK" and "5 and 7" in str(e.value)
+
+
+def test_metrics(ctx):
+    m = ctx.metrics()
+    for key in ("program_builds", "kernel_launches", "host_syncs", "peak_device_bytes"):
+        assert key in m
+    assert m["host_syncs"] > 0
