@@ -89,6 +89,9 @@ struct clb_context {
   char **recompile_reasons;
   size_t n_recompiles, cap_recompiles;
   char errmsg[CLB_ERRMSG_MAX];
+  /* clb_gemm_strategy (clbound/nn.h) of the context's matmuls; 0 (AUTO) from
+   * calloc. Set by clb_context_set_gemm_strategy (ops-gemm.c). */
+  int gemm_strategy;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */

@@ -1,0 +1,240 @@
+/* gemm.cl: clbound's matmul kernels that read M, N and K from the shape records,
+ * and the helpers of the CLBlast strategies (slack zeroing, padding, shape records).
+ *
+ * Built with: T (float or double), TRANS_A and TRANS_B (0 or 1), and for the
+ * matmul kernels one of GEMM_CPU (RM x RN blocks per work-item; RN is a vector
+ * width along N when B is not transposed, VK a vector width along K when it is)
+ * or GEMM_GPU (TS x TS tiles in local memory, one work-group per tile), and
+ * HAS_BIAS to add a bias row. Storage is dense row-major at the actual sizes:
+ * op(a) is [M, K] (a is [K, M] when TRANS_A), op(b) is [K, N] (b is [N, K] when
+ * TRANS_B), and the leading dimension of each is its actual dim 1. */
+
+#define CLB_CAT_(x, y) x##y
+#define CLB_CAT(x, y) CLB_CAT_(x, y)
+
+#define GEMM_MAD(x, y, acc) mad((x), (y), (acc))
+
+/* op(a)[i, k] and op(b)[k, j]. */
+#if TRANS_A
+#define A_AT(i, kk) a[(kk) * lda + (i)]
+#else
+#define A_AT(i, kk) a[(i) * lda + (kk)]
+#endif
+#if TRANS_B
+#define B_AT(kk, j) b[(j) * ldb + (kk)]
+#else
+#define B_AT(kk, j) b[(kk) * ldb + (j)]
+#endif
+
+/* The actual M, N, K and leading dimensions from the shape records. K is the
+ * smaller of the two operands' when they differ (a deferred check, raised by the
+ * first work-item), so nothing is read past either live region. */
+#define GEMM_SIZES                                                          \
+  long m, n, k, ka, kb, lda = sa[1], ldb = sb[1];                           \
+  if (TRANS_A) { m = sa[1]; ka = sa[0]; } else { m = sa[0]; ka = sa[1]; }   \
+  if (TRANS_B) { n = sb[0]; kb = sb[1]; } else { kb = sb[0]; n = sb[1]; }   \
+  k = min(ka, kb);
+
+/* The first work-item writes out's shape record and raises the K check. */
+#define GEMM_HEAD                                                           \
+  if (clb_first_item()) {                                                   \
+    sc[0] = m;                                                              \
+    sc[1] = n;                                                              \
+    if (ka != kb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, ka, kb);      \
+  }
+
+#ifdef HAS_BIAS
+#define BIAS_AT(j) bias[j]
+#else
+#define BIAS_AT(j) ((T)0)
+#endif
+
+/* A block at the edge of C, element by element. */
+inline void gemm_edge(__global const T *a, long lda, __global const T *b, long ldb, __global T *c,
+                      __global const T *bias, long m, long n, long k, long i0, long j0, int rm, int rn) {
+  for (int r = 0; r < rm; r++) {
+    long i = i0 + r;
+    if (i >= m) break;
+    for (int q = 0; q < rn; q++) {
+      long j = j0 + q;
+      if (j >= n) break;
+      T acc = 0;
+      for (long kk = 0; kk < k; kk++) acc = GEMM_MAD(A_AT(i, kk), B_AT(kk, j), acc);
+      c[i * n + j] = acc + BIAS_AT(j);
+    }
+  }
+}
+
+#ifdef GEMM_CPU
+#if !TRANS_B
+/* B is row-major along N: each step of K loads one vector of RN columns of B and
+ * RM scalars of A, and updates RM x RN accumulators (an outer product). */
+#define VT CLB_CAT(T, RN)
+#define VLOAD CLB_CAT(vload, RN)
+#define VSTORE CLB_CAT(vstore, RN)
+inline void gemm_block(__global const T *a, long lda, __global const T *b, long ldb, __global T *c,
+                       __global const T *bias, long n, long k, long i0, long j0) {
+  VT acc[RM];
+  for (int r = 0; r < RM; r++) acc[r] = (VT)0;
+  for (long kk = 0; kk < k; kk++) {
+    VT bv = VLOAD(0, b + kk * ldb + j0);
+    for (int r = 0; r < RM; r++) acc[r] = GEMM_MAD((VT)A_AT(i0 + r, kk), bv, acc[r]);
+  }
+#ifdef HAS_BIAS
+  VT bb = VLOAD(0, bias + j0);
+#else
+  VT bb = (VT)0;
+#endif
+  for (int r = 0; r < RM; r++) VSTORE(acc[r] + bb, 0, c + (i0 + r) * n + j0);
+}
+#else
+/* B is [N, K]: both operands run along K, so each block is RM x RN dot products
+ * over vectors of VK elements of K, summed across the vector at the end. */
+#define VT CLB_CAT(T, VK)
+#define VLOAD CLB_CAT(vload, VK)
+inline T gemm_hsum(VT v) {
+#if VK == 16
+  CLB_CAT(T, 8) h8 = v.lo + v.hi;
+  CLB_CAT(T, 4) h4 = h8.lo + h8.hi;
+#elif VK == 8
+  CLB_CAT(T, 4) h4 = v.lo + v.hi;
+#elif VK == 4
+  CLB_CAT(T, 4) h4 = v;
+#endif
+  CLB_CAT(T, 2) h2 = h4.lo + h4.hi;
+  return h2.lo + h2.hi;
+}
+inline void gemm_block(__global const T *a, long lda, __global const T *b, long ldb, __global T *c,
+                       __global const T *bias, long n, long k, long i0, long j0) {
+  VT acc[RM][RN];
+  for (int r = 0; r < RM; r++)
+    for (int q = 0; q < RN; q++) acc[r][q] = (VT)0;
+  long kv = k / VK * VK;
+  for (long kk = 0; kk < kv; kk += VK) {
+    VT av[RM];
+#if TRANS_A
+    for (int r = 0; r < RM; r++) {
+      T tmp[VK];
+      for (int e = 0; e < VK; e++) tmp[e] = A_AT(i0 + r, kk + e);
+      av[r] = VLOAD(0, tmp);
+    }
+#else
+    for (int r = 0; r < RM; r++) av[r] = VLOAD(0, a + (i0 + r) * lda + kk);
+#endif
+    for (int q = 0; q < RN; q++) {
+      VT bv = VLOAD(0, b + (j0 + q) * ldb + kk);
+      for (int r = 0; r < RM; r++) acc[r][q] = GEMM_MAD(av[r], bv, acc[r][q]);
+    }
+  }
+  for (int r = 0; r < RM; r++)
+    for (int q = 0; q < RN; q++) {
+      T s = gemm_hsum(acc[r][q]);
+      for (long kk = kv; kk < k; kk++) s = GEMM_MAD(A_AT(i0 + r, kk), B_AT(kk, j0 + q), s);
+      c[(i0 + r) * n + j0 + q] = s + BIAS_AT(j0 + q);
+    }
+}
+#endif
+
+/* Each work-item takes blocks of C in a grid-stride loop over the blocks the
+ * actual M and N have; consecutive blocks go down M, so a work-group shares the
+ * same columns of B. */
+__kernel void gemm_cpu(__global const T *a, __global const long *sa, __global const T *b,
+                       __global const long *sb, __global T *c, __global long *sc,
+                       __global const T *bias, __global int *st, uint launch) {
+  GEMM_SIZES
+  GEMM_HEAD
+  long nbm = (m + RM - 1) / RM, nbn = (n + RN - 1) / RN, total = nbm * nbn;
+  for (long blk = get_global_id(0); blk < total; blk += get_global_size(0)) {
+    long bj = blk / nbm, bi = blk - bj * nbm;
+    long i0 = bi * RM, j0 = bj * RN;
+    if (i0 + RM <= m && j0 + RN <= n)
+      gemm_block(a, lda, b, ldb, c, bias, n, k, i0, j0);
+    else
+      gemm_edge(a, lda, b, ldb, c, bias, m, n, k, i0, j0, RM, RN);
+  }
+}
+#endif
+
+#ifdef GEMM_GPU
+/* One work-group of TS * TS work-items per TS x TS tile of C, tiles taken in a
+ * grid-stride loop over the tiles the actual M and N have (uniform per group, so
+ * the barriers are reached by all its work-items). */
+__kernel void gemm_gpu(__global const T *a, __global const long *sa, __global const T *b,
+                       __global const long *sb, __global T *c, __global long *sc,
+                       __global const T *bias, __global int *st, uint launch) {
+  __local T as[TS][TS + 1];
+  __local T bs[TS][TS + 1];
+  GEMM_SIZES
+  GEMM_HEAD
+  int lid = (int)get_local_id(0), ty = lid / TS, tx = lid - ty * TS;
+  long ntm = (m + TS - 1) / TS, ntn = (n + TS - 1) / TS, total = ntm * ntn;
+  for (long t = get_group_id(0); t < total; t += get_num_groups(0)) {
+    long ti = t / ntn, tj = t - ti * ntn;
+    long i = ti * TS + ty, j = tj * TS + tx;
+    long ia = ti * TS + tx; /* the row of op(a) this work-item loads (transposed load) */
+    T acc = 0;
+    for (long k0 = 0; k0 < k; k0 += TS) {
+      long kr = k0 + ty;
+#if TRANS_A
+      as[ty][tx] = (ia < m && kr < k) ? A_AT(ia, kr) : (T)0; /* as[k][i] */
+#else
+      long kc = k0 + tx, ir = ti * TS + ty;
+      as[tx][ty] = (ir < m && kc < k) ? A_AT(ir, kc) : (T)0; /* as[k][i] */
+#endif
+#if TRANS_B
+      long jb = tj * TS + ty, kb2 = k0 + tx;
+      bs[tx][ty] = (jb < n && kb2 < k) ? B_AT(kb2, jb) : (T)0; /* bs[k][j] */
+#else
+      bs[ty][tx] = (kr < k && j < n) ? B_AT(kr, j) : (T)0; /* bs[k][j] */
+#endif
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int q = 0; q < TS; q++) acc = GEMM_MAD(as[q][ty], bs[q][tx], acc);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i < m && j < n) c[i * n + j] = acc + BIAS_AT(j);
+  }
+}
+#endif
+
+#ifdef GEMM_HELPERS
+/* Zeroes x's slack, the elements from its actual count up to `bound_numel`, so
+ * CLBlast can reduce over the bound of a dim whose rows past the actual size
+ * must count as zero. */
+__kernel void gemm_zero_slack(__global T *x, __global const long *sx, int rank, long bound_numel) {
+  long live = clb_numel(sx, rank);
+  long n = bound_numel - live;
+  CLB_FOR_CHUNK(i, n) x[live + i] = (T)0;
+}
+
+/* dst [R, C] = x's live [r, c] (dense at c) padded with zeros: the bound layout
+ * CLBlast needs when dim 1 of x is dynamic. */
+__kernel void gemm_pad(__global const T *x, __global const long *sx, __global T *dst, long R, long C) {
+  long r = sx[0], c = sx[1];
+  CLB_FOR_CHUNK(idx, R * C) {
+    long i = idx / C, j = idx - i * C;
+    dst[idx] = (i < r && j < c) ? x[i * c + j] : (T)0;
+  }
+}
+
+/* out's live [m, n] (dense at n) = src [.., C] at ld C: the live part of a result
+ * CLBlast computed at the bounds. */
+__kernel void gemm_unpad(__global const T *src, long C, __global T *out, __global const long *so) {
+  long m = so[0], n = so[1];
+  CLB_FOR_CHUNK(idx, m * n) {
+    long i = idx / n, j = idx - i * n;
+    out[idx] = src[i * C + j];
+  }
+}
+
+/* out's shape record [M, N] from the operands' (ta, tb: the transposes), and the
+ * K check. */
+__kernel void gemm_shape(__global const long *sa, __global const long *sb, __global long *sc, int ta,
+                         int tb, __global int *st, uint launch) {
+  if (get_global_id(0) != 0) return;
+  long m = ta ? sa[1] : sa[0], ka = ta ? sa[0] : sa[1];
+  long kb = tb ? sb[1] : sb[0], n = tb ? sb[0] : sb[1];
+  sc[0] = m;
+  sc[1] = n;
+  if (ka != kb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, ka, kb);
+}
+#endif

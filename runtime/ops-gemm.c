@@ -1,0 +1,394 @@
+/* ops-gemm.c: matmul (CLBlast where every size is on the host, else one of three
+ * strategies for sizes only the device knows), linear and its gradients. */
+#include <stdio.h>
+#include <string.h>
+
+#include <clblast_c.h>
+
+#include "clbound/nn.h"
+#include "runtime-impl.h"
+
+/* What AUTO resolves to, chosen by `clbound bench gemm` on PoCL (docs/gemm.md):
+ * clbound's kernel needs no host sync and does no work past the actual M. */
+#define GEMM_AUTO_CHOICE CLB_GEMM_DEVICE
+
+/* CPU-style blocks: RM rows x RN columns per work-item (RN a vector width along
+ * N), or with B transposed RM x RN dot products over vectors of VK along K. */
+#define CPU_RM 4
+#define CPU_RN 16
+#define CPU_DOT_RM 2
+#define CPU_DOT_RN 4
+#define CPU_DOT_VK 8
+#define CPU_LOCAL 16
+/* GPU-style tiles: TS x TS work-items per work-group. */
+#define GPU_TS 16
+
+clb_status clb_context_set_gemm_strategy(clb_context_t ctx, clb_gemm_strategy s) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_set_gemm_strategy: ctx is NULL");
+  if ((unsigned)s >= CLB_GEMM_STRATEGY_COUNT)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_context_set_gemm_strategy: unknown strategy %d", (int)s);
+  ctx->gemm_strategy = (int)s;
+  return CLB_OK;
+}
+
+/* ---- CLBlast ---------------------------------------------------------------- */
+
+static const char *clblast_name(CLBlastStatusCode c) {
+  switch (c) {
+  case CLBlastNotImplemented: return "CLBlastNotImplemented";
+  case CLBlastInvalidMatrixA: return "CLBlastInvalidMatrixA";
+  case CLBlastInvalidMatrixB: return "CLBlastInvalidMatrixB";
+  case CLBlastInvalidMatrixC: return "CLBlastInvalidMatrixC";
+  case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
+  case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
+  case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
+  case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
+  case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
+  case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
+  case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
+  case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
+  case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
+  case CLBlastNoDoublePrecision: return "CLBlastNoDoublePrecision";
+  case CLBlastDatabaseError: return "CLBlastDatabaseError";
+  case CLBlastUnknownError: return "CLBlastUnknownError";
+  case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
+  default: return c > -1000 ? clb__cl_error_name((cl_int)c) : "CLBlast error";
+  }
+}
+
+/* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. */
+static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt, int ta, int tb, size_t m,
+                               size_t n, size_t k, cl_mem a, size_t lda, cl_mem b, size_t ldb, cl_mem c,
+                               size_t ldc) {
+  CLBlastTranspose cta = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+  CLBlastTranspose ctb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+  CLBlastStatusCode rc;
+  if (dt == CLB_DTYPE_F64)
+    rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a, 0, lda, b, 0, ldb, 0.0, c, 0, ldc,
+                      &ctx->queue, NULL);
+  else
+    rc = CLBlastSgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c, 0, ldc,
+                      &ctx->queue, NULL);
+  if (rc != CLBlastSuccess)
+    return clb__set_error(ctx, CLB_ERR_CL, "matmul %s: CLBlast%cgemm(m=%zu, n=%zu, k=%zu, lda=%zu, ldb=%zu, ldc=%zu) failed (%s, %d)",
+                          what, dt == CLB_DTYPE_F64 ? 'D' : 'S', m, n, k, lda, ldb, ldc, clblast_name(rc), (int)rc);
+  ctx->counters.kernel_launches++;
+  return CLB_OK;
+}
+
+/* ---- The problem ------------------------------------------------------------- */
+
+typedef struct gemm_job {
+  const char *op;
+  clb_tensor_t a, b, bias, out;
+  int ta, tb;
+  clb_dtype dt;
+  int64_t mb, nb, kb; /* bounds of M, N, K */
+  int dm, dn, dk;     /* M, N dynamic; K dynamic in either operand */
+  char what[192];     /* the operands, for messages */
+} gemm_job;
+
+static clb_status check_operand(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  clb_status st = clb__check_tensor(ctx, op, name, t);
+  if (st != CLB_OK) return st;
+  char d[128];
+  if (t->rank != 2)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: %s %s has rank %d, a matrix needs rank 2", op, name,
+                          clb__tensor_desc(t, d, sizeof d), t->rank);
+  if (!clb__dtype_is_float(t->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is %s; matmul takes f32 or f64", op, name, clb_dtype_name(t->dtype));
+  return CLB_OK;
+}
+
+/* Validates a matmul and gets its output. */
+static clb_status gemm_setup(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
+  const char *op = g->op;
+  clb_status st;
+  if ((st = check_operand(ctx, op, "a", g->a)) != CLB_OK) return st;
+  if ((st = check_operand(ctx, op, "b", g->b)) != CLB_OK) return st;
+  clb_tensor_t a = g->a, b = g->b;
+  char da[128], db[128];
+  clb__tensor_desc(a, da, sizeof da);
+  clb__tensor_desc(b, db, sizeof db);
+  snprintf(g->what, sizeof g->what, "a %.60s%s, b %.60s%s", da, g->ta ? "^T" : "", db, g->tb ? "^T" : "");
+  if (a->dtype != b->dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s", op, da, db);
+  g->dt = a->dtype;
+  int am = g->ta ? 1 : 0, bn = g->tb ? 0 : 1;
+  g->mb = a->bound[am];
+  g->dm = a->dyn[am];
+  g->nb = b->bound[bn];
+  g->dn = b->dyn[bn];
+  int64_t ka = a->bound[1 - am], kb = b->bound[1 - bn];
+  if (ka != kb)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: %s: the inner dims differ: op(a) has %lld columns, op(b) has %lld rows",
+                          op, g->what, (long long)ka, (long long)kb);
+  g->kb = ka;
+  g->dk = a->dyn[1 - am] || b->dyn[1 - bn];
+  if (g->bias) {
+    if ((st = clb__check_tensor(ctx, op, "bias", g->bias)) != CLB_OK) return st;
+    char dbias[128];
+    clb__tensor_desc(g->bias, dbias, sizeof dbias);
+    if (g->bias->dtype != g->dt)
+      return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bias %s, the product is %s", op, dbias, clb_dtype_name(g->dt));
+    if (g->bias->rank != 1 || g->bias->bound[0] != g->nb || g->bias->dyn[0] != g->dn)
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: bias %s must be [%s%lld], one per output feature", op, dbias,
+                            g->dn ? "<=" : "", (long long)g->nb);
+  }
+  if (out && *out && (*out == a || *out == b || *out == g->bias))
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out must not be an input", op);
+  int64_t ob[2] = {g->mb, g->nb};
+  uint8_t od[2] = {(uint8_t)g->dm, (uint8_t)g->dn};
+  if ((st = clb__output(ctx, op, g->dt, 2, ob, od, out)) != CLB_OK) return st;
+  g->out = *out;
+  return CLB_OK;
+}
+
+static clb_status add_bias(clb_context_t ctx, gemm_job *g) {
+  if (!g->bias) return CLB_OK;
+  clb_tensor_t o = g->out;
+  clb_status st = clb_binary(ctx, CLB_BINARY_ADD, o, g->bias, &o);
+  if (st != CLB_OK) clb__append_error(ctx, " (bias of %s)", g->op);
+  return st;
+}
+
+/* Sizes known on the host: CLBlast exactly (skipping zero-sized dims). */
+static clb_status run_exact(clb_context_t ctx, gemm_job *g, int64_t m, int64_t n, int64_t k, int64_t lda,
+                            int64_t ldb) {
+  clb_tensor_t o = g->out;
+  clb_status st;
+  if (o->dyn[0] || o->dyn[1]) {
+    int64_t rec[CLB_MAX_RANK] = {m, n, 1, 1, 1, 1, 1, 1};
+    if ((st = clb__write_async(ctx, g->op, o->shape.mem, 0, rec, sizeof rec)) != CLB_OK) return st;
+  }
+  if (m == 0 || n == 0) return CLB_OK;
+  if (k == 0) {
+    if ((st = clb_fill(ctx, o, 0.0)) != CLB_OK) return st;
+  } else {
+    st = clblast_gemm(ctx, g->what, g->dt, g->ta, g->tb, (size_t)m, (size_t)n, (size_t)k, g->a->data.mem,
+                      (size_t)lda, g->b->data.mem, (size_t)ldb, o->data.mem, (size_t)n);
+    if (st != CLB_OK) return st;
+  }
+  return add_bias(ctx, g);
+}
+
+/* Strategy SYNC_EXACT: one counted host sync reads both shape records. */
+static clb_status run_sync_exact(clb_context_t ctx, gemm_job *g) {
+  int64_t ra[CLB_MAX_RANK], rb[CLB_MAX_RANK];
+  size_t bytes = sizeof ra;
+  cl_int e = clEnqueueReadBuffer(ctx->queue, g->a->shape.mem, CL_FALSE, 0, bytes, ra, 0, NULL, NULL);
+  if (e == CL_SUCCESS) e = clEnqueueReadBuffer(ctx->queue, g->b->shape.mem, CL_FALSE, 0, bytes, rb, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    clFinish(ctx->queue); /* the reads may still target the stack arrays */
+    return clb__cl_error(ctx, e, "%s %s: reading the sizes", g->op, g->what);
+  }
+  ctx->counters.bytes_to_host += 2 * bytes;
+  clb_status st = clb__sync(ctx, "matmul: reading M, N and K (gemm strategy sync-exact)");
+  if (st != CLB_OK) return st;
+  for (int d = 0; d < 2; d++)
+    if (ra[d] < 0 || ra[d] > g->a->bound[d] || rb[d] < 0 || rb[d] > g->b->bound[d])
+      return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: shape records hold [%lld, %lld] and [%lld, %lld]", g->op,
+                            g->what, (long long)ra[0], (long long)ra[1], (long long)rb[0], (long long)rb[1]);
+  int64_t m = g->ta ? ra[1] : ra[0], ka = g->ta ? ra[0] : ra[1];
+  int64_t kb = g->tb ? rb[1] : rb[0], n = g->tb ? rb[0] : rb[1];
+  if (ka != kb)
+    return clb__set_error(ctx, CLB_ERR_DEVICE_CHECK, "%s %s: the inner dims differ: op(a) has %lld columns, op(b) has %lld rows",
+                          g->op, g->what, (long long)ka, (long long)kb);
+  return run_exact(ctx, g, m, n, ka, ra[1], rb[1]);
+}
+
+static void helper_options(char *buf, size_t len, clb_dtype dt) {
+  snprintf(buf, len, "-D GEMM_HELPERS -D T=%s%s", clb__dtype_cl(dt), dt == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "");
+}
+
+/* Readies one operand for CLBlast over its bounds: a dynamic dim 1 is padded into
+ * a scratch buffer (*scratch, returned to the pool by the caller); otherwise a
+ * dynamic K in dim 0 has its slack rows zeroed in place. */
+static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, int k_is_dim0, clb_buf *scratch,
+                                cl_mem *mem) {
+  char opts[128];
+  helper_options(opts, sizeof opts, g->dt);
+  cl_kernel kz;
+  clb_status st;
+  *mem = t->data.mem;
+  if (t->dyn[1]) {
+    char err[256];
+    int64_t R = t->bound[0], C = t->bound[1];
+    size_t bytes = (size_t)(R * C) * clb_dtype_size(g->dt);
+    if ((st = clb__pool_get(ctx->pool, bytes, scratch, err, sizeof err)) != CLB_OK)
+      return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", g->op, g->what, bytes, err);
+    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_pad", &kz)) != CLB_OK) return st;
+    clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(scratch->mem), CLB_ARG(R), CLB_ARG(C)};
+    *mem = scratch->mem;
+    return clb__launch(ctx, g->op, g->what, kz, args, 5, -1, clb__groups_for(ctx, R * C), ctx->local_size);
+  }
+  if (t->dyn[0] && k_is_dim0) {
+    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_zero_slack", &kz)) != CLB_OK) return st;
+    cl_int rank = 2;
+    cl_long bn = (cl_long)clb_tensor_bound_numel(t);
+    clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), CLB_ARG(bn)};
+    return clb__launch(ctx, g->op, g->what, kz, args, 4, -1, clb__groups_for(ctx, bn), ctx->local_size);
+  }
+  return CLB_OK;
+}
+
+/* Strategy CLBLAST_BOUND: CLBlast over the bounds with the K slack zeroed; the
+ * output's shape record is written by a one-item kernel. Writes out's rows up to
+ * the bound M (never past its bound), or goes through a scratch buffer when N is
+ * dynamic. */
+static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
+  clb_buf sa = {0}, sb = {0}, sc = {0};
+  cl_mem ma, mb;
+  char opts[128];
+  helper_options(opts, sizeof opts, g->dt);
+  clb_tensor_t o = g->out;
+  cl_kernel ks;
+  clb_status st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_shape", &ks);
+  if (st != CLB_OK) return st;
+  cl_int ta = g->ta, tb = g->tb, zero = 0;
+  clb_arg sargs[] = {CLB_ARG(g->a->shape.mem), CLB_ARG(g->b->shape.mem), CLB_ARG(o->shape.mem), CLB_ARG(ta),
+                     CLB_ARG(tb), CLB_ARG(ctx->status), CLB_ARG(zero)};
+  if ((st = clb__launch(ctx, g->op, g->what, ks, sargs, 7, 6, 1, 1)) != CLB_OK) return st;
+  if (g->mb == 0 || g->nb == 0) return CLB_OK;
+  if (g->kb == 0) {
+    if ((st = clb_fill(ctx, o, 0.0)) != CLB_OK) return st;
+    return add_bias(ctx, g);
+  }
+  if ((st = bound_operand(ctx, g, g->a, g->ta, &sa, &ma)) != CLB_OK) goto done;
+  if ((st = bound_operand(ctx, g, g->b, !g->tb, &sb, &mb)) != CLB_OK) goto done;
+  cl_mem mc = o->data.mem;
+  if (g->dn) {
+    char err[256];
+    size_t bytes = (size_t)(g->mb * g->nb) * clb_dtype_size(g->dt);
+    if ((st = clb__pool_get(ctx->pool, bytes, &sc, err, sizeof err)) != CLB_OK) {
+      st = clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", g->op, g->what, bytes, err);
+      goto done;
+    }
+    mc = sc.mem;
+  }
+  st = clblast_gemm(ctx, g->what, g->dt, g->ta, g->tb, (size_t)g->mb, (size_t)g->nb, (size_t)g->kb, ma,
+                    (size_t)g->a->bound[1], mb, (size_t)g->b->bound[1], mc, (size_t)g->nb);
+  if (st != CLB_OK) goto done;
+  if (g->dn) {
+    cl_kernel ku;
+    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_unpad", &ku)) != CLB_OK) goto done;
+    cl_long C = g->nb;
+    clb_arg uargs[] = {CLB_ARG(sc.mem), CLB_ARG(C), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem)};
+    st = clb__launch(ctx, g->op, g->what, ku, uargs, 4, -1, clb__groups_for(ctx, g->mb * g->nb), ctx->local_size);
+    if (st != CLB_OK) goto done;
+  }
+  st = add_bias(ctx, g);
+done:
+  /* The queue is in order: a later owner of these buffers runs after this work. */
+  clb__pool_put(ctx->pool, &sa);
+  clb__pool_put(ctx->pool, &sb);
+  clb__pool_put(ctx->pool, &sc);
+  return st;
+}
+
+/* Strategy DEVICE: clbound's kernel reads M, N, K from the shape records. */
+static clb_status run_device(clb_context_t ctx, gemm_job *g) {
+  char opts[256];
+  const char *fp64 = g->dt == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "";
+  int f64 = g->dt == CLB_DTYPE_F64;
+  size_t groups, local;
+  const char *kname;
+  if (ctx->style == CLB_KERNEL_STYLE_GPU && ctx->info.max_work_group_size >= GPU_TS * GPU_TS) {
+    snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s", clb__dtype_cl(g->dt),
+             g->ta, g->tb, GPU_TS, g->bias ? " -D HAS_BIAS" : "", fp64);
+    int64_t tiles = ((g->mb + GPU_TS - 1) / GPU_TS) * ((g->nb + GPU_TS - 1) / GPU_TS);
+    local = GPU_TS * GPU_TS;
+    groups = tiles < 1 ? 1 : (size_t)tiles;
+    if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
+    kname = "gemm_gpu";
+  } else {
+    int rm, rn;
+    if (g->tb) {
+      rm = CPU_DOT_RM;
+      rn = CPU_DOT_RN;
+      snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=1 -D RM=%d -D RN=%d -D VK=%d%s%s",
+               clb__dtype_cl(g->dt), g->ta, rm, rn, f64 ? CPU_DOT_VK / 2 : CPU_DOT_VK, g->bias ? " -D HAS_BIAS" : "", fp64);
+    } else {
+      rm = CPU_RM;
+      rn = f64 ? CPU_RN / 2 : CPU_RN;
+      snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s",
+               clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", fp64);
+    }
+    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn);
+    local = CPU_LOCAL;
+    int64_t gr = (blocks + CPU_LOCAL - 1) / CPU_LOCAL;
+    groups = gr < 1 ? 1 : gr > (int64_t)ctx->max_groups ? ctx->max_groups : (size_t)gr;
+    kname = "gemm_cpu";
+  }
+  cl_kernel k;
+  clb_status st = clb__kernel_get(ctx, g->op, "gemm", opts, kname, &k);
+  if (st != CLB_OK) return st;
+  clb_tensor_t o = g->out;
+  cl_mem bias = g->bias ? g->bias->data.mem : o->data.mem;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(g->a->data.mem), CLB_ARG(g->a->shape.mem), CLB_ARG(g->b->data.mem),
+                    CLB_ARG(g->b->shape.mem), CLB_ARG(o->data.mem),      CLB_ARG(o->shape.mem),
+                    CLB_ARG(bias),           CLB_ARG(ctx->status),       CLB_ARG(zero)};
+  return clb__launch(ctx, g->op, g->what, k, args, 9, 8, groups, local);
+}
+
+static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
+  clb_status st = gemm_setup(ctx, g, out);
+  if (st != CLB_OK) return st;
+  if (!g->dm && !g->dn && !g->dk) return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
+  int s = ctx->gemm_strategy == CLB_GEMM_AUTO ? GEMM_AUTO_CHOICE : ctx->gemm_strategy;
+  switch (s) {
+  case CLB_GEMM_CLBLAST_BOUND: return run_clblast_bound(ctx, g);
+  case CLB_GEMM_SYNC_EXACT: return run_sync_exact(ctx, g);
+  default: return run_device(ctx, g);
+  }
+}
+
+clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b,
+                      clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "matmul: ctx is NULL");
+  gemm_job g = {.op = "matmul", .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0};
+  return gemm_run(ctx, &g, out);
+}
+
+/* ---- Linear ------------------------------------------------------------------- */
+
+clb_status clb_linear(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "linear: ctx is NULL");
+  gemm_job g = {.op = "linear", .a = x, .b = w, .bias = bias, .ta = 0, .tb = 1};
+  return gemm_run(ctx, &g, out);
+}
+
+clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy,
+                               clb_tensor_t *dx, clb_tensor_t *dw, clb_tensor_t *dbias) {
+  static const char *op = "linear_backward";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st;
+  if ((st = check_operand(ctx, op, "x", x)) != CLB_OK) return st;
+  if ((st = check_operand(ctx, op, "w", w)) != CLB_OK) return st;
+  if ((st = check_operand(ctx, op, "dy", dy)) != CLB_OK) return st;
+  char dxs[128], dws[128], dys[128];
+  clb__tensor_desc(x, dxs, sizeof dxs);
+  clb__tensor_desc(w, dws, sizeof dws);
+  clb__tensor_desc(dy, dys, sizeof dys);
+  if (x->dtype != w->dtype || dy->dtype != w->dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: x %s, w %s, dy %s", op, dxs, dws, dys);
+  if (x->bound[1] != w->bound[1] || dy->bound[0] != x->bound[0] || dy->bound[1] != w->bound[0])
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: x %s, w %s and dy %s do not match: x [M, in], w [features, in], dy [M, features]",
+                          op, dxs, dws, dys);
+  if (dx) {
+    gemm_job g = {.op = "linear_backward dx", .a = dy, .b = w, .ta = 0, .tb = 0};
+    if ((st = gemm_run(ctx, &g, dx)) != CLB_OK) return st;
+  }
+  if (dw) {
+    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0};
+    if ((st = gemm_run(ctx, &g, dw)) != CLB_OK) return st;
+  }
+  if (dbias) {
+    if ((st = clb_reduce_dim(ctx, CLB_REDUCE_SUM, dy, 0, 0, dbias)) != CLB_OK) {
+      clb__append_error(ctx, " (dbias of %s)", op);
+      return st;
+    }
+  }
+  return CLB_OK;
+}
