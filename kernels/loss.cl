@@ -1,0 +1,127 @@
+/* loss.cl: losses averaged over the actual count read on the device, with their
+ * gradients already divided by it, in two stages (per-group partial sums, then one
+ * group that adds them and divides).
+ * Built with T (float or double), LOCAL (the fixed work-group size), HAS_GRAD, and
+ * one of LOSS_MSE, LOSS_BCE, LOSS_BCE_LOGITS (elementwise: pred and target hold
+ * the same number of elements) or LOSS_CE (pred [M, C] logits, target [M] long). */
+
+/* Kahan-compensated accumulation of one work-item's terms. */
+#define KAHAN_ADD(v, c, x)                                                  \
+  {                                                                         \
+    T y_ = (T)(x) - (c);                                                    \
+    T t_ = (v) + y_;                                                        \
+    (c) = (t_ - (v)) - y_;                                                  \
+    (v) = t_;                                                               \
+  }
+
+#if defined(LOSS_MSE)
+#define LOSS(p, t) (((p) - (t)) * ((p) - (t)))
+#define DLOSS(p, t) ((T)2 * ((p) - (t)))
+#elif defined(LOSS_BCE)
+/* PyTorch clamps each log at -100, and divides the gradient by at least 1e-12. */
+#define LOSS(p, t) (-((t) * fmax(log(p), (T)-100) + ((T)1 - (t)) * fmax(log((T)1 - (p)), (T)-100)))
+#define DLOSS(p, t) (((p) - (t)) / fmax(((T)1 - (p)) * (p), (T)1e-12))
+#elif defined(LOSS_BCE_LOGITS)
+#define LOSS(p, t) (fmax((p), (T)0) - (p) * (t) + log1p(exp(-fabs(p))))
+#define DLOSS(p, t) ((T)1 / ((T)1 + exp(-(p))) - (t))
+#endif
+
+/* The work-group's partial sum into partials[group]. */
+inline void loss_group_sum(T v, __local T *buf, __global T *partials) {
+  int lid = (int)get_local_id(0);
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = LOCAL / 2; s > 0; s >>= 1) {
+    if (lid < s) buf[lid] += buf[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) partials[get_group_id(0)] = buf[0];
+}
+
+#ifndef LOSS_CE
+/* Stage 1, elementwise losses: n = pred's actual count (target must match). */
+__kernel void loss_part(__global const T *p, __global const long *sp, int rp, __global const T *t,
+                        __global const long *stt, int rt, __global T *grad, __global long *sg,
+                        __global T *partials, __global int *st, uint launch) {
+  __local T buf[LOCAL];
+  long n = clb_numel(sp, rp), nt = clb_numel(stt, rt);
+  if (clb_first_item()) {
+#ifdef HAS_GRAD
+    for (int d = 0; d < rp; d++) sg[d] = sp[d];
+#endif
+    if (n != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nt);
+  }
+  long m = min(n, nt);
+  T inv = (T)1 / (T)n;
+  T v = 0, c = 0;
+  CLB_FOR_CHUNK(i, m) {
+    T x = p[i], y = t[i];
+    KAHAN_ADD(v, c, LOSS(x, y));
+#ifdef HAS_GRAD
+    grad[i] = DLOSS(x, y) * inv;
+#endif
+  }
+  loss_group_sum(v, buf, partials);
+}
+#define LOSS_COUNT(sp, rp) clb_numel((sp), (rp))
+#else
+/* Stage 1, cross-entropy: one work-item per row of logits. A target outside
+ * [0, C) raises CLB_STF_BOUND_EXCEEDED (the class and C) and its row adds
+ * nothing (its gradient row is softmax alone). */
+__kernel void loss_part(__global const T *p, __global const long *sp, int rp, __global const long *t,
+                        __global const long *stt, int rt, __global T *grad, __global long *sg,
+                        __global T *partials, __global int *st, uint launch) {
+  __local T buf[LOCAL];
+  long rows = sp[0], c = sp[1], nt = stt[0];
+  if (clb_first_item()) {
+#ifdef HAS_GRAD
+    sg[0] = sp[0];
+    sg[1] = sp[1];
+#endif
+    if (rows != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, rows, nt);
+  }
+  long m = min(rows, nt);
+  T inv = (T)1 / (T)rows;
+  T v = 0, comp = 0;
+  CLB_FOR_CHUNK(r, m) {
+    __global const T *x = p + r * c;
+    T mx = -INFINITY;
+    for (long j = 0; j < c; j++) mx = fmax(mx, x[j]);
+    T s = 0;
+    for (long j = 0; j < c; j++) s += exp(x[j] - mx);
+    T lse = mx + log(s);
+    long cls = t[r];
+    if (cls < 0 || cls >= c) {
+      clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, cls, c);
+    } else {
+      KAHAN_ADD(v, comp, lse - x[cls]);
+    }
+#ifdef HAS_GRAD
+    __global T *g = grad + r * c;
+    for (long j = 0; j < c; j++) g[j] = (exp(x[j] - lse) - (j == cls ? (T)1 : (T)0)) * inv;
+#endif
+  }
+  loss_group_sum(v, buf, partials);
+}
+#define LOSS_COUNT(sp, rp) ((sp)[0])
+#endif
+
+/* Stage 2: one work-group adds the partials and divides by the count; an empty
+ * count gives NaN, as PyTorch's mean of nothing. */
+__kernel void loss_final(__global const T *partials, int nparts, __global const long *sp, int rp,
+                         __global T *out) {
+  __local T buf[LOCAL];
+  int lid = (int)get_local_id(0);
+  T v = 0;
+  for (int i = lid; i < nparts; i += LOCAL) v += partials[i];
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = LOCAL / 2; s > 0; s >>= 1) {
+    if (lid < s) buf[lid] += buf[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    long n = LOSS_COUNT(sp, rp);
+    out[0] = n > 0 ? buf[0] / (T)n : (T)NAN;
+  }
+}

@@ -1,0 +1,122 @@
+/* nn.cl: activation gradients, softmax over the last dim and its gradient, and the
+ * SGD step, at the actual sizes read from the shape records.
+ * Built with T (float or double) and one of: NN_UNARY_BWD with one OP_<NAME>;
+ * NN_SOFTMAX or NN_SOFTMAX_BWD, with LOG for log-softmax; NN_SGD, with HAS_VEL
+ * for momentum. */
+
+#ifdef NN_UNARY_BWD
+/* The gradient of op given g = dy and v = the tensor the op's derivative reads
+ * (x for relu and log, y for sigmoid, tanh and exp). */
+#if defined(OP_NEG)
+#define GRAD(v, g) (-(g))
+#elif defined(OP_RELU)
+#define GRAD(v, g) ((v) > (T)0 ? (g) : (T)0)
+#elif defined(OP_SIGMOID)
+#define GRAD(v, g) ((g) * (v) * ((T)1 - (v)))
+#elif defined(OP_TANH)
+#define GRAD(v, g) ((g) * ((T)1 - (v) * (v)))
+#elif defined(OP_EXP)
+#define GRAD(v, g) ((g) * (v))
+#elif defined(OP_LOG)
+#define GRAD(v, g) ((g) / (v))
+#else
+#define GRAD(v, g) (g)
+#endif
+
+/* dx = GRAD(v, dy) elementwise; dx takes dy's sizes. v and dy must have the same
+ * element count (a deferred check; the smaller count is used). */
+__kernel void nn_unary_bwd(__global const T *v, __global const long *sv, __global const T *dy,
+                           __global const long *sd, int rank, __global T *dx, __global long *sx,
+                           __global int *st, uint launch) {
+  long n = clb_numel(sd, rank), nv = clb_numel(sv, rank);
+  if (clb_first_item()) {
+    for (int d = 0; d < rank; d++) sx[d] = sd[d];
+    if (nv != n) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nv);
+  }
+  n = min(n, nv);
+  CLB_FOR_CHUNK(i, n) {
+    T g = dy[i], w = v[i];
+    dx[i] = GRAD(w, g);
+  }
+}
+#endif
+
+#if defined(NN_SOFTMAX) || defined(NN_SOFTMAX_BWD)
+/* Rows of the last dim: count and length from a shape record. */
+#define ROWS(s, rank, rows, c)                                              \
+  long c = (rank) > 0 ? (s)[(rank) - 1] : 1;                                \
+  long rows = c > 0 ? clb_numel((s), (rank)) / c : 0;
+#endif
+
+#ifdef NN_SOFTMAX
+/* One work-item per row: y = softmax(x) or log_softmax(x), shifted by the row's
+ * maximum. */
+__kernel void nn_softmax(__global const T *x, __global const long *sx, int rank, __global T *y,
+                         __global long *sy) {
+  ROWS(sx, rank, rows, c)
+  if (clb_first_item())
+    for (int d = 0; d < rank; d++) sy[d] = sx[d];
+  CLB_FOR_CHUNK(r, rows) {
+    __global const T *p = x + r * c;
+    __global T *q = y + r * c;
+    T mx = -INFINITY;
+    for (long j = 0; j < c; j++) mx = fmax(mx, p[j]);
+    T s = 0;
+    for (long j = 0; j < c; j++) s += exp(p[j] - mx);
+#ifdef LOG
+    T ls = mx + log(s);
+    for (long j = 0; j < c; j++) q[j] = p[j] - ls;
+#else
+    T inv = (T)1 / s;
+    for (long j = 0; j < c; j++) q[j] = exp(p[j] - mx) * inv;
+#endif
+  }
+}
+#endif
+
+#ifdef NN_SOFTMAX_BWD
+/* softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy),
+ * per row. y and dy must have the same sizes (a deferred check on the counts). */
+__kernel void nn_softmax_bwd(__global const T *y, __global const long *sy, __global const T *dy,
+                             __global const long *sd, int rank, __global T *dx, __global long *sx,
+                             __global int *st, uint launch) {
+  ROWS(sd, rank, rows, c)
+  long ny = clb_numel(sy, rank);
+  if (clb_first_item()) {
+    for (int d = 0; d < rank; d++) sx[d] = sd[d];
+    if (ny != rows * c) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, rows * c, ny);
+  }
+  if (ny < rows * c) rows = c > 0 ? ny / c : 0;
+  CLB_FOR_CHUNK(r, rows) {
+    __global const T *py = y + r * c, *pd = dy + r * c;
+    __global T *q = dx + r * c;
+    T s = 0;
+#ifdef LOG
+    for (long j = 0; j < c; j++) s += pd[j];
+    for (long j = 0; j < c; j++) q[j] = pd[j] - exp(py[j]) * s;
+#else
+    for (long j = 0; j < c; j++) s += pd[j] * py[j];
+    for (long j = 0; j < c; j++) q[j] = py[j] * (pd[j] - s);
+#endif
+  }
+}
+#endif
+
+#ifdef NN_SGD
+/* v = momentum * v + g (with HAS_VEL); p -= lr * (v or g), over p's actual
+ * elements; g must have as many (a deferred check). */
+__kernel void nn_sgd(__global T *p, __global const long *sp, __global const T *g, __global const long *sg,
+                     int rank, __global T *v, T lr, T momentum, __global int *st, uint launch) {
+  long n = clb_numel(sp, rank), ng = clb_numel(sg, rank);
+  if (clb_first_item() && n != ng) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, ng);
+  n = min(n, ng);
+  CLB_FOR_CHUNK(i, n) {
+    T d = g[i];
+#ifdef HAS_VEL
+    d = momentum * v[i] + d;
+    v[i] = d;
+#endif
+    p[i] -= lr * d;
+  }
+}
+#endif

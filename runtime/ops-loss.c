@@ -1,0 +1,70 @@
+/* ops-loss.c: MSE, BCE, BCE with logits and cross-entropy, averaged over the
+ * actual count read on the device, with their gradients. */
+#include <stdio.h>
+#include <string.h>
+
+#include "clbound/nn.h"
+#include "runtime-impl.h"
+
+static const char *const loss_names[CLB_LOSS_KIND_COUNT] = {"mse_loss", "bce_loss", "bce_with_logits_loss",
+                                                            "cross_entropy_loss"};
+static const char *const loss_macros[CLB_LOSS_KIND_COUNT] = {"LOSS_MSE", "LOSS_BCE", "LOSS_BCE_LOGITS", "LOSS_CE"};
+
+/* The shapes a loss takes: elementwise kinds need as many elements at the bounds
+ * in pred and target (matched in row-major order); cross-entropy needs pred
+ * [M, C] and target [M] i64 with the same bound of M. */
+static clb_status check_shapes(clb_context_t ctx, const char *op, clb_loss_kind kind, clb_tensor_t p, clb_tensor_t t) {
+  char dp[128], dt[128];
+  clb__tensor_desc(p, dp, sizeof dp);
+  clb__tensor_desc(t, dt, sizeof dt);
+  if (!clb__dtype_is_float(p->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: pred %s must be f32 or f64", op, dp);
+  if (kind == CLB_LOSS_CROSS_ENTROPY) {
+    if (t->dtype != CLB_DTYPE_I64)
+      return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: target %s must hold i64 class indices", op, dt);
+    if (p->rank != 2 || t->rank != 1 || p->bound[0] != t->bound[0])
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: pred %s and target %s must be [M, C] logits and [M] classes", op, dp, dt);
+    return CLB_OK;
+  }
+  if (t->dtype != p->dtype) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: pred %s, target %s", op, dp, dt);
+  if (clb_tensor_bound_numel(p) != clb_tensor_bound_numel(t))
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: pred %s and target %s must hold as many elements at their bounds", op, dp, dt);
+  return CLB_OK;
+}
+
+clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, clb_tensor_t target,
+                    clb_tensor_t *loss, clb_tensor_t *grad) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "loss: ctx is NULL");
+  if ((unsigned)kind >= CLB_LOSS_KIND_COUNT) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "loss: unknown kind %d", (int)kind);
+  const char *op = loss_names[kind];
+  clb_status st = clb__check_tensor(ctx, op, "pred", pred);
+  if (st == CLB_OK) st = clb__check_tensor(ctx, op, "target", target);
+  if (st == CLB_OK) st = check_shapes(ctx, op, kind, pred, target);
+  if (st != CLB_OK) return st;
+  if (!loss) return clb__set_error(ctx, CLB_ERR_NULL, "%s: loss is NULL", op);
+  if (grad && *grad && (*grad == target || *grad == *loss))
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: grad must not be the target or the loss", op);
+  if ((st = clb__output(ctx, op, pred->dtype, 0, NULL, NULL, loss)) != CLB_OK) return st;
+  if (grad && (st = clb__output(ctx, op, pred->dtype, pred->rank, pred->bound, pred->dyn, grad)) != CLB_OK) return st;
+  clb_tensor_t l = *loss, g = grad ? *grad : NULL;
+  char opts[256];
+  snprintf(opts, sizeof opts, "-D %s -D T=%s -D LOCAL=%zu%s%s", loss_macros[kind], clb__dtype_cl(pred->dtype),
+           ctx->local_size, g ? " -D HAS_GRAD" : "", pred->dtype == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "");
+  cl_kernel k1, k2;
+  if ((st = clb__kernel_get(ctx, op, "loss", opts, "loss_part", &k1)) != CLB_OK) return st;
+  if ((st = clb__kernel_get(ctx, op, "loss", opts, "loss_final", &k2)) != CLB_OK) return st;
+  int64_t items = kind == CLB_LOSS_CROSS_ENTROPY ? pred->bound[0] : clb_tensor_bound_numel(pred);
+  size_t groups = clb__groups_for(ctx, items);
+  char what[192], dp[96], dt[96];
+  snprintf(what, sizeof what, "pred %s, target %s", clb__tensor_desc(pred, dp, sizeof dp), clb__tensor_desc(target, dt, sizeof dt));
+  cl_int rp = pred->rank, rt = target->rank;
+  cl_uint zero = 0;
+  cl_mem gm = g ? g->data.mem : l->data.mem, gs = g ? g->shape.mem : l->shape.mem;
+  clb_arg a1[] = {CLB_ARG(pred->data.mem), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(target->data.mem),
+                  CLB_ARG(target->shape.mem), CLB_ARG(rt), CLB_ARG(gm), CLB_ARG(gs), CLB_ARG(ctx->scratch),
+                  CLB_ARG(ctx->status), CLB_ARG(zero)};
+  if ((st = clb__launch(ctx, op, what, k1, a1, 11, 10, groups, ctx->local_size)) != CLB_OK) return st;
+  cl_int nparts = (cl_int)groups;
+  clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(l->data.mem)};
+  return clb__launch(ctx, op, what, k2, a2, 5, -1, 1, ctx->local_size);
+}

@@ -1,0 +1,155 @@
+/* test-linear.c: linear forward and backward under every GEMM strategy, at actual
+ * batch sizes from 0 to the bound, against a double reference whose gradients are
+ * checked by central differences; canaries after outputs; errors. */
+#include "nn-test.h"
+
+static int has_fp64;
+
+typedef struct lin {
+  int64_t m, in, f;
+  double *x, *w, *b, *dy;
+} lin;
+
+static void lin_forward(const lin *p, const double *x, const double *w, const double *b, double *y) {
+  for (int64_t i = 0; i < p->m; i++)
+    for (int64_t j = 0; j < p->f; j++) {
+      double s = b ? b[j] : 0;
+      for (int64_t q = 0; q < p->in; q++) s += x[i * p->in + q] * w[j * p->in + q];
+      y[i * p->f + j] = s;
+    }
+}
+
+/* sum(dy * linear(x, w, b)) with one of x, w, b replaced by v. */
+static double lin_dot(const lin *p, const double *x, const double *w, const double *b) {
+  double *y = malloc(sizeof(double) * (size_t)(p->m * p->f + 1)), s = 0;
+  lin_forward(p, x, w, b, y);
+  for (int64_t i = 0; i < p->m * p->f; i++) s += p->dy[i] * y[i];
+  free(y);
+  return s;
+}
+static double f_x(void *u, double *v) { lin *p = u; return lin_dot(p, v, p->w, p->b); }
+static double f_w(void *u, double *v) { lin *p = u; return lin_dot(p, p->x, v, p->b); }
+static double f_b(void *u, double *v) { lin *p = u; return lin_dot(p, p->x, p->w, v); }
+
+static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb, int64_t in, int64_t f, int64_t m,
+                int with_bias, int check_fd) {
+  static const char *const SN[] = {"auto", "clblast-bound", "sync-exact", "device"};
+  char what[160];
+  snprintf(what, sizeof what, "linear %s %s m=%lld/%lld in=%lld f=%lld%s", SN[s], clb_dtype_name(dt), (long long)m,
+           (long long)mb, (long long)in, (long long)f, with_bias ? "" : " no bias");
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, s));
+  lin p = {m, in, f, NULL, NULL, NULL, NULL};
+  p.x = malloc(sizeof(double) * (size_t)(m * in + 1));
+  p.w = malloc(sizeof(double) * (size_t)(f * in));
+  p.b = malloc(sizeof(double) * (size_t)f);
+  p.dy = malloc(sizeof(double) * (size_t)(m * f + 1));
+  double *y = malloc(sizeof(double) * (size_t)(m * f + 1)), *dx = malloc(sizeof(double) * (size_t)(m * in + 1));
+  double *dw = malloc(sizeof(double) * (size_t)(f * in)), *db = malloc(sizeof(double) * (size_t)f);
+  REQUIRE_TRUE(p.x && p.w && p.b && p.dy && y && dx && dw && db);
+  for (int64_t i = 0; i < m * in; i++) p.x[i] = nn_rnd(-1, 1);
+  for (int64_t i = 0; i < f * in; i++) p.w[i] = nn_rnd(-1, 1);
+  for (int64_t i = 0; i < f; i++) p.b[i] = nn_rnd(-1, 1);
+  for (int64_t i = 0; i < m * f; i++) p.dy[i] = nn_rnd(-1, 1);
+  /* the reference and its gradients */
+  lin_forward(&p, p.x, p.w, with_bias ? p.b : NULL, y);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t q = 0; q < in; q++) {
+      double s2 = 0;
+      for (int64_t j = 0; j < f; j++) s2 += p.dy[i * f + j] * p.w[j * in + q];
+      dx[i * in + q] = s2;
+    }
+  for (int64_t j = 0; j < f; j++) {
+    double sb = 0;
+    for (int64_t i = 0; i < m; i++) sb += p.dy[i * f + j];
+    db[j] = sb;
+    for (int64_t q = 0; q < in; q++) {
+      double s2 = 0;
+      for (int64_t i = 0; i < m; i++) s2 += p.dy[i * f + j] * p.x[i * in + q];
+      dw[j * in + q] = s2;
+    }
+  }
+  if (check_fd) {
+    nn_expect_fd(f_x, &p, p.x, m * in, dx, "linear dx reference");
+    nn_expect_fd(f_w, &p, p.w, f * in, dw, "linear dw reference");
+    nn_expect_fd(f_b, &p, p.b, f, db, "linear dbias reference");
+  }
+  /* the device */
+  int64_t xb[2] = {mb, in}, xd[2] = {m, in}, wb[2] = {f, in}, bb[1] = {f}, yb[2] = {mb, f}, yd[2] = {m, f};
+  uint8_t dyn[2] = {1, 0};
+  clb_tensor_t tx = nn_tensor(ctx, dt, 2, xb, dyn, xd, p.x);
+  clb_tensor_t tw = nn_tensor(ctx, dt, 2, wb, NULL, wb, p.w);
+  clb_tensor_t tb = with_bias ? nn_tensor(ctx, dt, 1, bb, NULL, bb, p.b) : NULL;
+  clb_tensor_t tdy = nn_tensor(ctx, dt, 2, yb, dyn, yd, p.dy);
+  clb_tensor_t ty = NULL, tdx = NULL, tdw = NULL, tdb = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 2, yb, dyn, &ty));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 2, xb, dyn, &tdx));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 2, wb, NULL, &tdw));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 1, bb, NULL, &tdb));
+  clb_tensor_t outs[] = {ty, tdx, tdw, tdb};
+  for (int i = 0; i < 4; i++) clb_test_canary_fill(ctx, outs[i]);
+  uint64_t syncs = clb_test_counter_syncs(ctx);
+  CL_OK(ctx, clb_linear(ctx, tx, tw, tb, &ty));
+  CL_OK(ctx, clb_linear_backward(ctx, tx, tw, tdy, &tdx, &tdw, &tdb));
+  clb_test_checks++;
+  uint64_t ds = clb_test_counter_syncs(ctx) - syncs;
+  if (ds != (s == CLB_GEMM_SYNC_EXACT ? 3u : 0u)) CLB_FAIL_AT("%s: %llu host syncs", what, (unsigned long long)ds);
+  char w2[200];
+  snprintf(w2, sizeof w2, "%s y", what);
+  nn_expect(ctx, ty, yd, y, m * f, w2);
+  snprintf(w2, sizeof w2, "%s dx", what);
+  nn_expect(ctx, tdx, xd, dx, m * in, w2);
+  snprintf(w2, sizeof w2, "%s dw", what);
+  nn_expect(ctx, tdw, wb, dw, f * in, w2);
+  snprintf(w2, sizeof w2, "%s dbias", what);
+  nn_expect(ctx, tdb, bb, db, f, w2);
+  /* CLBlast over the bounds computes whole rows up to the bound */
+  int64_t rows = s == CLB_GEMM_CLBLAST_BOUND ? mb : m;
+  size_t es = clb_dtype_size(dt);
+  clb_test_canary_check(ctx, ty, (size_t)(rows * f) * es, what);
+  clb_test_canary_check(ctx, tdx, (size_t)(rows * in) * es, what);
+  clb_test_canary_check(ctx, tdw, (size_t)(f * in) * es, what);
+  clb_test_canary_check(ctx, tdb, (size_t)f * es, what);
+  clb_tensor_t all[] = {tx, tw, tb, tdy, ty, tdx, tdw, tdb};
+  for (int i = 0; i < 8; i++) clb_tensor_free(all[i]);
+  free(p.x); free(p.w); free(p.b); free(p.dy); free(y); free(dx); free(dw); free(db);
+}
+
+static void errors(clb_context_t ctx) {
+  int64_t xb[2] = {8, 3}, wb[2] = {4, 3}, wb2[2] = {4, 2}, bb[1] = {4}, yb[2] = {8, 5};
+  clb_tensor_t x = NULL, w = NULL, w2 = NULL, b = NULL, dy = NULL, xi = NULL, y = NULL, dx = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, xb, NULL, &x));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, wb, NULL, &w));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, wb2, NULL, &w2));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, bb, NULL, &b));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, yb, NULL, &dy));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 2, xb, NULL, &xi));
+  EXPECT_STATUS(ctx, clb_linear(ctx, x, w2, b, &y), CLB_ERR_SHAPE, "op(a) has 3 columns, op(b) has 2 rows");
+  EXPECT_STATUS(ctx, clb_linear(ctx, xi, w, b, &y), CLB_ERR_DTYPE, "a is i64");
+  EXPECT_STATUS(ctx, clb_linear(ctx, x, NULL, b, &y), CLB_ERR_NULL, "tensor b is NULL");
+  EXPECT_STATUS(ctx, clb_linear_backward(ctx, x, w, dy, &dx, NULL, NULL), CLB_ERR_SHAPE,
+                "x [8, 3] f32, w [4, 3] f32 and dy [8, 5] f32 do not match");
+  EXPECT_STATUS(ctx, clb_linear_backward(ctx, xi, w, dy, &dx, NULL, NULL), CLB_ERR_DTYPE, "x is i64");
+  EXPECT_TRUE(clb_linear(NULL, x, w, b, &y) == CLB_ERR_NULL);
+  clb_tensor_t all[] = {x, w, w2, b, dy, xi};
+  for (int i = 0; i < 6; i++) clb_tensor_free(all[i]);
+}
+
+int main(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  clb_tensor_t probe = NULL;
+  has_fp64 = clb_tensor_new(ctx, CLB_DTYPE_F64, 0, NULL, NULL, &probe) == CLB_OK;
+  clb_tensor_free(probe);
+  static const int64_t M[] = {0, 1, 17, 63, 64};
+  for (int s = 0; s < CLB_GEMM_STRATEGY_COUNT; s++)
+    for (int i = 0; i < 5; i++) {
+      run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F32, 64, 7, 5, M[i], 1, s == 0);
+      if (has_fp64) run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F64, 64, 7, 5, M[i], 1, 0);
+    }
+  for (int s = 0; s < CLB_GEMM_STRATEGY_COUNT; s++) {
+    run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F32, 100, 20, 33, 37, 0, 0);
+    run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F32, 100, 20, 33, 100, 1, 0);
+  }
+  errors(ctx);
+  clb_context_free(ctx);
+  return clb_test_finish("nn/linear");
+}
