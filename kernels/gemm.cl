@@ -2,10 +2,10 @@
  * and the helpers of the CLBlast strategies (slack zeroing, padding, shape records).
  *
  * Built with: T (float or double), TRANS_A and TRANS_B (0 or 1), and for the
- * matmul kernels one of GEMM_CPU (RM x RN blocks per work-item; RN is a vector
- * width along N when B is not transposed, VK a vector width along K when it is)
- * or GEMM_GPU (TS x TS tiles in local memory, one work-group per tile), and
- * HAS_BIAS to add a bias row. Storage is dense row-major at the actual sizes:
+ * matmul kernels one of GEMM_CPU (RM x RN blocks per work-item, RN a vector width
+ * along N; B not transposed) or GEMM_GPU (TS x TS tiles in local memory, one
+ * work-group per tile), and HAS_BIAS to add a bias row. GEMM_HELPERS builds the
+ * helper kernels. Storage is dense row-major at the actual sizes:
  * op(a) is [M, K] (a is [K, M] when TRANS_A), op(b) is [K, N] (b is [N, K] when
  * TRANS_B), and the leading dimension of each is its actual dim 1. */
 
@@ -66,9 +66,12 @@ inline void gemm_edge(__global const T *a, long lda, __global const T *b, long l
 }
 
 #ifdef GEMM_CPU
-#if !TRANS_B
-/* B is row-major along N: each step of K loads one vector of RN columns of B and
- * RM scalars of A, and updates RM x RN accumulators (an outer product). */
+/* B is row-major along N (the host transposes B first otherwise): each step of K
+ * loads one vector of RN columns of B and RM scalars of A, and updates RM x RN
+ * accumulators (an outer product). */
+#if TRANS_B
+#error "gemm_cpu takes B along N: transpose B first (gemm_transpose)"
+#endif
 #define VT CLB_CAT(T, RN)
 #define VLOAD CLB_CAT(vload, RN)
 #define VSTORE CLB_CAT(vstore, RN)
@@ -87,53 +90,6 @@ inline void gemm_block(__global const T *a, long lda, __global const T *b, long 
 #endif
   for (int r = 0; r < RM; r++) VSTORE(acc[r] + bb, 0, c + (i0 + r) * n + j0);
 }
-#else
-/* B is [N, K]: both operands run along K, so each block is RM x RN dot products
- * over vectors of VK elements of K, summed across the vector at the end. */
-#define VT CLB_CAT(T, VK)
-#define VLOAD CLB_CAT(vload, VK)
-inline T gemm_hsum(VT v) {
-#if VK == 16
-  CLB_CAT(T, 8) h8 = v.lo + v.hi;
-  CLB_CAT(T, 4) h4 = h8.lo + h8.hi;
-#elif VK == 8
-  CLB_CAT(T, 4) h4 = v.lo + v.hi;
-#elif VK == 4
-  CLB_CAT(T, 4) h4 = v;
-#endif
-  CLB_CAT(T, 2) h2 = h4.lo + h4.hi;
-  return h2.lo + h2.hi;
-}
-inline void gemm_block(__global const T *a, long lda, __global const T *b, long ldb, __global T *c,
-                       __global const T *bias, long n, long k, long i0, long j0) {
-  VT acc[RM][RN];
-  for (int r = 0; r < RM; r++)
-    for (int q = 0; q < RN; q++) acc[r][q] = (VT)0;
-  long kv = k / VK * VK;
-  for (long kk = 0; kk < kv; kk += VK) {
-    VT av[RM];
-#if TRANS_A
-    for (int r = 0; r < RM; r++) {
-      T tmp[VK];
-      for (int e = 0; e < VK; e++) tmp[e] = A_AT(i0 + r, kk + e);
-      av[r] = VLOAD(0, tmp);
-    }
-#else
-    for (int r = 0; r < RM; r++) av[r] = VLOAD(0, a + (i0 + r) * lda + kk);
-#endif
-    for (int q = 0; q < RN; q++) {
-      VT bv = VLOAD(0, b + (j0 + q) * ldb + kk);
-      for (int r = 0; r < RM; r++) acc[r][q] = GEMM_MAD(av[r], bv, acc[r][q]);
-    }
-  }
-  for (int r = 0; r < RM; r++)
-    for (int q = 0; q < RN; q++) {
-      T s = gemm_hsum(acc[r][q]);
-      for (long kk = kv; kk < k; kk++) s = GEMM_MAD(A_AT(i0 + r, kk), B_AT(kk, j0 + q), s);
-      c[(i0 + r) * n + j0 + q] = s + BIAS_AT(j0 + q);
-    }
-}
-#endif
 
 /* Each work-item takes blocks of C in a grid-stride loop over the blocks the
  * actual M and N have; consecutive blocks go down M, so a work-group shares the
@@ -171,11 +127,11 @@ __kernel void gemm_gpu(__global const T *a, __global const long *sa, __global co
   for (long t = get_group_id(0); t < total; t += get_num_groups(0)) {
     long ti = t / ntn, tj = t - ti * ntn;
     long i = ti * TS + ty, j = tj * TS + tx;
-    long ia = ti * TS + tx; /* the row of op(a) this work-item loads (transposed load) */
     T acc = 0;
     for (long k0 = 0; k0 < k; k0 += TS) {
       long kr = k0 + ty;
 #if TRANS_A
+      long ia = ti * TS + tx; /* a is [K, M]: load along M */
       as[ty][tx] = (ia < m && kr < k) ? A_AT(ia, kr) : (T)0; /* as[k][i] */
 #else
       long kc = k0 + tx, ir = ti * TS + ty;
@@ -223,6 +179,23 @@ __kernel void gemm_unpad(__global const T *src, long C, __global T *out, __globa
   CLB_FOR_CHUNK(idx, m * n) {
     long i = idx / n, j = idx - i * n;
     out[idx] = src[i * C + j];
+  }
+}
+
+/* dst = x^T for the live [r, c] of x (dense at c): dst is dense [c, r], and its
+ * shape record gets [c, r]. 32 x 32 blocks keep both sides in cache. */
+__kernel void gemm_transpose(__global const T *x, __global const long *sx, __global T *dst, __global long *sd) {
+  long r = sx[0], c = sx[1];
+  if (clb_first_item()) {
+    sd[0] = c;
+    sd[1] = r;
+  }
+  long br = (r + 31) / 32, bc = (c + 31) / 32;
+  CLB_FOR_CHUNK(blk, br * bc) {
+    long i0 = (blk / bc) * 32, j0 = (blk % bc) * 32;
+    long i1 = min(i0 + 32, r), j1 = min(j0 + 32, c);
+    for (long j = j0; j < j1; j++)
+      for (long i = i0; i < i1; i++) dst[j * r + i] = x[i * c + j];
   }
 }
 

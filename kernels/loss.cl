@@ -52,7 +52,9 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
     if (n != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nt);
   }
   long m = min(n, nt);
+#ifdef HAS_GRAD
   T inv = (T)1 / (T)n;
+#endif
   T v = 0, c = 0;
   CLB_FOR_CHUNK(i, m) {
     T x = p[i], y = t[i];
@@ -81,7 +83,9 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
     if (rows != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, rows, nt);
   }
   long m = min(rows, nt);
+#ifdef HAS_GRAD
   T inv = (T)1 / (T)rows;
+#endif
   T v = 0, comp = 0;
   CLB_FOR_CHUNK(r, m) {
     __global const T *x = p + r * c;

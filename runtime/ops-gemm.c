@@ -12,13 +12,10 @@
  * clbound's kernel needs no host sync and does no work past the actual M. */
 #define GEMM_AUTO_CHOICE CLB_GEMM_DEVICE
 
-/* CPU-style blocks: RM rows x RN columns per work-item (RN a vector width along
- * N), or with B transposed RM x RN dot products over vectors of VK along K. */
+/* CPU-style blocks: RM rows x RN columns per work-item, RN a vector width along
+ * N; work-groups of CPU_LOCAL work-items (measured on PoCL, docs/gemm.md). */
 #define CPU_RM 4
 #define CPU_RN 16
-#define CPU_DOT_RM 2
-#define CPU_DOT_RN 4
-#define CPU_DOT_VK 8
 #define CPU_LOCAL 16
 /* GPU-style tiles: TS x TS work-items per work-group. */
 #define GPU_TS 16
@@ -286,6 +283,11 @@ done:
   return st;
 }
 
+/* Whether the device kernel is the GPU-style one (tiles in local memory). */
+static int gpu_style(clb_context_t ctx) {
+  return ctx->style == CLB_KERNEL_STYLE_GPU && ctx->info.max_work_group_size >= GPU_TS * GPU_TS;
+}
+
 /* Strategy DEVICE: clbound's kernel reads M, N, K from the shape records. */
 static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   char opts[256];
@@ -293,7 +295,7 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   int f64 = g->dt == CLB_DTYPE_F64;
   size_t groups, local;
   const char *kname;
-  if (ctx->style == CLB_KERNEL_STYLE_GPU && ctx->info.max_work_group_size >= GPU_TS * GPU_TS) {
+  if (gpu_style(ctx)) {
     snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s", clb__dtype_cl(g->dt),
              g->ta, g->tb, GPU_TS, g->bias ? " -D HAS_BIAS" : "", fp64);
     int64_t tiles = ((g->mb + GPU_TS - 1) / GPU_TS) * ((g->nb + GPU_TS - 1) / GPU_TS);
@@ -302,18 +304,9 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
     if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
     kname = "gemm_gpu";
   } else {
-    int rm, rn;
-    if (g->tb) {
-      rm = CPU_DOT_RM;
-      rn = CPU_DOT_RN;
-      snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=1 -D RM=%d -D RN=%d -D VK=%d%s%s",
-               clb__dtype_cl(g->dt), g->ta, rm, rn, f64 ? CPU_DOT_VK / 2 : CPU_DOT_VK, g->bias ? " -D HAS_BIAS" : "", fp64);
-    } else {
-      rm = CPU_RM;
-      rn = f64 ? CPU_RN / 2 : CPU_RN;
-      snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s",
-               clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", fp64);
-    }
+    int rm = CPU_RM, rn = f64 ? CPU_RN / 2 : CPU_RN;
+    snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s",
+             clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", fp64);
     int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn);
     local = CPU_LOCAL;
     int64_t gr = (blocks + CPU_LOCAL - 1) / CPU_LOCAL;
@@ -332,6 +325,36 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   return clb__launch(ctx, g->op, g->what, k, args, 9, 8, groups, local);
 }
 
+/* Strategy DEVICE with B transposed on a CPU-style device: B^T is first written
+ * dense into a temporary (a pass over K x N, small next to the product), so the
+ * product streams rows of B along N. */
+static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
+  clb_tensor_t b = g->b, bt = NULL;
+  int64_t tb[2] = {b->bound[1], b->bound[0]};
+  uint8_t ty[2] = {b->dyn[1], b->dyn[0]};
+  clb_status st = clb_tensor_new(ctx, g->dt, 2, tb, ty, &bt);
+  if (st != CLB_OK) {
+    clb__append_error(ctx, " (transposed copy of b in %s)", g->op);
+    return st;
+  }
+  char opts[128];
+  helper_options(opts, sizeof opts, g->dt);
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_transpose", &k)) == CLB_OK) {
+    clb_arg args[] = {CLB_ARG(b->data.mem), CLB_ARG(b->shape.mem), CLB_ARG(bt->data.mem), CLB_ARG(bt->shape.mem)};
+    int64_t blocks = ((b->bound[0] + 31) / 32) * ((b->bound[1] + 31) / 32);
+    st = clb__launch(ctx, g->op, g->what, k, args, 4, -1, clb__groups_for(ctx, blocks), ctx->local_size);
+  }
+  if (st == CLB_OK) {
+    gemm_job h = *g;
+    h.b = bt;
+    h.tb = 0;
+    st = run_device(ctx, &h);
+  }
+  clb_tensor_free(bt); /* the queue is in order: the buffer is reused only after this work */
+  return st;
+}
+
 static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   clb_status st = gemm_setup(ctx, g, out);
   if (st != CLB_OK) return st;
@@ -340,7 +363,7 @@ static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   switch (s) {
   case CLB_GEMM_CLBLAST_BOUND: return run_clblast_bound(ctx, g);
   case CLB_GEMM_SYNC_EXACT: return run_sync_exact(ctx, g);
-  default: return run_device(ctx, g);
+  default: return g->tb && !gpu_style(ctx) ? run_device_bt(ctx, g) : run_device(ctx, g);
   }
 }
 
