@@ -20,24 +20,32 @@ extern "C" {
 
 /* How a matmul runs when one of its sizes is only known on the device. */
 typedef enum clb_gemm_strategy {
-  CLB_GEMM_AUTO = 0,          /* the default measured fastest (docs/benchmarks.md) */
+  CLB_GEMM_AUTO = 0,          /* the default measured fastest: DEVICE (docs/gemm.md) */
   CLB_GEMM_CLBLAST_BOUND = 1, /* CLBlast over the bounds, the slack zeroed first */
   CLB_GEMM_SYNC_EXACT = 2,    /* one counted host sync reads the sizes, then CLBlast exactly */
   CLB_GEMM_DEVICE = 3,        /* clbound's kernel reads the sizes on the device, skips tiles past them */
   CLB_GEMM_STRATEGY_COUNT = 4
 } clb_gemm_strategy;
 
-/* Sets the strategy of the context's matmuls (AUTO by default). */
+/* Sets the strategy of the context's matmuls (AUTO by default). A matmul whose
+ * sizes are all static runs CLBlast directly whatever the strategy. An unknown
+ * value is CLB_ERR_INVALID_ARG. */
 CLB_API clb_status clb_context_set_gemm_strategy(clb_context_t ctx, clb_gemm_strategy s);
 
 /* out = op(a) @ op(b), op(x) = x^T when trans_x. f32, or f64 where the device has
  * it. op(a) is [M, K], op(b) is [K, N]: any of them may be dynamic; K's bounds
- * must be equal and its actual sizes are checked on the device. out is [M, N]. A
- * zero-sized M or N writes nothing; K = 0 gives zeros. */
+ * must be equal and its actual sizes are checked on the device (a mismatch is a
+ * deferred CLB_ERR_DEVICE_CHECK; SYNC_EXACT returns it at once). out is [M, N]
+ * and must not be a or b. A zero-sized M or N writes nothing; K = 0 gives zeros.
+ * Host syncs: none, except one per call under SYNC_EXACT. CLBLAST_BOUND zeroes
+ * the slack rows of a dynamic K in the inputs' buffers (their slack is not live
+ * data) and writes out's rows up to the bound of M (never past it). */
 CLB_API clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b,
                               int trans_b, clb_tensor_t *out);
 
-/* y = x W^T + bias. x [M, in], w [features, in], bias [features] or NULL. */
+/* y = x W^T + bias. x [M, in], w [features, in], bias [features] (dynamic exactly
+ * when w's features dim is) or NULL. Under the DEVICE strategy the bias is added
+ * by the GEMM kernel itself. */
 CLB_API clb_status clb_linear(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias,
                               clb_tensor_t *out);
 
@@ -73,10 +81,14 @@ typedef enum clb_loss_kind {
 } clb_loss_kind;
 
 /* loss (0-d, pred's dtype) = the mean of the per-element loss over the actual
- * elements (actual rows for cross-entropy). grad (NULL to skip) = d loss / d pred,
- * pred's shape, already divided by that count. pred and target have equal bounds
- * (cross-entropy: one row per target); their actual sizes are checked on the
- * device. */
+ * elements (actual rows for cross-entropy); an empty batch gives NaN, as
+ * PyTorch's mean of nothing. grad (NULL to skip) = d loss / d pred, pred's shape,
+ * already divided by that count (BCE's as PyTorch's: divided by at least 1e-12).
+ * Elementwise kinds: target has pred's dtype and as many elements at the bounds,
+ * matched in row-major order (a [<=B, 1] prediction against [<=B] labels).
+ * Cross-entropy: pred [M, C], target [M] i64; a class outside [0, C) raises
+ * CLB_ERR_BOUND_EXCEEDED at the next sync and its row adds nothing to the loss.
+ * Actual counts that differ are a deferred CLB_ERR_DEVICE_CHECK. No host sync. */
 CLB_API clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred,
                             clb_tensor_t target, clb_tensor_t *loss, clb_tensor_t *grad);
 
