@@ -112,12 +112,9 @@ int clb_cmd_bench_gemm(int argc, char **argv) {
     fprintf(stderr, "clbound bench gemm: %s: %s\n", clb_status_str(st), clb_last_errmsg());
     return 1;
   }
-  clb_device_info di;
-  di.struct_size = sizeof di;
   cl_device_id dev = clb_context_cl_device(ctx);
   char name[128] = "";
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
-  (void)di;
   /* (K, N): square, then the MLP's 256 -> 512 -> 256 layers */
   static const int64_t full_kn[][2] = {{256, 256}, {512, 512}, {1024, 1024}, {256, 512}, {512, 256}};
   static const int64_t quick_kn[][2] = {{256, 256}, {256, 512}};
