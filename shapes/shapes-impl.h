@@ -58,7 +58,7 @@ struct clb_shapes {
   char errmsg[512];
 };
 
-/* Kind of internal errors worth a message: records it and returns st. */
+/* Records the detail message of a failure (clb_shapes_errmsg) and returns st. */
 clb_status clb__shapes_fail(struct clb_shapes *sh, clb_status st, const char *fmt, ...);
 
 /* Arena allocation (zeroed); NULL when out of memory. */
