@@ -1,0 +1,380 @@
+/* select-cpu.cl: the CPU-style kernels of nonzero, masked_select and masked_scatter:
+ * each work-item (local size 1) owns one contiguous chunk and compacts it with
+ * branchless stores, skipping or copying whole blocks that are all false or all
+ * true.
+ *
+ * The contract, shared with select-gpu.cl (runtime/ops-select.c launches both):
+ *   sel_count  (G groups): scratch[g] = true flags in chunk g;
+ *   sel_finish (1 group):  scratch[G + g] = exclusive prefix of the counts,
+ *                          scratch[2G] = the total; writes the output's shape
+ *                          record (or nonzero_static's count tensor) and raises
+ *                          the sticky bound, short-source and size-check bits;
+ *   sel_write  (G groups): compacts chunk g to its offset, never past `obound`
+ *                          results and never reading past the source.
+ * Chunks are computed from the actual element count and the number of groups,
+ * with starts at multiples of SEL_ALIGN elements, identically in every kernel.
+ *
+ * Built with one of SEL_NONZERO, SEL_SELECT, SEL_SCATTER (or SEL_COPY for the
+ * benchmark's copy kernel); TX, an unsigned type of x's element size (values are
+ * only moved); TM, the flag type (TX for nonzero, uchar for a bool mask); RANK,
+ * x's rank for nonzero when it is 1 or 2 (0: the rank argument). A flag is true
+ * when (value & fmask) != 0: fmask clears a float's sign bit, so -0.0 is zero
+ * and NaN is not. bcast (some operand broadcasts: indices go through strides)
+ * and nz_static (nonzero_static) are arguments, so few programs are built. */
+
+#define SEL_ALIGN 64
+#define SEL_BLOCK 32
+#define SEL_CAT_(a, b) a##b
+#define SEL_CAT(a, b) SEL_CAT_(a, b)
+
+/* ---- shape of the iteration (kept identical in select-gpu.cl) ------------- */
+
+/* The iteration shape's actual sizes od[] and each operand's element strides
+ * (0 where it broadcasts) from the shape records; returns the element count.
+ * bmx / bmm: bit d set when x / mask broadcasts at dim d. A dim where neither
+ * broadcasts must have equal sizes: *bad_x / *bad_m get a mismatching pair
+ * (else -1), and the smaller size is used (x's size for masked_scatter, whose
+ * output has x's shape) so every index stays inside both bounds. */
+inline long sel_shape(__global const long *sx, int rx, __global const long *sm, int rm, int rank,
+                      uint bmx, uint bmm, long *od, long *stx, long *stm, long *bad_x, long *bad_m) {
+  long n = 1, ax = 1, am = 1;
+  *bad_x = -1;
+  *bad_m = -1;
+  for (int d = rank - 1; d >= 0; d--) {
+    long dx = d >= rank - rx ? sx[d - (rank - rx)] : 1;
+    long dm = d >= rank - rm ? sm[d - (rank - rm)] : 1;
+    long o;
+    if ((bmx >> d) & 1u) {
+      o = dm;
+    } else if ((bmm >> d) & 1u) {
+      o = dx;
+    } else {
+#ifdef SEL_SCATTER
+      o = dx;
+#else
+      o = min(dx, dm);
+#endif
+      if (dx != dm) {
+        *bad_x = dx;
+        *bad_m = dm;
+      }
+    }
+    od[d] = o;
+    n *= o;
+    stx[d] = ((bmx >> d) & 1u) ? 0 : ax;
+    stm[d] = ((bmm >> d) & 1u) ? 0 : am;
+    ax *= dx;
+    am *= dm;
+  }
+  return n;
+}
+
+/* Element offsets in x and in the mask of iteration index i (broadcasting). */
+inline void sel_split(long i, int rank, const long *od, const long *stx, const long *stm, long *ix, long *im) {
+  long a = 0, b = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    long c = i % od[d];
+    i /= od[d];
+    a += c * stx[d];
+    b += c * stm[d];
+  }
+  *ix = a;
+  *im = b;
+}
+
+#define SEL_SHAPE_ARGS                                                                   \
+  __global const long *sx, int rx, __global const long *sm, int rm, int rank, uint bmx, uint bmm
+#define SEL_SHAPE_LOCALS                                                                 \
+  long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
+  long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
+
+/* Chunk [*s, *e) of group g of ng over n elements. */
+inline void sel_chunk(long n, long g, long ng, long *s, long *e) {
+  long c = (n + ng - 1) / ng;
+  c = (c + SEL_ALIGN - 1) / SEL_ALIGN * SEL_ALIGN;
+  *s = min(g * c, n);
+  *e = min(*s + c, n);
+}
+
+#ifndef SEL_COPY
+#define TM16 SEL_CAT(TM, 16)
+#define TX16 SEL_CAT(TX, 16)
+
+/* ---- count ---------------------------------------------------------------- */
+
+__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+  SEL_SHAPE_LOCALS;
+  long s, e;
+  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+  const TM fm = (TM)fmask;
+  long c = 0;
+  if (bcast) {
+    for (long i = s; i < e; i++) {
+      long ix, im;
+      sel_split(i, rank, od, stx, stm, &ix, &im);
+      c += (m[im] & fm) != (TM)0;
+    }
+  } else {
+    long i = s;
+    while (e - i >= 16) {
+      /* 16-lane counters, flushed before they could overflow */
+      long stop = min(e, i + (1L << 24));
+      int16 acc = 0;
+      for (; i + 16 <= stop; i += 16) acc += convert_int16((vload16(0, m + i) & (TM16)fm) != (TM16)0);
+      int8 a8 = acc.lo + acc.hi;
+      int4 a4 = a8.lo + a8.hi;
+      int2 a2 = a4.lo + a4.hi;
+      c -= (long)(a2.x + a2.y);
+    }
+    for (; i < e; i++) c += (m[i] & fm) != (TM)0;
+  }
+  scratch[get_group_id(0)] = c;
+}
+
+/* ---- finish: scan of the chunk counts and the bookkeeping ------------------- */
+
+__kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
+                         __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
+                         __global int *st, uint launch) {
+  SEL_SHAPE_LOCALS;
+  long total = 0;
+  for (int g = 0; g < ngroups; g++) {
+    long c = scratch[g];
+    scratch[ngroups + g] = total;
+    total += c;
+  }
+  scratch[2 * ngroups] = total;
+  if (bad_x >= 0) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, bad_x, bad_m);
+#if defined(SEL_NONZERO) || defined(SEL_SELECT)
+  if (nz_static) {
+    count_out[0] = total;
+  } else {
+    so[0] = min(total, obound);
+    if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);
+  }
+#elif defined(SEL_SCATTER)
+  for (int d = 0; d < rank; d++) so[d] = sx[d];
+  long nsrc = clb_numel(ssrc, rsrc);
+  if (total > nsrc) clb_raise(st, launch, CLB_STF_SHORT_SOURCE, total, nsrc);
+#endif
+  (void)n;
+}
+
+/* ---- write ---------------------------------------------------------------- */
+
+/* Whole-block tests of SEL_BLOCK flags starting at p. */
+inline int sel_none(__global const TM *p, TM fm) {
+  return !any((vload16(0, p) & (TM16)fm) != (TM16)0) && !any((vload16(1, p) & (TM16)fm) != (TM16)0);
+}
+inline int sel_all(__global const TM *p, TM fm) {
+  return all((vload16(0, p) & (TM16)fm) != (TM16)0) && all((vload16(1, p) & (TM16)fm) != (TM16)0);
+}
+
+
+#ifdef SEL_NONZERO
+#define TO long
+#else
+#define TO TX
+#endif
+
+#define SEL_WRITE_ARGS                                                                   \
+  __global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, __global const long *scratch, \
+      ulong fmask, int bcast, __global TO *out, long obound, __global const TX *src, __global const long *ssrc, \
+      int rsrc, int nz_static, long fill
+
+#if defined(SEL_NONZERO)
+/* NZR: the rank, a constant when the program is built for rank 1 or 2. */
+#if RANK > 0
+#define NZR RANK
+#else
+#define NZR rank
+#endif
+/* Writes row k of the index output: the outer coordinates c[0..NZR-2], then j. */
+#if RANK == 2
+#define SEL_PUT(out, k, c, j) vstore2((long2)((c)[0], (j)), (k), (out))
+#elif RANK == 1
+#define SEL_PUT(out, k, c, j) ((out)[k] = (j))
+#else
+#define SEL_PUT(out, k, c, j)                                                           \
+  do {                                                                                  \
+    __global long *o_ = (out) + (k) * NZR;                                              \
+    for (int d_ = 0; d_ < NZR - 1; d_++) o_[d_] = (c)[d_];                              \
+    o_[NZR - 1] = (j);                                                                  \
+  } while (0)
+#endif
+
+/* The chunk is walked in runs along the last dim; inside a run, blocks with no
+ * nonzero flag are skipped and the others written branchlessly: every element
+ * writes its row at k, and k advances only past nonzero ones. */
+__kernel void sel_write(SEL_WRITE_ARGS) {
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  long k = scratch[ng + g];
+  long kend = min(k + scratch[g], obound);
+  const TM fm = (TM)fmask;
+  if (NZR > 0 && k < kend) {
+    long c[8];
+    long r = s;
+    for (int d = NZR - 1; d >= 0; d--) {
+      c[d] = r % od[d];
+      r /= od[d];
+    }
+    long inner = od[NZR - 1];
+    long i = s;
+    while (i < e && k < kend) {
+      long j = c[NZR - 1];
+      long jend = min(inner, j + (e - i));
+      __global const TM *p = m + (i - j);
+      i += jend - j;
+      while (j < jend && k < kend) {
+        if (jend - j >= SEL_BLOCK && kend - k >= SEL_BLOCK) {
+          if (sel_none(p + j, fm)) {
+            j += SEL_BLOCK;
+            continue;
+          }
+          for (int b = 0; b < SEL_BLOCK; b++, j++) {
+            SEL_PUT(out, k, c, j);
+            k += (p[j] & fm) != (TM)0;
+          }
+        } else {
+          if ((p[j] & fm) != (TM)0) {
+            SEL_PUT(out, k, c, j);
+            k++;
+          }
+          j++;
+        }
+      }
+      c[NZR - 1] = 0;
+      for (int d = NZR - 2; d >= 0; d--) {
+        if (++c[d] < od[d]) break;
+        c[d] = 0;
+      }
+    }
+  }
+  if (nz_static && NZR > 0) {
+    /* rows [total, obound) take the fill value, spread over the groups */
+    long total = scratch[2 * ng];
+    if (total < obound) {
+      long rows = obound - total, per = (rows + ng - 1) / ng;
+      long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
+      for (long q = r0 * NZR; q < r1 * NZR; q++) out[q] = fill;
+    }
+  }
+}
+
+#elif defined(SEL_SELECT)
+
+/* Blocks with no true flag are skipped, blocks of all true flags copied as
+ * vectors, and mixed blocks written branchlessly (*o = v; o += f). Near the
+ * chunk's last output the loop checks every element, so no store ever lands
+ * past this chunk's outputs. */
+__kernel void sel_write(SEL_WRITE_ARGS) {
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  long k = scratch[ng + g];
+  long kend = min(k + scratch[g], obound);
+  const TM fm = (TM)fmask;
+  if (bcast) {
+    for (long i = s; i < e && k < kend; i++) {
+      long ix, im;
+      sel_split(i, rank, od, stx, stm, &ix, &im);
+      if ((m[im] & fm) != (TM)0) out[k++] = x[ix];
+    }
+    return;
+  }
+  long i = s;
+  while (i < e && k < kend) {
+    if (e - i >= SEL_BLOCK && kend - k >= SEL_BLOCK) {
+      __global const TM *q = m + i;
+      __global const TX *v = x + i;
+      if (sel_none(q, fm)) {
+      } else if (sel_all(q, fm)) {
+        vstore16(vload16(0, v), 0, out + k);
+        vstore16(vload16(1, v), 1, out + k);
+        k += SEL_BLOCK;
+      } else {
+        for (int b = 0; b < SEL_BLOCK; b++) {
+          out[k] = v[b];
+          k += (q[b] & fm) != (TM)0;
+        }
+      }
+      i += SEL_BLOCK;
+    } else {
+      if ((m[i] & fm) != (TM)0) out[k++] = x[i];
+      i++;
+    }
+  }
+}
+
+#elif defined(SEL_SCATTER)
+
+/* Every element of the chunk is written: x's value, or the next source element
+ * under a true flag. While the chunk's source range lies inside the source,
+ * blocks are copied from x (no true flag), from the source (all true) or
+ * blended branchlessly; otherwise every element checks k against the source's
+ * length and keeps x's value past it. */
+__kernel void sel_write(SEL_WRITE_ARGS) {
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  long k = scratch[ng + g], cnt = scratch[g];
+  long nsrc = clb_numel(ssrc, rsrc);
+  const TM fm = (TM)fmask;
+  if (bcast) {
+    for (long i = s; i < e; i++) {
+      long ix, im;
+      sel_split(i, rank, od, stx, stm, &ix, &im);
+      int f = (m[im] & fm) != (TM)0;
+      out[i] = (f && k < nsrc) ? src[k] : x[i];
+      k += f;
+    }
+    return;
+  }
+  long i = s;
+  if (k + cnt <= nsrc) {
+    long klast = k + cnt - 1; /* >= k whenever a block holds a true flag */
+    for (; i + SEL_BLOCK <= e; i += SEL_BLOCK) {
+      __global const TM *q = m + i;
+      __global const TX *v = x + i;
+      __global TX *o = out + i;
+      if (sel_none(q, fm)) {
+        vstore16(vload16(0, v), 0, o);
+        vstore16(vload16(1, v), 1, o);
+      } else if (sel_all(q, fm)) {
+        vstore16(vload16(0, src + k), 0, o);
+        vstore16(vload16(1, src + k), 1, o);
+        k += SEL_BLOCK;
+      } else {
+        for (int b = 0; b < SEL_BLOCK; b++) {
+          int f = (q[b] & fm) != (TM)0;
+          TX sv = src[min(k, klast)];
+          o[b] = f ? sv : v[b];
+          k += f;
+        }
+      }
+    }
+  }
+  for (; i < e; i++) {
+    int f = (m[i] & fm) != (TM)0;
+    out[i] = (f && k < nsrc) ? src[k] : x[i];
+    k += f;
+  }
+}
+#endif
+#endif /* !SEL_COPY */
+
+#ifdef SEL_COPY
+/* The benchmark's reference: a chunked copy of n uints, 16 at a time. */
+__kernel void sel_copy(__global const uint *a, __global uint *b, long n) {
+  long s, e;
+  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+  long i = s;
+  for (; i + 16 <= e; i += 16) vstore16(vload16(0, a + i), 0, b + i);
+  for (; i < e; i++) b[i] = a[i];
+}
+#endif

@@ -1,0 +1,225 @@
+/* select-gpu.cl: the GPU-style kernels of nonzero, masked_select and masked_scatter:
+ * each work-group owns one contiguous chunk and walks it in tiles of LOCAL
+ * elements, one per work-item, scanning the tile's flags in local memory.
+ *
+ * The contract is select-cpu.cl's (kernels sel_count, sel_finish, sel_write over
+ * the same scratch layout; runtime/ops-select.c launches either family), with
+ * chunks that are multiples of LOCAL instead of SEL_ALIGN. Built with the same
+ * defines (RANK is unused: nonzero takes the rank argument), plus LOCAL, the
+ * fixed work-group size (a power of two). */
+
+#define SEL_CAT_(a, b) a##b
+#define SEL_CAT(a, b) SEL_CAT_(a, b)
+
+/* ---- shape of the iteration (kept identical in select-cpu.cl) ------------- */
+
+/* The iteration shape's actual sizes od[] and each operand's element strides
+ * (0 where it broadcasts) from the shape records; returns the element count.
+ * bmx / bmm: bit d set when x / mask broadcasts at dim d. A dim where neither
+ * broadcasts must have equal sizes: *bad_x / *bad_m get a mismatching pair
+ * (else -1), and the smaller size is used (x's size for masked_scatter, whose
+ * output has x's shape) so every index stays inside both bounds. */
+inline long sel_shape(__global const long *sx, int rx, __global const long *sm, int rm, int rank,
+                      uint bmx, uint bmm, long *od, long *stx, long *stm, long *bad_x, long *bad_m) {
+  long n = 1, ax = 1, am = 1;
+  *bad_x = -1;
+  *bad_m = -1;
+  for (int d = rank - 1; d >= 0; d--) {
+    long dx = d >= rank - rx ? sx[d - (rank - rx)] : 1;
+    long dm = d >= rank - rm ? sm[d - (rank - rm)] : 1;
+    long o;
+    if ((bmx >> d) & 1u) {
+      o = dm;
+    } else if ((bmm >> d) & 1u) {
+      o = dx;
+    } else {
+#ifdef SEL_SCATTER
+      o = dx;
+#else
+      o = min(dx, dm);
+#endif
+      if (dx != dm) {
+        *bad_x = dx;
+        *bad_m = dm;
+      }
+    }
+    od[d] = o;
+    n *= o;
+    stx[d] = ((bmx >> d) & 1u) ? 0 : ax;
+    stm[d] = ((bmm >> d) & 1u) ? 0 : am;
+    ax *= dx;
+    am *= dm;
+  }
+  return n;
+}
+
+/* Element offsets in x and in the mask of iteration index i (broadcasting). */
+inline void sel_split(long i, int rank, const long *od, const long *stx, const long *stm, long *ix, long *im) {
+  long a = 0, b = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    long c = i % od[d];
+    i /= od[d];
+    a += c * stx[d];
+    b += c * stm[d];
+  }
+  *ix = a;
+  *im = b;
+}
+
+#define SEL_SHAPE_ARGS                                                                   \
+  __global const long *sx, int rx, __global const long *sm, int rm, int rank, uint bmx, uint bmm
+#define SEL_SHAPE_LOCALS                                                                 \
+  long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
+  long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
+
+/* Chunk [*s, *e) of group g of ng over n elements: a multiple of LOCAL. */
+inline void sel_chunk(long n, long g, long ng, long *s, long *e) {
+  long c = (n + ng - 1) / ng;
+  c = (c + LOCAL - 1) / LOCAL * LOCAL;
+  *s = min(g * c, n);
+  *e = min(*s + c, n);
+}
+
+/* Inclusive scan of v over the work-group (Hillis-Steele in local memory);
+ * *total gets the work-group's sum. Every work-item must call it. */
+inline long sel_scan(__local long *buf, long v, long *total) {
+  int lid = (int)get_local_id(0);
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = 1; off < LOCAL; off <<= 1) {
+    long t = lid >= off ? buf[lid - off] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    buf[lid] += t;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  long r = buf[lid];
+  *total = buf[LOCAL - 1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+#ifdef SEL_COPY
+/* The benchmark's reference: a grid-stride copy of n uints, 4 per work-item. */
+__kernel void sel_copy(__global const uint *a, __global uint *b, long n) {
+  long n4 = n / 4, stride = (long)get_global_size(0);
+  for (long i = (long)get_global_id(0); i < n4; i += stride) vstore4(vload4(i, a), i, b);
+  for (long i = n4 * 4 + (long)get_global_id(0); i < n; i += stride) b[i] = a[i];
+}
+#else
+
+/* Flag of iteration index i; x's element offset goes to *ix. */
+inline int sel_flag(__global const TM *m, TM fm, int bcast, long i, int rank, const long *od, const long *stx,
+                    const long *stm, long *ix) {
+  long im = i;
+  *ix = i;
+  if (bcast) sel_split(i, rank, od, stx, stm, ix, &im);
+  return (m[im] & fm) != (TM)0;
+}
+
+__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+  __local long buf[LOCAL];
+  SEL_SHAPE_LOCALS;
+  long s, e;
+  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+  int lid = (int)get_local_id(0);
+  long c = 0;
+  for (long i = s + lid; i < e; i += LOCAL) {
+    long ix;
+    c += sel_flag(m, (TM)fmask, bcast, i, rank, od, stx, stm, &ix);
+  }
+  buf[lid] = c;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = LOCAL / 2; h > 0; h >>= 1) {
+    if (lid < h) buf[lid] += buf[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) scratch[get_group_id(0)] = buf[0];
+}
+
+__kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
+                         __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
+                         __global int *st, uint launch) {
+  __local long buf[LOCAL];
+  int lid = (int)get_local_id(0);
+  long carry = 0;
+  for (int base = 0; base < ngroups; base += LOCAL) {
+    int gi = base + lid;
+    long v = gi < ngroups ? scratch[gi] : 0, tot;
+    long incl = sel_scan(buf, v, &tot);
+    if (gi < ngroups) scratch[ngroups + gi] = carry + incl - v;
+    carry += tot;
+  }
+  if (lid != 0) return;
+  SEL_SHAPE_LOCALS;
+  long total = carry;
+  scratch[2 * ngroups] = total;
+  if (bad_x >= 0) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, bad_x, bad_m);
+#if defined(SEL_NONZERO) || defined(SEL_SELECT)
+  if (nz_static) {
+    count_out[0] = total;
+  } else {
+    so[0] = min(total, obound);
+    if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);
+  }
+#elif defined(SEL_SCATTER)
+  for (int d = 0; d < rank; d++) so[d] = sx[d];
+  long nsrc = clb_numel(ssrc, rsrc);
+  if (total > nsrc) clb_raise(st, launch, CLB_STF_SHORT_SOURCE, total, nsrc);
+#endif
+  (void)n;
+}
+
+#ifdef SEL_NONZERO
+#define TO long
+#else
+#define TO TX
+#endif
+
+/* Each tile: flags, their scan, then every true flag's result at base + its
+ * exclusive prefix (never at or past obound); base advances by the tile's sum. */
+__kernel void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
+                        __global const long *scratch, ulong fmask, int bcast, __global TO *out, long obound,
+                        __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill) {
+  __local long buf[LOCAL];
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  int lid = (int)get_local_id(0);
+  long base = scratch[ng + g];
+#ifdef SEL_SCATTER
+  long nsrc = clb_numel(ssrc, rsrc);
+#endif
+  for (long t = s; t < e; t += LOCAL) {
+#ifndef SEL_SCATTER
+    if (base >= obound) break; /* uniform over the work-group */
+#endif
+    long i = t + lid, ix = 0;
+    int f = i < e ? sel_flag(m, (TM)fmask, bcast, i, rank, od, stx, stm, &ix) : 0;
+    long tot;
+    long pos = base + sel_scan(buf, f, &tot) - f;
+#if defined(SEL_SCATTER)
+    if (i < e) out[i] = (f && pos < nsrc) ? src[pos] : x[ix];
+#elif defined(SEL_SELECT)
+    if (f && pos < obound) out[pos] = x[ix];
+#else
+    if (f && pos < obound) {
+      long r = i;
+      for (int d = rank - 1; d >= 0; d--) {
+        out[pos * rank + d] = r % od[d];
+        r /= od[d];
+      }
+    }
+#endif
+    base += tot;
+  }
+#ifdef SEL_NONZERO
+  long total = scratch[2 * ng];
+  if (nz_static && total < obound && rank > 0) {
+    long rows = obound - total, per = (rows + ng - 1) / ng;
+    long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
+    for (long q = r0 * rank + lid; q < r1 * rank; q += LOCAL) out[q] = fill;
+  }
+#endif
+}
+#endif /* !SEL_COPY */

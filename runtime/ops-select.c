@@ -1,0 +1,94 @@
+/* ops-select.c: the three launches (count, finish, write) shared by nonzero,
+ * masked_select and masked_scatter, in either kernel family. */
+#include <stdio.h>
+#include <string.h>
+
+#include "dataops-impl.h"
+
+static const char *const kind_macros[] = {"SEL_NONZERO", "SEL_SELECT", "SEL_SCATTER"};
+
+/* The unsigned OpenCL type of dt's size: values are only moved or compared
+ * with zero (floats through a mask that drops the sign bit). */
+static const char *sel_type(clb_dtype dt) {
+  switch (clb_dtype_size(dt)) {
+  case 8: return "ulong";
+  case 4: return "uint";
+  default: return "uchar";
+  }
+}
+
+/* The bits of a value that make it nonzero: all but a float's sign, so -0.0
+ * counts as zero and NaN as nonzero, as in PyTorch. */
+static cl_ulong sel_fmask(clb_dtype dt) {
+  if (dt == CLB_DTYPE_F32) return 0x7fffffffu;
+  if (dt == CLB_DTYPE_F64) return 0x7fffffffffffffffull;
+  return ~(cl_ulong)0;
+}
+
+/* Work-groups and their size: from the bound and the device only. */
+static void sel_geometry(clb_context_t ctx, int64_t bound_numel, size_t *groups, size_t *local) {
+  if (ctx->style == CLB_KERNEL_STYLE_CPU) {
+    uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    uint64_t most = cu * CLB_SEL_CPU_CHUNKS_PER_CU;
+    uint64_t g = bound_numel > 0 ? ((uint64_t)bound_numel + CLB_SEL_CPU_CHUNK_MIN - 1) / CLB_SEL_CPU_CHUNK_MIN : 1;
+    *groups = (size_t)(g < most ? g : most);
+    *local = 1;
+  } else {
+    *groups = clb__groups_for(ctx, bound_numel);
+    *local = ctx->local_size;
+  }
+}
+
+clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
+  const int gpu = ctx->style != CLB_KERNEL_STYLE_CPU;
+  const char *src_name = gpu ? "select-gpu" : "select-cpu";
+  const clb_tensor_t x = p->x, m = p->mask, o = p->out;
+  const int nonzero = p->kind == CLB_SEL_NONZERO;
+  const char *tx = sel_type(x->dtype);
+  const char *tm = nonzero ? tx : "uchar";
+  /* the CPU family's nonzero is specialized for ranks 1 and 2, its common cases */
+  int crank = !gpu && nonzero && (x->rank == 1 || x->rank == 2) ? x->rank : 0;
+  char opts[320];
+  snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D RANK=%d", kind_macros[p->kind], tx, tm, crank);
+  if (gpu) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -D LOCAL=%zu", ctx->local_size);
+  cl_kernel kc, kf, kw;
+  clb_status st;
+  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_count", &kc)) != CLB_OK) return st;
+  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_finish", &kf)) != CLB_OK) return st;
+  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_write", &kw)) != CLB_OK) return st;
+
+  size_t groups, local;
+  sel_geometry(ctx, p->bound_numel, &groups, &local);
+  /* scratch: counts [0, G), offsets [G, 2G), total at 2G */
+  clb_buf scratch;
+  char err[256];
+  size_t sbytes = (2 * groups + 1) * sizeof(cl_long);
+  if ((st = clb__pool_get(ctx->pool, sbytes, &scratch, err, sizeof err)) != CLB_OK)
+    return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", p->op, p->what, sbytes, err);
+
+  cl_int rx = x->rank, rm = m->rank, rank = p->rank, ngroups = (cl_int)groups;
+  cl_int bcast = p->bmx || p->bmm || x->rank != m->rank, nz_static = p->nz_static;
+  cl_uint bmx = p->bmx, bmm = p->bmm, zero = 0;
+  cl_ulong fmask = nonzero ? sel_fmask(x->dtype) : ~(cl_ulong)0;
+  cl_long obound = p->obound, fill = p->fill;
+  clb_tensor_t s = p->source ? p->source : x;
+  cl_int rs = s->rank;
+  cl_mem count_mem = p->count ? p->count->data.mem : scratch.mem;
+  clb_arg ac[] = {CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG(m->shape.mem), CLB_ARG(rm),
+                  CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(scratch.mem)};
+  clb_arg af[] = {CLB_ARG(scratch.mem), CLB_ARG(ngroups), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+                  CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
+                  CLB_ARG(o->shape.mem), CLB_ARG(obound), CLB_ARG(s->shape.mem), CLB_ARG(rs),
+                  CLB_ARG(count_mem), CLB_ARG(nz_static), CLB_ARG(ctx->status), CLB_ARG(zero)};
+  clb_arg aw[] = {CLB_ARG(x->data.mem), CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+                  CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
+                  CLB_ARG(scratch.mem), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(o->data.mem), CLB_ARG(obound),
+                  CLB_ARG(s->data.mem), CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill)};
+  st = clb__launch(ctx, p->op, p->what, kc, ac, 11, -1, groups, local);
+  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kf, af, 17, 16, 1, local);
+  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kw, aw, 19, -1, groups, local);
+  /* Queued kernels may still use the scratch: a later owner only writes it
+   * after them, since the queue is in order. */
+  clb__pool_put(ctx->pool, &scratch);
+  return st;
+}

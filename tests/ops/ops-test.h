@@ -1,0 +1,92 @@
+/* ops-test.h: shared helpers of the data-dependent op tests: contexts in either
+ * kernel style, data at a given density, and plain-C broadcast references. */
+#ifndef CLB_OPS_TEST_H
+#define CLB_OPS_TEST_H
+
+#include "cl-test.h"
+
+static const char *const ops_style_names[] = {"auto", "cpu", "gpu"};
+
+/* A context whose kernels use `style` (CPU or GPU family). */
+static inline clb_context_t ops_context(clb_kernel_style style) {
+  clb_context_options o;
+  clb_context_options_init(&o);
+  o.kernel_style = style;
+  clb_context_t ctx = clb_test_context(&o);
+  REQUIRE_TRUE(clb_context_kernel_style(ctx) == style);
+  return ctx;
+}
+
+static inline int ops_has_fp64(clb_context_t ctx) {
+  int64_t one = 1;
+  clb_tensor_t t = NULL;
+  clb_status st = clb_tensor_new(ctx, CLB_DTYPE_F64, 1, &one, NULL, &t);
+  clb_tensor_free(t);
+  return st == CLB_OK;
+}
+
+/* A uniform double in [0, 1). */
+static inline double ops_uniform(void) { return (double)(clb_test_next() >> 11) * (1.0 / 9007199254740992.0); }
+
+/* n values of dtype dt, nonzero with probability `density`. Floating zeros are
+ * sometimes -0.0 and some nonzeros NaN, so both count as PyTorch counts them. */
+static inline void ops_gen(clb_dtype dt, int64_t n, double density, double *v) {
+  for (int64_t i = 0; i < n; i++) {
+    int nz = density >= 1.0 || ops_uniform() < density;
+    uint64_t r = clb_test_next();
+    if (!nz) {
+      v[i] = (dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64) && (r & 1) ? -0.0 : 0.0;
+      continue;
+    }
+    switch (dt) {
+    case CLB_DTYPE_BOOL: v[i] = 1; break;
+    case CLB_DTYPE_U8: v[i] = (double)(1 + r % 255); break;
+    case CLB_DTYPE_I32:
+    case CLB_DTYPE_I64: v[i] = (double)((int64_t)(r % 2001) - 1000); if (v[i] == 0) v[i] = 7; break;
+    default: v[i] = (r % 97 == 0) ? NAN : (double)((int64_t)(r % 2001) - 1000) / 8.0; if (v[i] == 0) v[i] = 0.5; break;
+    }
+  }
+}
+
+/* Whether a value read back as a double is nonzero (NaN is). */
+static inline int ops_nz(double v) { return v != 0.0 || isnan(v); }
+
+/* Element offsets into an operand of rank r and dims `dims`, broadcast to the
+ * iteration shape od[rank] (right-aligned; a size-1 dim repeats): one per
+ * element of the iteration shape, into idx. */
+static inline void ops_bcast_index(int rank, const int64_t *od, int r, const int64_t *dims, int64_t *idx) {
+  int64_t n = clb_test_numel(rank, od);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t rem = i, off = 0, stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t c = rem % od[d];
+      rem /= od[d];
+      int dd = d - (rank - r);
+      if (dd >= 0) {
+        if (dims[dd] != 1) off += c * stride;
+        stride *= dims[dd];
+      }
+    }
+    idx[i] = off;
+  }
+}
+
+/* Same values, both as the doubles written and as the doubles read back (f32
+ * rounding, integer truncation), so comparisons are exact. */
+static inline void ops_roundtrip(clb_dtype dt, double *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+    case CLB_DTYPE_F32: v[i] = (double)(float)v[i]; break;
+    case CLB_DTYPE_I32: v[i] = (double)(int32_t)v[i]; break;
+    case CLB_DTYPE_I64: v[i] = (double)(int64_t)v[i]; break;
+    case CLB_DTYPE_U8: v[i] = (double)(uint8_t)v[i]; break;
+    case CLB_DTYPE_BOOL: v[i] = v[i] != 0.0; break;
+    default: break;
+    }
+  }
+}
+
+/* Exact equality of doubles read back, NaN equal to NaN and -0.0 to 0.0. */
+static inline int ops_same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+#endif /* CLB_OPS_TEST_H */
