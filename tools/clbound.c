@@ -1,4 +1,4 @@
-/* clbound.c: the clbound command: info, demo. */
+/* clbound.c: the clbound command: info, the bounded-chain demo, dispatch. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +19,22 @@ static int usage(FILE *f) {
           "usage: clbound <command> [options]\n"
           "commands:\n"
           "  info             list OpenCL platforms and devices\n"
-          "  demo [--iterations N] [--json]\n"
-          "                   bounded tensors changing size with zero program rebuilds\n"
+          "  demo [--workload xla-mlp|wide-mlp|all|chain] [--policy P|all] [--iterations N]\n"
+          "       [--lr X] [--json] [--no-check]\n"
+          "                   MLP training on batches sized on the device, per policy\n"
           "  bench ops [--json] [--quick]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
           "  bench gemm [--json] [--quick]\n"
           "                   matmul with a bounded M: three strategies against CLBlast\n"
+          "  bench steps [--json] [--reps N] [--sizes n1,n2]\n"
+          "                   a wide-mlp training step per policy against batch size\n"
           "  shapes FILE [--buckets N]\n"
           "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
           "  cache info|clear [DIR]\n"
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
-          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache, CLBOUND_METRICS_FILE\n");
+          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache, CLBOUND_METRICS_FILE,\n  CLBOUND_SHAPE_LOG\n");
   return f == stderr ? 2 : 0;
 }
 
@@ -83,13 +86,13 @@ static int cmd_info(void) {
 /* x [<=4096, 16] changes its row count every call; the chain
  * y = relu(x * w + b); r = sum(y, dim 1); m = mean(r) runs on the device with the
  * actual row count read from shape records: one build per kernel, then none. */
-static int cmd_demo(int argc, char **argv) {
+int clb_cmd_demo_chain(int argc, char **argv) {
   int iterations = 12, json = 0;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) iterations = atoi(argv[++i]);
     else if (strcmp(argv[i], "--json") == 0) json = 1;
     else {
-      fprintf(stderr, "clbound demo: unknown option %s\n", argv[i]);
+      fprintf(stderr, "clbound demo --workload chain: unknown option %s\n", argv[i]);
       return usage(stderr);
     }
   }
@@ -201,7 +204,9 @@ done:
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   if (strcmp(argv[1], "info") == 0) return cmd_info();
-  if (strcmp(argv[1], "demo") == 0) return cmd_demo(argc - 2, argv + 2);
+  if (strcmp(argv[1], "demo") == 0) return clb_cmd_demo(argc - 2, argv + 2);
+  if (strcmp(argv[1], "bench") == 0 && argc > 2 && strcmp(argv[2], "steps") == 0)
+    return clb_cmd_bench_steps(argc - 3, argv + 3);
   if (strcmp(argv[1], "bench") == 0 && argc > 2 && strcmp(argv[2], "gemm") == 0)
     return clb_cmd_bench_gemm(argc - 3, argv + 3);
   if (strcmp(argv[1], "bench") == 0) return clb_cmd_bench(argc - 2, argv + 2);

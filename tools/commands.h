@@ -9,5 +9,11 @@ int clb_cmd_cache(int argc, char **argv);
 int clb_cmd_shapes(int argc, char **argv);
 /* `clbound bench gemm`: the GEMM strategies against CLBlast. */
 int clb_cmd_bench_gemm(int argc, char **argv);
+/* `clbound demo`: MLP training per policy (cmd-demo.c); `--workload chain` runs
+ * the bounded-chain showcase (clbound.c). */
+int clb_cmd_demo(int argc, char **argv);
+int clb_cmd_demo_chain(int argc, char **argv);
+/* `clbound bench steps`: a wide-mlp step per policy against batch size. */
+int clb_cmd_bench_steps(int argc, char **argv);
 
 #endif /* CLB_TOOL_COMMANDS_H */

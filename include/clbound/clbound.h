@@ -10,5 +10,7 @@
 #include "clbound/ops.h"
 #include "clbound/dataops.h"
 #include "clbound/nn.h"
+#include "clbound/shapes.h"
+#include "clbound/graph.h"
 
 #endif /* CLB_CLBOUND_H */

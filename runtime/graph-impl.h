@@ -1,0 +1,111 @@
+/* graph-impl.h: the graph executor's internals (graph-build.c, graph-run.c). */
+#ifndef CLB_GRAPH_IMPL_H
+#define CLB_GRAPH_IMPL_H
+
+#include "clbound/dataops.h"
+#include "clbound/graph.h"
+#include "runtime-impl.h"
+
+/* Sizes that a plan may bound or compile in: the dynamic dims of the inputs and
+ * the counts of the data-dependent ops. A node depends on a set of them (a bit
+ * mask), the union of its inputs' sets plus its own count. */
+#define CLB_GRAPH_MAX_SLOTS 64
+
+typedef enum gn_kind {
+  GN_INPUT, GN_PARAM, GN_SCALAR, GN_UNARY, GN_BINARY, GN_CAST, GN_RESHAPE, GN_REDUCE,
+  GN_SOFTMAX, GN_NONZERO, GN_MASKED_SELECT, GN_LINEAR, GN_LOSS
+} gn_kind;
+
+/* How a plan treats one slot. */
+typedef enum slot_kind { SLOT_BOUNDED = 0, SLOT_STATIC = 1, SLOT_BUCKET = 2 } slot_kind;
+
+typedef struct slot_val {
+  int64_t value; /* the size compiled in (static), the bucket, or -1 (bounded) */
+  uint8_t kind;  /* slot_kind */
+} slot_val;
+
+typedef struct slot_info {
+  int node;      /* the input node or the data-dependent node */
+  int dim;       /* the input's dim, -1 for a count */
+  int64_t bound; /* the largest size the slot may take */
+  char what[96]; /* "dim 0 of x", "count of nonzero 'X'" */
+} slot_info;
+
+typedef struct gnode {
+  gn_kind kind;
+  char name[48];
+  int in[3];
+  int nin;
+  int op;          /* unary/binary/reduce op, loss kind, softmax `log` */
+  clb_dtype dtype; /* output dtype */
+  int rank;        /* output rank */
+  clb_shape shape; /* symbolic output shape */
+  int spec_rank;
+  int64_t spec[CLB_MAX_RANK]; /* reshape */
+  int64_t bound[CLB_MAX_RANK]; /* inputs and params: their bounds */
+  uint8_t dyn[CLB_MAX_RANK];
+  int slot_of_dim[CLB_MAX_RANK]; /* inputs: the slot of each dynamic dim, else -1 */
+  int slot;        /* data-dependent ops: the slot of the count, else -1 */
+  int input_index; /* inputs: position among the graph's inputs */
+  uint64_t deps;   /* slots the output's size depends on */
+  int trainable;
+  int requires_grad;
+  /* feed */
+  void *feed;
+  size_t feed_bytes, feed_cap;
+  int64_t feed_dims[CLB_MAX_RANK];
+  int fed;
+  /* run state: tensors of the current plan (key), freed when the key changes */
+  int have_key;
+  slot_val key[CLB_GRAPH_MAX_SLOTS];
+  clb_tensor_t t;        /* output */
+  clb_tensor_t raw;      /* data-dependent ops under static/bucketed: the output at the bound */
+  clb_tensor_t aux;      /* loss: d loss / d pred */
+  clb_tensor_t egrad[3]; /* backward: d loss / d input i */
+  clb_tensor_t gsum;     /* backward: sum of the gradients from several consumers */
+  clb_tensor_t vel;      /* trainable params with momentum */
+  int nconsumers;        /* edges that read this node on the gradient path */
+} gnode;
+
+typedef struct plan_rec {
+  size_t input_plan;
+  slot_val vals[CLB_GRAPH_MAX_SLOTS];
+} plan_rec;
+
+struct clb_graph {
+  clb_context_t ctx;
+  clb_policy_kind policy_kind;
+  char name[48];
+  clb_shapes_t shapes;
+  gnode *nodes;
+  int nnodes, cap_nodes;
+  slot_info slots[CLB_GRAPH_MAX_SLOTS];
+  int nslots;
+  int inputs[CLB_GRAPH_MAX_NODES];
+  int ninputs;
+  /* training */
+  int loss;      /* -1 when not training */
+  double lr, momentum;
+  /* policy over the inputs' dims (symbol engine), created at the first run */
+  clb_policy_t policy;
+  int64_t *count_ladder; /* bucketed counts */
+  size_t count_ladder_n;
+  struct { int node, dim; int64_t *ladder; size_t n; } in_ladders[16];
+  int n_in_ladders;
+  /* plans */
+  plan_rec *plans;
+  size_t nplans, cap_plans;
+  int64_t current_plan;
+  slot_val cur[CLB_GRAPH_MAX_SLOTS];
+  clb_graph_stats stats;
+  char last_reason[512];
+  int shape_log_header_done;
+};
+
+/* graph-build.c */
+gnode *clb__graph_node(clb_graph_t g, clb_node n);
+const char *clb__graph_kind_name(gn_kind k);
+/* graph-run.c */
+void clb__graph_release_tensors(gnode *n);
+
+#endif /* CLB_GRAPH_IMPL_H */

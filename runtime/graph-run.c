@@ -1,0 +1,492 @@
+/* graph-run.c: running graphs: plan choice per policy, the forward pass with
+ * data-dependent counts kept on the device (or read back where the policy must
+ * compile them in), reverse-mode gradients, SGD, plan statistics and the shape
+ * log. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph-impl.h"
+
+#define SLOT_UNRESOLVED 255
+
+void clb__graph_release_tensors(gnode *n) {
+  if (n->kind != GN_PARAM && n->kind != GN_SCALAR) {
+    clb_tensor_free(n->t);
+    n->t = NULL;
+  }
+  clb_tensor_free(n->raw);
+  clb_tensor_free(n->aux);
+  clb_tensor_free(n->gsum);
+  n->raw = n->aux = n->gsum = NULL;
+  for (int k = 0; k < 3; k++) {
+    clb_tensor_free(n->egrad[k]);
+    n->egrad[k] = NULL;
+  }
+  n->have_key = 0;
+}
+
+static uint64_t key_hash(const clb_graph_t g, uint64_t mask) {
+  uint64_t h = 1469598103934665603ull;
+  for (int s = 0; s < g->nslots; s++)
+    if (mask >> s & 1) {
+      h = clb__fnv1a(h, &s, sizeof s);
+      h = clb__fnv1a(h, &g->cur[s].value, sizeof g->cur[s].value);
+      h = clb__fnv1a(h, &g->cur[s].kind, sizeof g->cur[s].kind);
+    }
+  return h;
+}
+
+/* Keeps n's tensors when the sizes it depends on are those of its last run,
+ * else releases them so that the ops create them at the new plan's bounds. */
+static void ensure_key(clb_graph_t g, gnode *n) {
+  int same = n->have_key;
+  for (int s = 0; same && s < g->nslots; s++)
+    if ((n->deps >> s & 1) && (n->key[s].value != g->cur[s].value || n->key[s].kind != g->cur[s].kind)) same = 0;
+  if (same) return;
+  clb__graph_release_tensors(n);
+  memcpy(n->key, g->cur, sizeof n->key);
+  n->have_key = 1;
+}
+
+/* Programs of a plan that compiles sizes in are built with those sizes as a
+ * define, so each such plan builds its own programs (what a static-shape
+ * compiler does); a node whose sizes are all bounded shares programs with
+ * every plan. */
+static void set_suffix(clb_graph_t g, uint64_t mask) {
+  int specialized = 0;
+  for (int s = 0; s < g->nslots; s++)
+    if ((mask >> s & 1) && g->cur[s].kind != SLOT_BOUNDED) specialized = 1;
+  if (!specialized) g->ctx->build_suffix[0] = 0;
+  else snprintf(g->ctx->build_suffix, sizeof g->ctx->build_suffix, "-D CLB_PLAN_SIZES=0x%016llx",
+                (unsigned long long)key_hash(g, mask));
+}
+
+/* ---- the policy over the inputs ------------------------------------------------ */
+
+static clb_status pow2_ladder(clb_graph_t g, int64_t bound, int64_t **out, size_t *n) {
+  int64_t hi = bound < 1 ? 1 : bound;
+  int64_t tmp[70];
+  clb_status st = clb_buckets_pow2(1, hi, tmp, 70, n);
+  if (st != CLB_OK) return clb__set_error(g->ctx, st, "graph %s: bucket ladder up to %lld", g->name, (long long)hi);
+  *out = malloc(*n * sizeof **out);
+  if (!*out) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "graph %s: out of host memory", g->name);
+  memcpy(*out, tmp, *n * sizeof **out);
+  return CLB_OK;
+}
+
+static clb_status policy_setup(clb_graph_t g) {
+  const char *names[CLB_GRAPH_MAX_NODES];
+  int ranks[CLB_GRAPH_MAX_NODES];
+  for (int i = 0; i < g->ninputs; i++) {
+    names[i] = g->nodes[g->inputs[i]].name;
+    ranks[i] = g->nodes[g->inputs[i]].rank;
+  }
+  clb_status st = clb_policy_new(g->policy_kind, (size_t)g->ninputs, names, ranks, &g->policy);
+  if (st != CLB_OK) return clb__set_error(g->ctx, st, "graph %s: policy: out of host memory", g->name);
+  for (int i = 0; i < g->ninputs; i++) {
+    gnode *n = &g->nodes[g->inputs[i]];
+    for (int d = 0; d < n->rank; d++) {
+      if (!n->dyn[d]) continue;
+      if (g->policy_kind == CLB_POLICY_DYNAMIC || g->policy_kind == CLB_POLICY_AUTOMATIC) {
+        st = clb_policy_set_max(g->policy, (size_t)i, d, n->bound[d]);
+      } else if (g->policy_kind == CLB_POLICY_BUCKETED) {
+        const int64_t *ladder = NULL;
+        size_t len = 0;
+        int64_t *own = NULL;
+        for (int k = 0; k < g->n_in_ladders; k++)
+          if (g->in_ladders[k].node == g->inputs[i] && g->in_ladders[k].dim == d) {
+            ladder = g->in_ladders[k].ladder;
+            len = g->in_ladders[k].n;
+          }
+        if (!ladder) {
+          if ((st = pow2_ladder(g, n->bound[d], &own, &len)) != CLB_OK) return st;
+          ladder = own;
+        }
+        st = clb_policy_set_buckets(g->policy, (size_t)i, d, ladder, len);
+        free(own);
+      }
+      if (st != CLB_OK)
+        return clb__set_error(g->ctx, st, "graph %s: policy for dim %d of %s: %s", g->name, d, n->name, clb_policy_errmsg(g->policy));
+    }
+  }
+  if (g->policy_kind == CLB_POLICY_BUCKETED && !g->count_ladder) {
+    int64_t top = 1;
+    for (int s = 0; s < g->nslots; s++)
+      if (g->slots[s].dim < 0 && g->slots[s].bound > top) top = g->slots[s].bound;
+    if ((st = pow2_ladder(g, top, &g->count_ladder, &g->count_ladder_n)) != CLB_OK) return st;
+  }
+  return CLB_OK;
+}
+
+/* ---- the shape log ---------------------------------------------------------------- */
+
+static void shape_log(clb_graph_t g) {
+  const char *path = getenv("CLBOUND_SHAPE_LOG");
+  if (!path || !path[0]) return;
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    if (!g->shape_log_header_done) clb__log(g->ctx, CLB_LOG_CACHE, "graph %s: cannot open CLBOUND_SHAPE_LOG %s", g->name, path);
+    g->shape_log_header_done = 1;
+    return;
+  }
+  if (!g->shape_log_header_done) {
+    int any = 0;
+    for (int s = 0; s < g->nslots; s++)
+      if (g->slots[s].dim < 0) {
+        fprintf(f, "%s%s", any ? ", " : "# data-dependent: ", g->slots[s].what);
+        any = 1;
+      }
+    if (any) fputc('\n', f);
+    g->shape_log_header_done = 1;
+  }
+  int first = 1;
+  for (int i = 0; i < g->ninputs; i++) {
+    gnode *n = &g->nodes[g->inputs[i]];
+    if (n->rank == 0) continue;
+    fprintf(f, "%s%s=", first ? "" : ";", n->name);
+    for (int d = 0; d < n->rank; d++) fprintf(f, "%s%lld", d ? "x" : "", (long long)n->feed_dims[d]);
+    first = 0;
+  }
+  fputc('\n', f);
+  fclose(f);
+}
+
+/* ---- feeding ------------------------------------------------------------------------- */
+
+clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host, size_t bytes) {
+  static const char *op = "clb_graph_feed";
+  if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
+  gnode *n = clb__graph_node(g, input);
+  if (!n || n->kind != GN_INPUT)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: node %d is not an input of graph '%s'", op, input, g->name);
+  if (n->rank > 0 && !dims) return clb__set_error(g->ctx, CLB_ERR_NULL, "%s %s: dims are NULL", op, n->name);
+  int64_t numel = 1;
+  for (int d = 0; d < n->rank; d++) {
+    if (dims[d] < 0 || dims[d] > n->bound[d] || (!n->dyn[d] && dims[d] != n->bound[d]))
+      return clb__set_error(g->ctx, CLB_ERR_OUT_OF_BOUNDS, "%s %s: dim %d is %lld, %s %lld", op, n->name, d, (long long)dims[d],
+                            n->dyn[d] ? "outside its bound" : "but the dim is static at", (long long)n->bound[d]);
+    numel *= dims[d];
+  }
+  size_t need = (size_t)numel * clb_dtype_size(n->dtype);
+  if (bytes != need)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s %s: %zu bytes given, %zu needed for these dims", op, n->name, bytes, need);
+  if (need && !host) return clb__set_error(g->ctx, CLB_ERR_NULL, "%s %s: host data is NULL", op, n->name);
+  if (need > n->feed_cap) {
+    void *p = realloc(n->feed, need);
+    if (!p) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "%s %s: out of host memory for %zu bytes", op, n->name, need);
+    n->feed = p;
+    n->feed_cap = need;
+  }
+  if (need) memcpy(n->feed, host, need);
+  n->feed_bytes = need;
+  for (int d = 0; d < n->rank; d++) n->feed_dims[d] = dims[d];
+  n->fed = 1;
+  return CLB_OK;
+}
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+static clb_status run_input(clb_graph_t g, gnode *n) {
+  ensure_key(g, n);
+  clb_status st;
+  if (!n->t) {
+    int64_t b[CLB_MAX_RANK];
+    uint8_t dyn[CLB_MAX_RANK];
+    for (int d = 0; d < n->rank; d++) {
+      int s = n->slot_of_dim[d];
+      b[d] = n->bound[d];
+      dyn[d] = 0;
+      if (s >= 0) {
+        dyn[d] = g->cur[s].kind != SLOT_STATIC;
+        if (g->cur[s].kind != SLOT_BOUNDED) b[d] = g->cur[s].value;
+      }
+    }
+    if ((st = clb_tensor_new(g->ctx, n->dtype, n->rank, b, dyn, &n->t)) != CLB_OK) return st;
+  }
+  return clb_tensor_write(g->ctx, n->t, n->feed_dims, n->feed, n->feed_bytes);
+}
+
+static int64_t bucket_of(clb_graph_t g, int64_t count) {
+  for (size_t i = 0; i < g->count_ladder_n; i++)
+    if (g->count_ladder[i] >= count) return g->count_ladder[i];
+  return -1;
+}
+
+/* A count the plan compiles in: read it back (one counted sync), pick the size,
+ * copy the live rows into a tensor of that size. */
+static clb_status materialize(clb_graph_t g, gnode *n) {
+  slot_info *si = &g->slots[n->slot];
+  char why[160];
+  snprintf(why, sizeof why, "graph %s: the %s policy compiles in the %s", g->name,
+           g->policy_kind == CLB_POLICY_STATIC ? "static" : "bucketed", si->what);
+  int64_t dims[CLB_MAX_RANK];
+  clb_status st = clb__sync_sizes(g->ctx, n->raw, why, dims);
+  if (st != CLB_OK) return st;
+  g->stats.host_syncs++;
+  int64_t count = dims[0], value = count;
+  if (g->policy_kind == CLB_POLICY_BUCKETED) {
+    value = bucket_of(g, count);
+    if (value < 0)
+      return clb__set_error(g->ctx, CLB_ERR_GUARD, "graph %s: %s = %lld is above the top bucket %lld", g->name, si->what,
+                            (long long)count, (long long)g->count_ladder[g->count_ladder_n - 1]);
+  }
+  g->cur[n->slot].value = value;
+  g->cur[n->slot].kind = g->policy_kind == CLB_POLICY_BUCKETED ? SLOT_BUCKET : SLOT_STATIC;
+  clb_tensor_t raw = n->raw;
+  n->raw = NULL; /* ensure_key may release n's tensors; the raw result survives */
+  ensure_key(g, n);
+  n->raw = raw;
+  if (!n->t) {
+    int64_t b[CLB_MAX_RANK];
+    uint8_t dyn[CLB_MAX_RANK] = {0};
+    clb_tensor_bounds(raw, b);
+    b[0] = value;
+    dyn[0] = g->cur[n->slot].kind == SLOT_BUCKET;
+    if ((st = clb_tensor_new(g->ctx, raw->dtype, raw->rank, b, dyn, &n->t)) != CLB_OK) return st;
+  }
+  size_t row = clb_dtype_size(raw->dtype);
+  for (int d = 1; d < raw->rank; d++) row *= (size_t)raw->bound[d];
+  size_t bytes = (size_t)count * row;
+  if (bytes) {
+    cl_int err = clEnqueueCopyBuffer(g->ctx->queue, raw->data.mem, n->t->data.mem, 0, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+      return clb__cl_error(g->ctx, err, "graph %s: copying %zu bytes of the %s", g->name, bytes, si->what);
+  }
+  if (n->t->dyn[0]) return clb_tensor_set_sizes(g->ctx, n->t, dims);
+  return CLB_OK;
+}
+
+static clb_status run_node(clb_graph_t g, gnode *n) {
+  clb_context_t ctx = g->ctx;
+  clb_tensor_t x = n->nin > 0 ? g->nodes[n->in[0]].t : NULL;
+  clb_tensor_t y = n->nin > 1 ? g->nodes[n->in[1]].t : NULL;
+  clb_tensor_t z = n->nin > 2 ? g->nodes[n->in[2]].t : NULL;
+  int compiled_in = (n->kind == GN_NONZERO || n->kind == GN_MASKED_SELECT) &&
+                    (g->policy_kind == CLB_POLICY_STATIC || g->policy_kind == CLB_POLICY_BUCKETED);
+  if (compiled_in) {
+    /* the op itself only depends on its inputs' sizes */
+    set_suffix(g, n->deps & ~(1ull << n->slot));
+    g->cur[n->slot].kind = SLOT_UNRESOLVED;
+    clb_status st = n->kind == GN_NONZERO ? clb_nonzero(ctx, x, &n->raw) : clb_masked_select(ctx, x, y, &n->raw);
+    if (st != CLB_OK) return st;
+    return materialize(g, n);
+  }
+  set_suffix(g, n->deps);
+  ensure_key(g, n);
+  switch (n->kind) {
+  case GN_INPUT: return run_input(g, n);
+  case GN_PARAM: case GN_SCALAR: return CLB_OK;
+  case GN_UNARY: return clb_unary(ctx, (clb_unary_op)n->op, x, &n->t);
+  case GN_BINARY: return clb_binary(ctx, (clb_binary_op)n->op, x, y, &n->t);
+  case GN_CAST: return clb_cast(ctx, x, n->dtype, &n->t);
+  case GN_RESHAPE: return clb_reshape(ctx, x, n->spec_rank, n->spec, &n->t);
+  case GN_REDUCE: return clb_reduce_all(ctx, (clb_reduce_op)n->op, x, &n->t);
+  case GN_SOFTMAX: return clb_softmax(ctx, x, n->op, &n->t);
+  case GN_NONZERO: return clb_nonzero(ctx, x, &n->t);
+  case GN_MASKED_SELECT: return clb_masked_select(ctx, x, y, &n->t);
+  case GN_LINEAR: return clb_linear(ctx, x, y, z, &n->t);
+  case GN_LOSS:
+    return clb_loss(ctx, (clb_loss_kind)n->op, x, y, &n->t, (g->loss >= 0 && n->requires_grad) ? &n->aux : NULL);
+  }
+  return clb__set_error(ctx, CLB_ERR_INTERNAL, "graph %s: node %s has an unknown kind", g->name, n->name);
+}
+
+/* ---- backward --------------------------------------------------------------------- */
+
+static int on_grad_edge(const gnode *c, int k) {
+  if (!c->requires_grad) return 0;
+  switch (c->kind) {
+  case GN_UNARY: case GN_SOFTMAX: case GN_LINEAR: return 1;
+  case GN_LOSS: return k == 0;
+  case GN_BINARY: return c->op == CLB_BINARY_ADD || c->op == CLB_BINARY_SUB || c->op == CLB_BINARY_MUL;
+  default: return 0;
+  }
+}
+
+/* d loss / d node m: the one gradient its consumer computed, or their sum. */
+static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
+  clb_tensor_t parts[CLB_GRAPH_MAX_NODES];
+  int np = 0;
+  for (int c = m + 1; c <= g->loss; c++) {
+    gnode *cn = &g->nodes[c];
+    for (int k = 0; k < cn->nin; k++)
+      if (cn->in[k] == m && on_grad_edge(cn, k)) parts[np++] = cn->kind == GN_LOSS ? cn->aux : cn->egrad[k];
+  }
+  if (np == 0 || !parts[0])
+    return clb__set_error(g->ctx, CLB_ERR_INTERNAL, "graph %s: no gradient reached %s", g->name, g->nodes[m].name);
+  if (np == 1) {
+    *out = parts[0];
+    return CLB_OK;
+  }
+  gnode *n = &g->nodes[m];
+  clb_status st = clb_add(g->ctx, parts[0], parts[1], &n->gsum);
+  for (int i = 2; st == CLB_OK && i < np; i++) {
+    /* accumulate through a fresh tensor: an output may not alias an input */
+    clb_tensor_t acc = NULL;
+    st = clb_add(g->ctx, n->gsum, parts[i], &acc);
+    if (st == CLB_OK) {
+      clb_tensor_free(n->gsum);
+      n->gsum = acc;
+    }
+  }
+  *out = n->gsum;
+  return st;
+}
+
+static clb_status backward_node(clb_graph_t g, int i) {
+  gnode *n = &g->nodes[i];
+  clb_context_t ctx = g->ctx;
+  if (n->kind == GN_LOSS || n->kind == GN_PARAM || !n->requires_grad) return CLB_OK;
+  clb_tensor_t dy;
+  clb_status st = grad_of(g, i, &dy);
+  if (st != CLB_OK) return st;
+  set_suffix(g, n->deps);
+  gnode *in[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < n->nin; k++) in[k] = &g->nodes[n->in[k]];
+  switch (n->kind) {
+  case GN_LINEAR:
+    return clb_linear_backward(ctx, in[0]->t, in[1]->t, dy, in[0]->requires_grad ? &n->egrad[0] : NULL,
+                               in[1]->requires_grad ? &n->egrad[1] : NULL,
+                               (in[2] && in[2]->requires_grad) ? &n->egrad[2] : NULL);
+  case GN_UNARY: return clb_unary_backward(ctx, (clb_unary_op)n->op, in[0]->t, n->t, dy, &n->egrad[0]);
+  case GN_SOFTMAX: return clb_softmax_backward(ctx, n->t, dy, n->op, &n->egrad[0]);
+  case GN_BINARY:
+    for (int k = 0; k < 2 && st == CLB_OK; k++) {
+      if (!in[k]->requires_grad) continue;
+      if (n->op == CLB_BINARY_MUL) st = clb_mul(ctx, dy, in[1 - k]->t, &n->egrad[k]);
+      else st = clb_unary(ctx, (n->op == CLB_BINARY_SUB && k == 1) ? CLB_UNARY_NEG : CLB_UNARY_COPY, dy, &n->egrad[k]);
+    }
+    return st;
+  default:
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "graph %s: %s %s has no gradient", g->name, clb__graph_kind_name(n->kind), n->name);
+  }
+}
+
+static clb_status train_step(clb_graph_t g) {
+  clb_status st = CLB_OK;
+  for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) st = backward_node(g, i);
+  set_suffix(g, g->nodes[g->loss].deps);
+  for (int i = 0; i < g->loss && st == CLB_OK; i++) {
+    gnode *n = &g->nodes[i];
+    if (n->kind != GN_PARAM || !n->requires_grad) continue;
+    clb_tensor_t grad;
+    if ((st = grad_of(g, i, &grad)) == CLB_OK) st = clb_sgd_step(g->ctx, n->t, grad, n->vel, g->lr, g->momentum);
+  }
+  return st;
+}
+
+/* ---- plans -------------------------------------------------------------------------- */
+
+static const char *policy_name(clb_policy_kind k) {
+  static const char *const names[] = {"static", "automatic", "dynamic", "bucketed"};
+  return names[k];
+}
+
+static void describe_slot(clb_graph_t g, int s, char *buf, size_t len) {
+  const slot_val *v = &g->cur[s];
+  if (v->kind == SLOT_BOUNDED) snprintf(buf, len, "%s bounded by %lld", g->slots[s].what, (long long)g->slots[s].bound);
+  else if (v->kind == SLOT_BUCKET) snprintf(buf, len, "%s in bucket %lld", g->slots[s].what, (long long)v->value);
+  else snprintf(buf, len, "%s = %lld", g->slots[s].what, (long long)v->value);
+}
+
+/* Finds or records the plan of this run's sizes; a new plan after the first is a
+ * recompile with its reason. */
+static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
+  size_t p;
+  for (p = 0; p < g->nplans; p++) {
+    if (g->plans[p].input_plan != dec->plan) continue;
+    int same = 1;
+    for (int s = 0; same && s < g->nslots; s++)
+      same = g->plans[p].vals[s].value == g->cur[s].value && g->plans[p].vals[s].kind == g->cur[s].kind;
+    if (same) break;
+  }
+  if (p == g->nplans) {
+    if (g->nplans == g->cap_plans) {
+      size_t ncap = g->cap_plans ? g->cap_plans * 2 : 8;
+      plan_rec *np = realloc(g->plans, ncap * sizeof *np);
+      if (!np) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "graph %s: out of host memory", g->name);
+      g->plans = np;
+      g->cap_plans = ncap;
+    }
+    g->plans[p].input_plan = dec->plan;
+    memcpy(g->plans[p].vals, g->cur, sizeof g->cur);
+    g->nplans++;
+    g->stats.plans_compiled++;
+    g->ctx->counters.plans_compiled++;
+    if (p > 0) {
+      /* the first slot whose treatment differs from the previous plan's says why */
+      const plan_rec *prev = &g->plans[g->current_plan >= 0 ? (size_t)g->current_plan : 0];
+      char what[200] = "";
+      for (int s = 0; s < g->nslots && !what[0]; s++)
+        if (prev->vals[s].value != g->cur[s].value || prev->vals[s].kind != g->cur[s].kind) describe_slot(g, s, what, sizeof what);
+      if (dec->action == CLB_ACTION_COMPILE && dec->reason && dec->reason[0])
+        snprintf(g->last_reason, sizeof g->last_reason, "graph %s: plan %zu (%s policy): %s", g->name, p, policy_name(g->policy_kind),
+                 dec->reason);
+      else
+        snprintf(g->last_reason, sizeof g->last_reason, "graph %s: plan %zu (%s policy): %s, not in any earlier plan", g->name, p,
+                 policy_name(g->policy_kind), what[0] ? what : "new sizes");
+      clb__note_recompile(g->ctx, g->last_reason);
+    }
+  }
+  if (g->current_plan >= 0 && (size_t)g->current_plan != p) g->stats.plan_switches++;
+  g->current_plan = (int64_t)p;
+  return CLB_OK;
+}
+
+clb_status clb_graph_run(clb_graph_t g) {
+  static const char *op = "clb_graph_run";
+  if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
+  if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
+  clb_status st;
+  int64_t dims[CLB_GRAPH_MAX_NODES * 2];
+  size_t nd = 0;
+  for (int i = 0; i < g->ninputs; i++) {
+    gnode *n = &g->nodes[g->inputs[i]];
+    if (!n->fed) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: input %s of graph '%s' was never fed", op, n->name, g->name);
+    for (int d = 0; d < n->rank; d++) {
+      if (nd == sizeof dims / sizeof dims[0])
+        return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has too many input dims", op, g->name);
+      dims[nd++] = n->feed_dims[d];
+    }
+  }
+  if (!g->policy && (st = policy_setup(g)) != CLB_OK) return st;
+  clb_decision dec;
+  if ((st = clb_policy_decide(g->policy, dims, nd, &dec)) != CLB_OK)
+    return clb__set_error(g->ctx, st, "graph %s: %s", g->name, dec.reason ? dec.reason : clb_policy_errmsg(g->policy));
+  /* the inputs' dims as this plan treats them */
+  for (int i = 0; i < g->ninputs; i++) {
+    gnode *n = &g->nodes[g->inputs[i]];
+    for (int d = 0; d < n->rank; d++) {
+      int s = n->slot_of_dim[d];
+      if (s < 0) continue;
+      int64_t bound;
+      int is_static;
+      if ((st = clb_policy_plan_bound(g->policy, dec.plan, (size_t)i, d, &bound, &is_static)) != CLB_OK)
+        return clb__set_error(g->ctx, st, "graph %s: %s", g->name, clb_policy_errmsg(g->policy));
+      if (!is_static) {
+        g->cur[s].kind = SLOT_BOUNDED;
+        g->cur[s].value = -1;
+      } else {
+        g->cur[s].kind = g->policy_kind == CLB_POLICY_BUCKETED ? SLOT_BUCKET : SLOT_STATIC;
+        g->cur[s].value = bound;
+      }
+    }
+  }
+  for (int s = 0; s < g->nslots; s++)
+    if (g->slots[s].dim < 0) {
+      g->cur[s].kind = SLOT_BOUNDED;
+      g->cur[s].value = -1;
+    }
+  int last = g->loss >= 0 ? g->loss : g->nnodes - 1;
+  st = CLB_OK;
+  for (int i = 0; i < g->nnodes && st == CLB_OK; i++)
+    if (i <= last || g->loss < 0) st = run_node(g, &g->nodes[i]);
+  if (st == CLB_OK) st = note_plan(g, &dec);
+  if (st == CLB_OK && g->loss >= 0) st = train_step(g);
+  g->ctx->build_suffix[0] = 0;
+  if (st != CLB_OK) return st;
+  g->stats.runs++;
+  shape_log(g);
+  return CLB_OK;
+}

@@ -1,0 +1,313 @@
+/* test-graph.c: the graph executor: training under each policy against the
+ * double reference, plans and recompile reasons per policy, guards, deferred
+ * device checks, build-time shape errors, gradients with momentum, and the
+ * shape log. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cl-test.h"
+#include "clbound/clbound.h"
+#include "demo.h"
+#include "test.h"
+
+/* xla-mlp under each policy: the same losses as the double reference, and the
+ * plans, syncs and builds each policy promises. */
+static void test_xla_policies(void) {
+  static const struct {
+    clb_policy_kind p;
+    int iters;
+    uint64_t plans, syncs;
+  } cases[] = {
+      /* k = 1 + 7i mod 10: 1, 8, 5, 2, 9, 6, 3, 10, 7, 4, 1, 8 ... */
+      {CLB_POLICY_DYNAMIC, 24, 1, 0},
+      {CLB_POLICY_AUTOMATIC, 24, 1, 0}, /* counts are bounded from the start */
+      {CLB_POLICY_STATIC, 5, 5, 10},    /* k = 1, 8, 5, 2, 9: a plan each; two counts read per step */
+      {CLB_POLICY_BUCKETED, 6, 4, 12},  /* buckets 1, 8, 8, 2, 10, 8 */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    demo_config cfg = {DEMO_XLA_MLP, cases[c].p, cases[c].iters, -1, 0, 1};
+    demo_result r;
+    char err[1024];
+    int rc = demo_run(&cfg, &r, err, sizeof err);
+    EXPECT_EQ_I(rc, 0);
+    if (rc) {
+      fprintf(stderr, "xla-mlp under %s: %s\n", demo_policy_name(cases[c].p), err);
+      demo_result_free(&r);
+      continue;
+    }
+    double ref[64];
+    REQUIRE_TRUE(demo_reference(DEMO_XLA_MLP, cfg.iterations, demo_default_lr(DEMO_XLA_MLP), ref) == 0);
+    for (int i = 0; i < cfg.iterations; i++) {
+      double rel = fabs((double)r.losses[i] - ref[i]) / fmax(fabs(ref[i]), 1e-6);
+      clb_test_checks++;
+      if (!(rel <= 1e-4))
+        CLB_FAIL_AT("%s: loss %d: %.9g vs reference %.9g (rel %.3g)", demo_policy_name(cases[c].p), i, r.losses[i], ref[i], rel);
+    }
+    EXPECT_EQ_I(r.plans_compiled, cases[c].plans);
+    EXPECT_EQ_I(r.recompiles, cases[c].plans - 1);
+    EXPECT_EQ_I(r.host_syncs, cases[c].syncs);
+    if (cases[c].p == CLB_POLICY_DYNAMIC || cases[c].p == CLB_POLICY_AUTOMATIC) EXPECT_EQ_I(r.builds_after_first, 0);
+    if (cases[c].p == CLB_POLICY_STATIC) {
+      EXPECT_TRUE(strstr(r.last_reason, "count of nonzero") != NULL);
+      EXPECT_TRUE(strstr(r.last_reason, "static policy") != NULL);
+      EXPECT_TRUE(r.programs_after_first > 0); /* every new size gets its own programs */
+    }
+    demo_result_free(&r);
+  }
+}
+
+/* A graph over a fed input x [<=64, 4]: y = sum(relu(x W^T + b)). */
+typedef struct small_graph {
+  clb_graph_t g;
+  clb_node x, y;
+  float w[3 * 4], b[3];
+} small_graph;
+
+static void small_build(clb_context_t ctx, clb_policy_kind p, small_graph *s) {
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = p;
+  o.name = "small";
+  CL_OK(ctx, clb_graph_new(ctx, &o, &s->g));
+  const int64_t xb[2] = {64, 4}, wd[2] = {3, 4}, bd[1] = {3};
+  const uint8_t dyn[2] = {1, 0};
+  for (int i = 0; i < 12; i++) s->w[i] = 0.25f * (float)((i % 5) - 2);
+  for (int i = 0; i < 3; i++) s->b[i] = 0.5f - 0.25f * (float)i;
+  clb_node w, b, h, a;
+  CL_OK(ctx, clb_graph_input(s->g, "x", CLB_DTYPE_F32, 2, xb, dyn, &s->x));
+  CL_OK(ctx, clb_graph_param(s->g, "w", CLB_DTYPE_F32, 2, wd, s->w, sizeof s->w, 0, &w));
+  CL_OK(ctx, clb_graph_param(s->g, "b", CLB_DTYPE_F32, 1, bd, s->b, sizeof s->b, 0, &b));
+  CL_OK(ctx, clb_graph_linear(s->g, s->x, w, b, &h));
+  CL_OK(ctx, clb_graph_unary(s->g, CLB_UNARY_RELU, h, &a));
+  CL_OK(ctx, clb_graph_reduce(s->g, CLB_REDUCE_SUM, a, &s->y));
+}
+
+static double small_run(clb_context_t ctx, small_graph *s, int64_t n) {
+  float x[64 * 4];
+  double want = 0;
+  for (int64_t i = 0; i < n * 4; i++) x[i] = (float)((i * 37) % 11) / 4.0f - 1.0f;
+  for (int64_t r = 0; r < n; r++)
+    for (int j = 0; j < 3; j++) {
+      double v = s->b[j];
+      for (int k = 0; k < 4; k++) v += (double)x[r * 4 + k] * s->w[j * 4 + k];
+      want += v > 0 ? v : 0;
+    }
+  const int64_t d[2] = {n, 4};
+  CL_OK(ctx, clb_graph_feed(s->g, s->x, d, x, sizeof(float) * (size_t)(n * 4)));
+  CL_OK(ctx, clb_graph_run(s->g));
+  float got = 0;
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(s->g, s->y), NULL, &got, sizeof got, NULL));
+  EXPECT_NEAR(got, want);
+  return want;
+}
+
+/* Input dims under each policy: plans, recompile reasons in words, results. */
+static void test_input_policies(clb_context_t ctx) {
+  static const int64_t sizes[] = {5, 5, 9, 30, 64, 0, 9, 5};
+  static const struct {
+    clb_policy_kind p;
+    uint64_t plans;
+  } cases[] = {
+      {CLB_POLICY_DYNAMIC, 1},
+      {CLB_POLICY_AUTOMATIC, 2}, /* static at 5, bounded once 9 arrives */
+      {CLB_POLICY_STATIC, 5},    /* 5, 9, 30, 64, 0 */
+      {CLB_POLICY_BUCKETED, 5},  /* buckets 8, 16, 32, 64, and 1 for the empty batch */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    small_graph s;
+    small_build(ctx, cases[c].p, &s);
+    clb_counters c0;
+    c0.struct_size = sizeof c0;
+    CL_OK(ctx, clb_context_counters(ctx, &c0));
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) small_run(ctx, &s, sizes[i]);
+    clb_graph_stats st;
+    st.struct_size = sizeof st;
+    CL_OK(ctx, clb_graph_stats_get(s.g, &st));
+    EXPECT_EQ_I(st.plans_compiled, cases[c].plans);
+    EXPECT_EQ_I(st.runs, sizeof sizes / sizeof sizes[0]);
+    EXPECT_EQ_I(st.host_syncs, 0); /* input sizes are known on the host */
+    clb_counters c1;
+    c1.struct_size = sizeof c1;
+    CL_OK(ctx, clb_context_counters(ctx, &c1));
+    EXPECT_EQ_I(c1.plans_compiled - c0.plans_compiled, cases[c].plans);
+    EXPECT_EQ_I(c1.recompiles - c0.recompiles, cases[c].plans - 1);
+    const char *why = clb_graph_last_reason(s.g);
+    if (cases[c].plans > 1) EXPECT_TRUE(strstr(why, "x") != NULL && strstr(why, "plan") != NULL);
+    else EXPECT_EQ_S(why, "");
+    /* a size over the bound is refused at the feed and names the dim */
+    float big[65 * 4] = {0};
+    const int64_t d[2] = {65, 4};
+    EXPECT_STATUS(ctx, clb_graph_feed(s.g, s.x, d, big, sizeof big), CLB_ERR_OUT_OF_BOUNDS, "dim 0 is 65");
+    clb_graph_free(s.g);
+  }
+}
+
+/* Two counts paired by a loss: a deferred check the device makes. */
+static void test_deferred_check(clb_context_t ctx) {
+  clb_graph_t g;
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = CLB_POLICY_DYNAMIC;
+  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  const int64_t d[1] = {6}, flat[1] = {-1};
+  clb_node a, b, na, nb, fa, fb, ra, rb, loss;
+  CL_OK(ctx, clb_graph_input(g, "a", CLB_DTYPE_F32, 1, d, NULL, &a));
+  CL_OK(ctx, clb_graph_input(g, "b", CLB_DTYPE_F32, 1, d, NULL, &b));
+  CL_OK(ctx, clb_graph_nonzero(g, a, &na));
+  CL_OK(ctx, clb_graph_nonzero(g, b, &nb));
+  CL_OK(ctx, clb_graph_reshape(g, na, 1, flat, &ra));
+  CL_OK(ctx, clb_graph_reshape(g, nb, 1, flat, &rb));
+  CL_OK(ctx, clb_graph_cast(g, ra, CLB_DTYPE_F32, &fa));
+  CL_OK(ctx, clb_graph_cast(g, rb, CLB_DTYPE_F32, &fb));
+  CL_OK(ctx, clb_graph_loss(g, CLB_LOSS_MSE, fa, fb, &loss));
+  char desc[4096];
+  CL_OK(ctx, clb_graph_describe(g, desc, sizeof desc, NULL));
+  EXPECT_TRUE(strstr(desc, "deferred check on the device") != NULL);
+  EXPECT_TRUE(strstr(desc, "data-dependent: count of") != NULL);
+  clb_graph_stats st;
+  st.struct_size = sizeof st;
+  CL_OK(ctx, clb_graph_stats_get(g, &st));
+  EXPECT_EQ_I(st.deferred_checks, 1);
+  /* equal counts: nonzero at 1, 3, 4 in both; the loss is (1-1)^2 ... = 0 */
+  const float va[6] = {0, 1, 0, 2, 3, 0}, vb[6] = {0, 5, 0, 1, 1, 0}, vc[6] = {1, 1, 0, 1, 1, 0};
+  CL_OK(ctx, clb_graph_feed(g, a, d, va, sizeof va));
+  CL_OK(ctx, clb_graph_feed(g, b, d, vb, sizeof vb));
+  uint64_t s0 = clb_test_counter_syncs(ctx);
+  CL_OK(ctx, clb_graph_run(g));
+  EXPECT_EQ_I(clb_test_counter_syncs(ctx) - s0, 0);
+  float l = -1;
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, loss), NULL, &l, sizeof l, NULL));
+  EXPECT_NEAR(l, 0.0);
+  /* 4 vs 3 nonzeros: the run itself succeeds, the next sync reports it */
+  CL_OK(ctx, clb_graph_feed(g, b, d, vc, sizeof vc));
+  CL_OK(ctx, clb_graph_run(g));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "");
+  CL_OK(ctx, clb_context_sync(ctx)); /* reported once, then clear */
+  clb_graph_free(g);
+}
+
+/* Errors found while building, and training through an op without a gradient. */
+static void test_build_errors(clb_context_t ctx) {
+  clb_graph_t g;
+  CL_OK(ctx, clb_graph_new(ctx, NULL, &g));
+  const int64_t xb[2] = {8, 3}, wd[2] = {4, 5};
+  const uint8_t dyn[2] = {1, 0};
+  clb_node x, w, out;
+  CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_F32, 2, xb, dyn, &x));
+  CL_OK(ctx, clb_graph_param(g, "w", CLB_DTYPE_F32, 2, wd, NULL, 0, 1, &w));
+  clb_status st = clb_graph_linear(g, x, w, -1, &out);
+  EXPECT_TRUE(st == CLB_ERR_CONTRADICTION || st == CLB_ERR_SHAPE);
+  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "3") && strstr(clb_context_errmsg(ctx), "5"));
+  EXPECT_STATUS(ctx, clb_graph_unary(g, CLB_UNARY_RELU, 99, &out), CLB_ERR_INVALID_ARG, "node 99");
+  EXPECT_STATUS(ctx, clb_graph_input(g, "x", CLB_DTYPE_F32, 2, xb, dyn, &out), CLB_ERR_INVALID_ARG, "already has an input");
+  EXPECT_STATUS(ctx, clb_graph_run(g), CLB_ERR_INVALID_ARG, "never fed");
+  /* a trainable parameter whose gradient would cross nonzero */
+  clb_node nz, f, loss;
+  const int64_t pd[1] = {4};
+  clb_node p;
+  CL_OK(ctx, clb_graph_param(g, "p", CLB_DTYPE_F32, 1, pd, NULL, 0, 1, &p));
+  CL_OK(ctx, clb_graph_nonzero(g, p, &nz));
+  CL_OK(ctx, clb_graph_cast(g, nz, CLB_DTYPE_F32, &f));
+  CL_OK(ctx, clb_graph_loss(g, CLB_LOSS_MSE, f, f, &loss));
+  EXPECT_STATUS(ctx, clb_graph_train(g, loss, 0.1, 0.0), CLB_ERR_INVALID_ARG, "has no gradient");
+  EXPECT_STATUS(ctx, clb_graph_train(g, x, 0.1, 0.0), CLB_ERR_INVALID_ARG, "not a loss");
+  clb_graph_free(g);
+}
+
+/* Linear regression with momentum over a bounded batch: parameters after three
+ * steps against a double reference (MSE averaged over the actual rows). */
+static void test_momentum(clb_context_t ctx) {
+  clb_graph_t g;
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = CLB_POLICY_DYNAMIC;
+  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  const int64_t xb[2] = {8, 2}, tb[1] = {8}, wd[2] = {1, 2}, bd[1] = {1};
+  const uint8_t dyn[2] = {1, 0};
+  const float w0[2] = {0.5f, -0.25f}, b0[1] = {0.1f};
+  clb_node x, t, w, b, y, loss;
+  CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_F32, 2, xb, dyn, &x));
+  CL_OK(ctx, clb_graph_input(g, "t", CLB_DTYPE_F32, 1, tb, dyn, &t));
+  CL_OK(ctx, clb_graph_param(g, "w", CLB_DTYPE_F32, 2, wd, w0, sizeof w0, 1, &w));
+  CL_OK(ctx, clb_graph_param(g, "b", CLB_DTYPE_F32, 1, bd, b0, sizeof b0, 1, &b));
+  CL_OK(ctx, clb_graph_linear(g, x, w, b, &y));
+  CL_OK(ctx, clb_graph_loss(g, CLB_LOSS_MSE, y, t, &loss));
+  const double lr = 0.1, mom = 0.9;
+  CL_OK(ctx, clb_graph_train(g, loss, lr, mom));
+  double W[2] = {w0[0], w0[1]}, B = b0[0], vW[2] = {0, 0}, vB = 0;
+  static const int64_t ns[3] = {3, 8, 1};
+  for (int step = 0; step < 3; step++) {
+    int64_t n = ns[step];
+    float xs[16], ts[8];
+    for (int i = 0; i < n; i++) {
+      xs[2 * i] = (float)(i + step) / 4.0f;
+      xs[2 * i + 1] = 1.0f - (float)i / 8.0f;
+      ts[i] = (float)(i % 3) - 0.5f;
+    }
+    const int64_t xd[2] = {n, 2}, td[1] = {n};
+    CL_OK(ctx, clb_graph_feed(g, x, xd, xs, sizeof(float) * (size_t)(2 * n)));
+    CL_OK(ctx, clb_graph_feed(g, t, td, ts, sizeof(float) * (size_t)n));
+    CL_OK(ctx, clb_graph_run(g));
+    double gW[2] = {0, 0}, gB = 0, L = 0;
+    for (int i = 0; i < n; i++) {
+      double p = W[0] * xs[2 * i] + W[1] * xs[2 * i + 1] + B, d = p - ts[i];
+      L += d * d / (double)n;
+      gW[0] += 2 * d * xs[2 * i] / (double)n;
+      gW[1] += 2 * d * xs[2 * i + 1] / (double)n;
+      gB += 2 * d / (double)n;
+    }
+    float lg = 0;
+    CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, loss), NULL, &lg, sizeof lg, NULL));
+    EXPECT_TRUE(fabs(lg - L) <= 1e-5 * fmax(1.0, fabs(L)));
+    for (int k = 0; k < 2; k++) {
+      vW[k] = mom * vW[k] + gW[k];
+      W[k] -= lr * vW[k];
+    }
+    vB = mom * vB + gB;
+    B -= lr * vB;
+  }
+  float wg[2], bg[1];
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, w), NULL, wg, sizeof wg, NULL));
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, b), NULL, bg, sizeof bg, NULL));
+  for (int k = 0; k < 2; k++) EXPECT_TRUE(fabs(wg[k] - W[k]) <= 1e-5 * fmax(1.0, fabs(W[k])));
+  EXPECT_TRUE(fabs(bg[0] - B) <= 1e-5 * fmax(1.0, fabs(B)));
+  clb_graph_free(g);
+}
+
+/* CLBOUND_SHAPE_LOG: one line per run with the fed shapes. */
+static void test_shape_log(clb_context_t ctx) {
+  char path[] = "/tmp/clbound-shape-log-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE_TRUE(fd >= 0);
+  close(fd);
+  setenv("CLBOUND_SHAPE_LOG", path, 1);
+  small_graph s;
+  small_build(ctx, CLB_POLICY_DYNAMIC, &s);
+  small_run(ctx, &s, 7);
+  small_run(ctx, &s, 12);
+  clb_graph_free(s.g);
+  unsetenv("CLBOUND_SHAPE_LOG");
+  FILE *f = fopen(path, "r");
+  REQUIRE_TRUE(f != NULL);
+  char buf[256] = {0};
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  remove(path);
+  buf[n] = 0;
+  EXPECT_EQ_S(buf, "x=7x4\nx=12x4\n");
+}
+
+int main(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  test_input_policies(ctx);
+  test_deferred_check(ctx);
+  test_build_errors(ctx);
+  test_momentum(ctx);
+  test_shape_log(ctx);
+  clb_context_free(ctx);
+  test_xla_policies();
+  return clb_test_finish("runtime/graph");
+}

@@ -1,0 +1,509 @@
+/* demo-workloads.c: the two training workloads of `clbound demo`, their data
+ * schedules, and a double-precision host reference of the same training.
+ *
+ * xla-mlp is PyTorch/XLA's dynamic-shape test model: Linear(2,10), ReLU,
+ * Linear(10,1), Sigmoid, BCE, SGD; its batches are nonzero() of fixed patterns,
+ * so the batch size is a count only the device knows. wide-mlp is an MLP
+ * 256-512-256-1 whose batch rows are picked from a 4096-row table each
+ * iteration by masked_select with a mask. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "demo.h"
+
+enum { XLA_BOUND = 10, WIDE_ROWS = 4096, WIDE_IN = 256, WIDE_H1 = 512, WIDE_H2 = 256, WIDE_MIN = 64 };
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *demo_workload_name(demo_workload w) { return w == DEMO_XLA_MLP ? "xla-mlp" : "wide-mlp"; }
+
+const char *demo_policy_name(clb_policy_kind p) {
+  static const char *const names[] = {"static", "automatic", "dynamic", "bucketed"};
+  return (int)p >= 0 && p <= CLB_POLICY_BUCKETED ? names[p] : "?";
+}
+
+double demo_default_lr(demo_workload w) { return w == DEMO_XLA_MLP ? 1e-3 : 0.05; }
+
+/* ---- data ------------------------------------------------------------------- */
+
+/* A small seeded generator (splitmix64), the same on every platform. */
+static uint64_t mix(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double uniform01(uint64_t *s) { return (double)(mix(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+int64_t demo_batch_size(demo_workload w, int i) {
+  if (w == DEMO_XLA_MLP) return 1 + (7 * (int64_t)i) % 10;
+  /* one of 16 sizes spaced evenly in log between 64 and 4096, in a seeded
+   * random order: many small batches and some large, as a data loader that
+   * groups samples by length produces */
+  uint64_t s = 0xC1B0u + (uint64_t)i * 7919u;
+  int level = (int)(mix(&s) % 16u);
+  int64_t n = (int64_t)llround((double)WIDE_MIN * pow(2.0, 6.0 * level / 15.0));
+  return n < WIDE_MIN ? WIDE_MIN : n > WIDE_ROWS ? WIDE_ROWS : n;
+}
+
+/* The wide-mlp mask of iteration i: n rows of the table, chosen by a seeded
+ * partial shuffle. mask has WIDE_ROWS bytes. */
+static void wide_mask(int i, int64_t n, uint8_t *mask) {
+  static int idx[WIDE_ROWS];
+  for (int r = 0; r < WIDE_ROWS; r++) idx[r] = r;
+  uint64_t s = 0xA5A5u + (uint64_t)i * 104729u;
+  memset(mask, 0, WIDE_ROWS);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t j = k + (int64_t)(mix(&s) % (uint64_t)(WIDE_ROWS - k));
+    int t = idx[k];
+    idx[k] = idx[j];
+    idx[j] = t;
+    mask[idx[k]] = 1;
+  }
+}
+
+static void wide_mask_n(int64_t n, uint8_t *mask) { wide_mask(-1, n, mask); }
+
+/* The table and labels: X uniform in [-1, 1); label 1 when the first 8 features
+ * sum above 0. */
+static void wide_table(float *x, float *y) {
+  uint64_t s = 42;
+  for (int64_t i = 0; i < (int64_t)WIDE_ROWS * WIDE_IN; i++) x[i] = (float)(2.0 * uniform01(&s) - 1.0);
+  for (int r = 0; r < WIDE_ROWS; r++) {
+    double sum = 0;
+    for (int j = 0; j < 8; j++) sum += x[(int64_t)r * WIDE_IN + j];
+    y[r] = sum > 0 ? 1.0f : 0.0f;
+  }
+}
+
+/* Layer sizes: in -> ... -> 1. PyTorch's default init, seeded, or 0.01 for xla-mlp. */
+typedef struct mlp_shape {
+  int nlayers;
+  int dims[4];
+} mlp_shape;
+
+static mlp_shape shape_of(demo_workload w) {
+  mlp_shape m;
+  if (w == DEMO_XLA_MLP) {
+    m.nlayers = 2;
+    m.dims[0] = 2, m.dims[1] = 10, m.dims[2] = 1;
+  } else {
+    m.nlayers = 3;
+    m.dims[0] = WIDE_IN, m.dims[1] = WIDE_H1, m.dims[2] = WIDE_H2, m.dims[3] = 1;
+  }
+  return m;
+}
+
+static void init_params(demo_workload w, const mlp_shape *m, float **W, float **B) {
+  uint64_t s = 7;
+  for (int l = 0; l < m->nlayers; l++) {
+    int in = m->dims[l], out = m->dims[l + 1];
+    double a = 1.0 / sqrt((double)in);
+    for (int i = 0; i < out * in; i++) W[l][i] = w == DEMO_XLA_MLP ? 0.01f : (float)((2 * uniform01(&s) - 1) * a);
+    for (int i = 0; i < out; i++) B[l][i] = w == DEMO_XLA_MLP ? 0.01f : (float)((2 * uniform01(&s) - 1) * a);
+  }
+}
+
+/* The batch of iteration i as the device will see it: rows X [n, in] and
+ * targets t [n], in double. Returns n. */
+static int64_t batch_of(demo_workload w, int i, const float *table, const float *labels, uint8_t *mask, double *X,
+                        double *t) {
+  int64_t k = demo_batch_size(w, i);
+  if (w == DEMO_XLA_MLP) {
+    for (int64_t j = 0; j < k; j++) {
+      X[2 * j] = (double)(j / 2); /* nonzero of a 5x2 whose first k entries are 1 */
+      X[2 * j + 1] = (double)(j % 2);
+      t[j] = (double)(j % 2); /* nonzero of a 10-vector, mod 2 */
+    }
+    return k;
+  }
+  wide_mask(i, k, mask);
+  int64_t n = 0;
+  for (int r = 0; r < WIDE_ROWS; r++)
+    if (mask[r]) {
+      for (int j = 0; j < WIDE_IN; j++) X[n * WIDE_IN + j] = table[(int64_t)r * WIDE_IN + j];
+      t[n++] = labels[r];
+    }
+  return n;
+}
+
+/* ---- the double reference ------------------------------------------------------ */
+
+/* One SGD step of the MLP (ReLU hidden layers, sigmoid output, BCE as PyTorch
+ * computes it); returns the loss before the update. Loops are axpy-shaped so
+ * the compiler vectorizes them without reordering sums. */
+static double ref_step(const mlp_shape *m, double **W, double **B, const double *X, const double *t, int64_t n, double lr,
+                       double **act, double **grad, double **dW) {
+  const double *in = X;
+  for (int l = 0; l < m->nlayers; l++) {
+    int ni = m->dims[l], no = m->dims[l + 1];
+    double *out = act[l];
+    double *wt = dW[l]; /* scratch until the backward pass: W transposed, [ni][no] */
+    for (int j = 0; j < no; j++)
+      for (int k = 0; k < ni; k++) wt[(int64_t)k * no + j] = W[l][(int64_t)j * ni + k];
+    for (int64_t r = 0; r < n; r++) {
+      double *o = out + r * no;
+      const double *xr = in + r * ni;
+      for (int j = 0; j < no; j++) o[j] = B[l][j];
+      for (int k = 0; k < ni; k++) {
+        const double xk = xr[k], *wk = wt + (int64_t)k * no;
+        for (int j = 0; j < no; j++) o[j] += xk * wk[j];
+      }
+      for (int j = 0; j < no; j++) o[j] = l + 1 < m->nlayers ? (o[j] > 0 ? o[j] : 0) : 1.0 / (1.0 + exp(-o[j]));
+    }
+    in = out;
+  }
+  double loss = 0;
+  const double *p = act[m->nlayers - 1];
+  double *dz = grad[m->nlayers - 1];
+  for (int64_t r = 0; r < n; r++) {
+    double pr = p[r];
+    double lp = log(pr) > -100 ? log(pr) : -100, l1p = log(1 - pr) > -100 ? log(1 - pr) : -100;
+    loss += -(t[r] * lp + (1 - t[r]) * l1p);
+    double d = pr * (1 - pr) > 1e-12 ? pr * (1 - pr) : 1e-12;
+    dz[r] = (pr - t[r]) / d / (double)n * pr * (1 - pr); /* through the sigmoid */
+  }
+  loss = n ? loss / (double)n : NAN;
+  for (int l = m->nlayers - 1; l >= 0; l--) {
+    int ni = m->dims[l], no = m->dims[l + 1];
+    const double *xin = l ? act[l - 1] : X;
+    double *g = grad[l];
+    memset(dW[l], 0, sizeof(double) * (size_t)ni * (size_t)no);
+    double db[WIDE_H1];
+    memset(db, 0, sizeof db);
+    for (int64_t r = 0; r < n; r++)
+      for (int j = 0; j < no; j++) {
+        double gj = g[r * no + j];
+        db[j] += gj;
+        double *dw = dW[l] + (int64_t)j * ni;
+        const double *xr = xin + r * ni;
+        for (int k = 0; k < ni; k++) dw[k] += gj * xr[k];
+      }
+    if (l > 0) {
+      double *gp = grad[l - 1];
+      const double *a = act[l - 1];
+      for (int64_t r = 0; r < n; r++) {
+        double *o = gp + r * ni;
+        for (int k = 0; k < ni; k++) o[k] = 0;
+        for (int j = 0; j < no; j++) {
+          double gj = g[r * no + j];
+          const double *wr = W[l] + (int64_t)j * ni;
+          for (int k = 0; k < ni; k++) o[k] += gj * wr[k];
+        }
+        for (int k = 0; k < ni; k++) o[k] = a[r * ni + k] > 0 ? o[k] : 0;
+      }
+    }
+    for (int64_t i = 0; i < (int64_t)ni * no; i++) W[l][i] -= lr * dW[l][i];
+    for (int j = 0; j < no; j++) B[l][j] -= lr * db[j];
+  }
+  return loss;
+}
+
+int demo_reference(demo_workload w, int iterations, double lr, double *losses) {
+  mlp_shape m = shape_of(w);
+  int rows = w == DEMO_XLA_MLP ? XLA_BOUND : WIDE_ROWS, in = m.dims[0];
+  float *Wf[3], *Bf[3];
+  double *W[3], *B[3], *act[3], *grad[3], *dW[3];
+  double *X = malloc(sizeof(double) * (size_t)rows * (size_t)in), *t = malloc(sizeof(double) * (size_t)rows);
+  float *table = w == DEMO_WIDE_MLP ? malloc(sizeof(float) * WIDE_ROWS * WIDE_IN) : NULL;
+  float *labels = w == DEMO_WIDE_MLP ? malloc(sizeof(float) * WIDE_ROWS) : NULL;
+  uint8_t *mask = malloc(WIDE_ROWS);
+  int ok = X && t && mask && (w == DEMO_XLA_MLP || (table && labels));
+  for (int l = 0; l < m.nlayers; l++) {
+    size_t ni = (size_t)m.dims[l], no = (size_t)m.dims[l + 1];
+    Wf[l] = malloc(sizeof(float) * ni * no);
+    Bf[l] = malloc(sizeof(float) * no);
+    W[l] = malloc(sizeof(double) * ni * no);
+    B[l] = malloc(sizeof(double) * no);
+    dW[l] = malloc(sizeof(double) * ni * no);
+    act[l] = malloc(sizeof(double) * (size_t)rows * no);
+    grad[l] = malloc(sizeof(double) * (size_t)rows * no);
+    ok = ok && Wf[l] && Bf[l] && W[l] && B[l] && dW[l] && act[l] && grad[l];
+  }
+  if (ok) {
+    init_params(w, &m, Wf, Bf);
+    for (int l = 0; l < m.nlayers; l++) {
+      for (int i = 0; i < m.dims[l] * m.dims[l + 1]; i++) W[l][i] = Wf[l][i];
+      for (int i = 0; i < m.dims[l + 1]; i++) B[l][i] = Bf[l][i];
+    }
+    if (table) wide_table(table, labels);
+    for (int i = 0; i < iterations; i++) {
+      int64_t n = batch_of(w, i, table, labels, mask, X, t);
+      losses[i] = ref_step(&m, W, B, X, t, n, lr, act, grad, dW);
+    }
+  }
+  for (int l = 0; l < m.nlayers; l++) {
+    free(Wf[l]), free(Bf[l]), free(W[l]), free(B[l]), free(dW[l]), free(act[l]), free(grad[l]);
+  }
+  free(X), free(t), free(table), free(labels), free(mask);
+  return ok ? 0 : 1;
+}
+
+/* ---- the graph --------------------------------------------------------------------- */
+
+typedef struct demo_graph {
+  clb_graph_t g;
+  clb_node x, y, keep, loss;
+  float *table, *labels;
+  uint8_t *mask;
+} demo_graph;
+
+#define TRY(call)                                                                           \
+  do {                                                                                      \
+    clb_status st_ = (call);                                                                \
+    if (st_ != CLB_OK) {                                                                    \
+      snprintf(err, errlen, "%s: %s", clb_status_str(st_), clb_context_errmsg(ctx));       \
+      return 1;                                                                             \
+    }                                                                                       \
+  } while (0)
+
+static int build_graph(clb_context_t ctx, demo_workload w, clb_policy_kind policy, double lr, demo_graph *dg, char *err,
+                       size_t errlen) {
+  memset(dg, 0, sizeof *dg);
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = policy;
+  o.name = demo_workload_name(w);
+  TRY(clb_graph_new(ctx, &o, &dg->g));
+  clb_graph_t g = dg->g;
+  mlp_shape m = shape_of(w);
+  float *Wf[3], *Bf[3];
+  for (int l = 0; l < m.nlayers; l++) {
+    Wf[l] = malloc(sizeof(float) * (size_t)m.dims[l] * (size_t)m.dims[l + 1]);
+    Bf[l] = malloc(sizeof(float) * (size_t)m.dims[l + 1]);
+    if (!Wf[l] || !Bf[l]) {
+      snprintf(err, errlen, "out of host memory");
+      return 1;
+    }
+  }
+  init_params(w, &m, Wf, Bf);
+  clb_node X, target;
+  if (w == DEMO_XLA_MLP) {
+    const int64_t xd[2] = {5, 2}, yd[1] = {10}, flat[1] = {-1};
+    clb_node nzx, nzy, flaty, fy, two;
+    TRY(clb_graph_input(g, "x", CLB_DTYPE_F32, 2, xd, NULL, &dg->x));
+    TRY(clb_graph_input(g, "y", CLB_DTYPE_F32, 1, yd, NULL, &dg->y));
+    TRY(clb_graph_nonzero(g, dg->x, &nzx));
+    TRY(clb_graph_cast(g, nzx, CLB_DTYPE_F32, &X));
+    TRY(clb_graph_nonzero(g, dg->y, &nzy));
+    TRY(clb_graph_reshape(g, nzy, 1, flat, &flaty));
+    TRY(clb_graph_cast(g, flaty, CLB_DTYPE_F32, &fy));
+    TRY(clb_graph_scalar(g, CLB_DTYPE_F32, 2.0, &two));
+    TRY(clb_graph_binary(g, CLB_BINARY_REM, fy, two, &target));
+  } else {
+    const int64_t td[2] = {WIDE_ROWS, WIDE_IN}, ld[1] = {WIDE_ROWS}, kd[2] = {WIDE_ROWS, 1};
+    const int64_t rows[2] = {-1, WIDE_IN}, flat[1] = {WIDE_ROWS};
+    dg->table = malloc(sizeof(float) * WIDE_ROWS * WIDE_IN);
+    dg->labels = malloc(sizeof(float) * WIDE_ROWS);
+    dg->mask = malloc(WIDE_ROWS);
+    if (!dg->table || !dg->labels || !dg->mask) {
+      snprintf(err, errlen, "out of host memory");
+      return 1;
+    }
+    wide_table(dg->table, dg->labels);
+    clb_node table, labels, keep1, sel, lsel;
+    TRY(clb_graph_param(g, "table", CLB_DTYPE_F32, 2, td, dg->table, sizeof(float) * WIDE_ROWS * WIDE_IN, 0, &table));
+    TRY(clb_graph_param(g, "labels", CLB_DTYPE_F32, 1, ld, dg->labels, sizeof(float) * WIDE_ROWS, 0, &labels));
+    TRY(clb_graph_input(g, "keep", CLB_DTYPE_BOOL, 2, kd, NULL, &dg->keep));
+    TRY(clb_graph_masked_select(g, table, dg->keep, &sel));
+    TRY(clb_graph_reshape(g, sel, 2, rows, &X));
+    TRY(clb_graph_reshape(g, dg->keep, 1, flat, &keep1));
+    TRY(clb_graph_masked_select(g, labels, keep1, &lsel));
+    target = lsel;
+  }
+  clb_node h = X;
+  for (int l = 0; l < m.nlayers; l++) {
+    char wn[16], bn[16];
+    snprintf(wn, sizeof wn, "w%d", l + 1);
+    snprintf(bn, sizeof bn, "b%d", l + 1);
+    const int64_t wd[2] = {m.dims[l + 1], m.dims[l]}, bd[1] = {m.dims[l + 1]};
+    clb_node wl, bl, z;
+    TRY(clb_graph_param(g, wn, CLB_DTYPE_F32, 2, wd, Wf[l], sizeof(float) * (size_t)(wd[0] * wd[1]), 1, &wl));
+    TRY(clb_graph_param(g, bn, CLB_DTYPE_F32, 1, bd, Bf[l], sizeof(float) * (size_t)bd[0], 1, &bl));
+    TRY(clb_graph_linear(g, h, wl, bl, &z));
+    TRY(clb_graph_unary(g, l + 1 < m.nlayers ? CLB_UNARY_RELU : CLB_UNARY_SIGMOID, z, &h));
+    free(Wf[l]);
+    free(Bf[l]);
+  }
+  TRY(clb_graph_loss(g, CLB_LOSS_BCE, h, target, &dg->loss));
+  TRY(clb_graph_train(g, dg->loss, lr, 0.0));
+  return 0;
+}
+
+static void free_graph(demo_graph *dg) {
+  clb_graph_free(dg->g);
+  free(dg->table);
+  free(dg->labels);
+  free(dg->mask);
+}
+
+/* Feeds iteration i (or, with n >= 0, a wide mask of exactly n rows). */
+static int feed(clb_context_t ctx, demo_workload w, demo_graph *dg, int i, int64_t n, char *err, size_t errlen) {
+  if (w == DEMO_XLA_MLP) {
+    int64_t k = demo_batch_size(w, i);
+    float x[10] = {0}, y[10] = {0};
+    for (int64_t j = 0; j < k; j++) x[j] = y[j] = 1.0f;
+    const int64_t xd[2] = {5, 2}, yd[1] = {10};
+    TRY(clb_graph_feed(dg->g, dg->x, xd, x, sizeof x));
+    TRY(clb_graph_feed(dg->g, dg->y, yd, y, sizeof y));
+    return 0;
+  }
+  if (n >= 0) wide_mask_n(n, dg->mask);
+  else wide_mask(i, demo_batch_size(w, i), dg->mask);
+  const int64_t kd[2] = {WIDE_ROWS, 1};
+  TRY(clb_graph_feed(dg->g, dg->keep, kd, dg->mask, WIDE_ROWS));
+  return 0;
+}
+
+/* ---- a training run ---------------------------------------------------------------- */
+
+static volatile double first_done_at;
+static void CL_CALLBACK on_first_done(cl_event ev, cl_int status, void *user) {
+  (void)ev, (void)status, (void)user;
+  first_done_at = now_s();
+}
+
+static void counters(clb_context_t ctx, clb_counters *c) {
+  c->struct_size = sizeof *c;
+  clb_context_counters(ctx, c);
+}
+
+int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen) {
+  memset(res, 0, sizeof *res);
+  res->max_loss_error = -1;
+  int iters = cfg->iterations;
+  double lr = cfg->lr >= 0 ? cfg->lr : demo_default_lr(cfg->workload);
+  res->losses = calloc((size_t)iters, sizeof(float));
+  if (!res->losses) {
+    snprintf(err, errlen, "out of host memory");
+    return 1;
+  }
+  double t0 = now_s();
+  first_done_at = 0;
+  clb_context_t ctx = NULL;
+  clb_status st = clb_context_new(NULL, &ctx);
+  if (st != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
+    return 1;
+  }
+  demo_graph dg;
+  clb_tensor_t losses = NULL;
+  int rc = build_graph(ctx, cfg->workload, cfg->policy, lr, &dg, err, errlen);
+  const int64_t ld[1] = {iters};
+  if (!rc && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 1, ld, NULL, &losses)) != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+    rc = 1;
+  }
+  clb_counters c0, c1, cf;
+  counters(ctx, &c0);
+  cf = c0;
+  for (int i = 0; !rc && i < iters; i++) {
+    if ((rc = feed(ctx, cfg->workload, &dg, i, -1, err, errlen)) != 0) break;
+    if ((st = clb_graph_run(dg.g)) != CLB_OK) {
+      snprintf(err, errlen, "iteration %d: %s: %s", i, clb_status_str(st), clb_context_errmsg(ctx));
+      rc = 1;
+      break;
+    }
+    /* the loss stays on the device: copied into slot i, read once at the end */
+    cl_event ev = NULL;
+    cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(clb_graph_tensor(dg.g, dg.loss)),
+                                   clb_tensor_data_mem(losses), 0, sizeof(float) * (size_t)i, sizeof(float), 0, NULL,
+                                   i == 0 ? &ev : NULL);
+    if (e != CL_SUCCESS) {
+      snprintf(err, errlen, "iteration %d: copying the loss: OpenCL error %d", i, (int)e);
+      rc = 1;
+      break;
+    }
+    if (i == 0) {
+      clSetEventCallback(ev, CL_COMPLETE, on_first_done, NULL);
+      clReleaseEvent(ev);
+      clFlush(clb_context_cl_queue(ctx));
+      counters(ctx, &cf);
+    }
+    if (cfg->progress && (i % 4 == 0 || i == iters - 1)) {
+      fprintf(stderr, "\r  %-8s %-9s iteration %3d/%d", demo_workload_name(cfg->workload), demo_policy_name(cfg->policy),
+              i + 1, iters);
+      fflush(stderr);
+    }
+  }
+  counters(ctx, &c1);
+  if (!rc) {
+    st = clb_tensor_read(ctx, losses, NULL, res->losses, sizeof(float) * (size_t)iters, NULL);
+    if (st != CLB_OK) {
+      snprintf(err, errlen, "reading the losses: %s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+      rc = 1;
+    }
+  }
+  res->seconds = now_s() - t0;
+  res->first_iteration_s = first_done_at > 0 ? first_done_at - t0 : -1;
+  if (cfg->progress) fprintf(stderr, "\r%60s\r", "");
+  clb_counters c;
+  counters(ctx, &c);
+  res->program_builds = c.program_builds;
+  res->cache_hits_memory = c.program_cache_hits_memory;
+  res->cache_hits_disk = c.program_cache_hits_disk;
+  res->plans_compiled = c.plans_compiled;
+  res->recompiles = c.recompiles;
+  res->kernel_launches = c.kernel_launches;
+  res->host_syncs = c1.host_syncs - c0.host_syncs;
+  res->builds_after_first = c1.program_builds - cf.program_builds;
+  res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;
+  res->final_loss = iters > 0 ? res->losses[iters - 1] : NAN;
+  snprintf(res->last_reason, sizeof res->last_reason, "%s", clb_graph_last_reason(dg.g));
+  clb_tensor_free(losses);
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}
+
+void demo_result_free(demo_result *res) {
+  free(res->losses);
+  free(res->ref_losses);
+  res->losses = NULL;
+  res->ref_losses = NULL;
+}
+
+int demo_time_step(clb_policy_kind policy, int64_t n, int reps, double *ms, char *err, size_t errlen) {
+  clb_context_t ctx = NULL;
+  clb_status st = clb_context_new(NULL, &ctx);
+  if (st != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
+    return 1;
+  }
+  demo_graph dg;
+  int rc = build_graph(ctx, DEMO_WIDE_MLP, policy, demo_default_lr(DEMO_WIDE_MLP), &dg, err, errlen);
+  double *t = calloc((size_t)reps, sizeof *t);
+  if (!t) rc = 1;
+  for (int r = -2; !rc && r < reps; r++) {
+    if ((rc = feed(ctx, DEMO_WIDE_MLP, &dg, 0, n, err, errlen)) != 0) break;
+    double a = now_s();
+    if ((st = clb_graph_run(dg.g)) == CLB_OK) st = clb_context_sync(ctx);
+    if (st != CLB_OK) {
+      snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+      rc = 1;
+      break;
+    }
+    if (r >= 0) t[r] = 1e3 * (now_s() - a);
+  }
+  if (!rc) {
+    for (int i = 1; i < reps; i++)
+      for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+        double x = t[j];
+        t[j] = t[j - 1];
+        t[j - 1] = x;
+      }
+    *ms = t[reps / 2];
+  }
+  free(t);
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}

@@ -1,0 +1,56 @@
+/* demo.h: the training workloads of `clbound demo` (also used by the tests):
+ * the graphs, their data schedules and a double-precision host reference of
+ * the same training. */
+#ifndef CLB_TOOL_DEMO_H
+#define CLB_TOOL_DEMO_H
+
+#include <stdint.h>
+
+#include "clbound/clbound.h"
+
+typedef enum demo_workload { DEMO_XLA_MLP = 0, DEMO_WIDE_MLP = 1, DEMO_WORKLOAD_COUNT = 2 } demo_workload;
+
+typedef struct demo_config {
+  demo_workload workload;
+  clb_policy_kind policy;
+  int iterations;
+  double lr;        /* < 0: the workload's default */
+  int progress;     /* print live progress to stderr */
+  int check;        /* compute the double reference and compare */
+} demo_config;
+
+typedef struct demo_result {
+  double seconds;            /* end to end: graph build, training, reading the losses */
+  double first_iteration_s;  /* from context creation to the first step's completion */
+  uint64_t program_builds, cache_hits_memory, cache_hits_disk, plans_compiled, recompiles;
+  uint64_t host_syncs;       /* during training, before the losses are read */
+  uint64_t builds_after_first; /* program builds after the first iteration */
+  uint64_t programs_after_first; /* programs built or loaded from disk after it */
+  uint64_t kernel_launches;
+  double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
+  float *losses;             /* iterations entries; malloc'd */
+  double *ref_losses;        /* iterations entries or NULL; malloc'd */
+  char last_reason[512];
+} demo_result;
+
+const char *demo_workload_name(demo_workload w);
+const char *demo_policy_name(clb_policy_kind p);
+double demo_default_lr(demo_workload w);
+
+/* Runs one (workload, policy) training on a fresh context. Returns 0, or 1 with
+ * a message in err. */
+int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen);
+void demo_result_free(demo_result *res);
+
+/* The double reference alone: losses[iterations]. Returns 0 on success. */
+int demo_reference(demo_workload w, int iterations, double lr, double *losses);
+
+/* The batch size of iteration i (the host's own schedule, for the reference). */
+int64_t demo_batch_size(demo_workload w, int i);
+
+/* wide-mlp: time one training step of a graph under `policy` at batch size n
+ * (median of reps steps after warm-up), for the dynamic-vs-static comparison.
+ * Returns 0 with *ms set. */
+int demo_time_step(clb_policy_kind policy, int64_t n, int reps, double *ms, char *err, size_t errlen);
+
+#endif /* CLB_TOOL_DEMO_H */
