@@ -358,7 +358,8 @@ static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
 static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   clb_status st = gemm_setup(ctx, g, out);
   if (st != CLB_OK) return st;
-  if (!g->dm && !g->dn && !g->dk) return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
+  /* host-known sizes go to CLBlast, unless the caller chose clbound's kernel */
+  if (!g->dm && !g->dn && !g->dk && ctx->gemm_strategy != CLB_GEMM_DEVICE) return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
   int s = ctx->gemm_strategy == CLB_GEMM_AUTO ? GEMM_AUTO_CHOICE : ctx->gemm_strategy;
   switch (s) {
   case CLB_GEMM_CLBLAST_BOUND: return run_clblast_bound(ctx, g);

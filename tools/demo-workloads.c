@@ -471,7 +471,8 @@ void demo_result_free(demo_result *res) {
   res->ref_losses = NULL;
 }
 
-int demo_time_step(clb_policy_kind policy, int64_t n, int reps, double *ms, char *err, size_t errlen) {
+int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
+                   size_t errlen) {
   clb_context_t ctx = NULL;
   clb_status st = clb_context_new(NULL, &ctx);
   if (st != CLB_OK) {
@@ -479,6 +480,7 @@ int demo_time_step(clb_policy_kind policy, int64_t n, int reps, double *ms, char
     return 1;
   }
   demo_graph dg;
+  clb_context_set_gemm_strategy(ctx, gemm);
   int rc = build_graph(ctx, DEMO_WIDE_MLP, policy, demo_default_lr(DEMO_WIDE_MLP), &dg, err, errlen);
   double *t = calloc((size_t)reps, sizeof *t);
   if (!t) rc = 1;

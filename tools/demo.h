@@ -49,8 +49,10 @@ int demo_reference(demo_workload w, int iterations, double lr, double *losses);
 int64_t demo_batch_size(demo_workload w, int i);
 
 /* wide-mlp: time one training step of a graph under `policy` at batch size n
- * (median of reps steps after warm-up), for the dynamic-vs-static comparison.
+ * (median of reps steps after warm-up) with the context's GEMM strategy `gemm`,
+ * for the dynamic-vs-static comparison.
  * Returns 0 with *ms set. */
-int demo_time_step(clb_policy_kind policy, int64_t n, int reps, double *ms, char *err, size_t errlen);
+int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
+                   size_t errlen);
 
 #endif /* CLB_TOOL_DEMO_H */

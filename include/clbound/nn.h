@@ -23,7 +23,9 @@ typedef enum clb_gemm_strategy {
   CLB_GEMM_AUTO = 0,          /* the default measured fastest: DEVICE (docs/gemm.md) */
   CLB_GEMM_CLBLAST_BOUND = 1, /* CLBlast over the bounds, the slack zeroed first */
   CLB_GEMM_SYNC_EXACT = 2,    /* one counted host sync reads the sizes, then CLBlast exactly */
-  CLB_GEMM_DEVICE = 3,        /* clbound's kernel reads the sizes on the device, skips tiles past them */
+  CLB_GEMM_DEVICE = 3,        /* clbound's kernel reads the sizes on the device, skips tiles past them;
+                                 set explicitly, it also runs matmuls whose sizes are all host-known
+                                 (which otherwise go to CLBlast) */
   CLB_GEMM_STRATEGY_COUNT = 4
 } clb_gemm_strategy;
 
