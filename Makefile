@@ -30,9 +30,18 @@ test: build
 	@mkdir -p $(POCL_CACHE_DIR)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# `make bench`: every benchmark as JSON lines in $(BUILD)/bench/, then the plots
+# in docs/img/ (gnuplot). Figures go to docs/benchmarks.md with their commands.
+BENCH_DIR := $(BUILD)/bench
 bench: build
-	@mkdir -p $(POCL_CACHE_DIR)
-	@if [ -x $(BUILD)/bin/clbound ]; then $(BUILD)/bin/clbound bench ops; fi
+	@sh scripts/setup.sh gnuplot-nox
+	@mkdir -p $(POCL_CACHE_DIR) $(BENCH_DIR)
+	$(BUILD)/bin/clbound info
+	$(BUILD)/bin/clbound bench ops --json | tee $(BENCH_DIR)/ops.jsonl
+	$(BUILD)/bin/clbound bench gemm --json | tee $(BENCH_DIR)/gemm.jsonl
+	$(BUILD)/bin/clbound bench steps --json --reps 5 --sizes 64,128,256,512,1024,2048,4096 | tee $(BENCH_DIR)/steps.jsonl
+	$(BUILD)/bin/clbound demo --json | tee $(BENCH_DIR)/demo.jsonl
+	python3 scripts/plot-bench.py $(BENCH_DIR) docs/img
 
 clean:
 	rm -rf $(BUILD)
