@@ -363,15 +363,38 @@ static clb_status backward_node(clb_graph_t g, int i) {
   }
 }
 
+/* Liveness: once node m's gradient has been used, the gradients its consumers
+ * computed for it are dead for the rest of the step. They go back to the pool at
+ * once, so later (earlier-layer) gradients of the same size reuse their buffers;
+ * the queue is in order, so a buffer is rewritten only after its last reader ran. */
+static void release_grads_of(clb_graph_t g, int m) {
+  for (int c = m + 1; c <= g->loss; c++) {
+    gnode *cn = &g->nodes[c];
+    for (int k = 0; k < cn->nin; k++) {
+      if (cn->in[k] != m || !on_grad_edge(cn, k)) continue;
+      clb_tensor_t *t = cn->kind == GN_LOSS ? &cn->aux : &cn->egrad[k];
+      clb_tensor_free(*t);
+      *t = NULL;
+    }
+  }
+  clb_tensor_free(g->nodes[m].gsum);
+  g->nodes[m].gsum = NULL;
+}
+
 static clb_status train_step(clb_graph_t g) {
   clb_status st = CLB_OK;
-  for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) st = backward_node(g, i);
+  for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
+    gnode *n = &g->nodes[i];
+    if (n->kind == GN_PARAM || !n->requires_grad) continue;
+    if ((st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+  }
   set_suffix(g, g->nodes[g->loss].deps);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM || !n->requires_grad) continue;
     clb_tensor_t grad;
     if ((st = grad_of(g, i, &grad)) == CLB_OK) st = clb_sgd_step(g->ctx, n->t, grad, n->vel, g->lr, g->momentum);
+    if (st == CLB_OK) release_grads_of(g, i);
   }
   return st;
 }

@@ -453,6 +453,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->plans_compiled = c.plans_compiled;
   res->recompiles = c.recompiles;
   res->kernel_launches = c.kernel_launches;
+  res->peak_device_bytes = c.peak_device_bytes;
   res->host_syncs = c1.host_syncs - c0.host_syncs;
   res->builds_after_first = c1.program_builds - cf.program_builds;
   res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;

@@ -27,6 +27,7 @@ typedef struct demo_result {
   uint64_t builds_after_first; /* program builds after the first iteration */
   uint64_t programs_after_first; /* programs built or loaded from disk after it */
   uint64_t kernel_launches;
+  uint64_t peak_device_bytes;
   double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
   float *losses;             /* iterations entries; malloc'd */
   double *ref_losses;        /* iterations entries or NULL; malloc'd */
