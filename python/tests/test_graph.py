@@ -1,0 +1,91 @@
+"""Graphs from Python: training against a numpy double reference, plans per
+policy, and the deferred device check."""
+import numpy as np
+import pytest
+
+import clbound
+from clbound.graph import Graph
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    c = clbound.Context()
+    yield c
+    c.close()
+
+
+def reference_steps(w0, b0, batches, lr):
+    """Linear regression with MSE and plain SGD, in float64."""
+    w, b, losses = w0.astype(np.float64), b0.astype(np.float64), []
+    for x, t in batches:
+        x, t = x.astype(np.float64), t.astype(np.float64)
+        d = x @ w.T + b - t
+        losses.append(float(np.mean(d * d)))
+        g = 2 * d / d.size
+        w, b = w - lr * (g.T @ x), b - lr * g.sum(axis=0)
+    return losses, w, b
+
+
+# plans for the sizes 5, 5, 17, 64, 3, 17: dynamic one; automatic static at 5,
+# then bounded; static one per distinct size; bucketed one per power of two hit
+# (8, 32, 64, 4)
+@pytest.mark.parametrize("policy,plans", [("dynamic", 1), ("automatic", 2), ("static", 4), ("bucketed", 4)])
+def test_training_matches_reference(ctx, policy, plans):
+    rng = np.random.default_rng(3)
+    g = Graph(ctx, policy=policy, name="reg-" + policy)
+    x = g.input("x", np.float32, (64, 3), (True, False))
+    t = g.input("t", np.float32, (64, 1), (True, False))
+    w0 = rng.standard_normal((1, 3)).astype(np.float32)
+    b0 = np.array([0.25], np.float32)
+    w = g.param("w", w0)
+    b = g.param("b", b0)
+    loss = g.loss("mse", g.linear(x, w, b), t)
+    g.train(loss, lr=0.05)
+    sizes = [5, 5, 17, 64, 3, 17]
+    batches, losses = [], []
+    for n in sizes:
+        xs = rng.standard_normal((n, 3)).astype(np.float32)
+        ts = (xs @ np.array([[1.0], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+        batches.append((xs, ts))
+        g.feed(x, xs)
+        g.feed(t, ts)
+        g.run()
+        losses.append(float(g.value(loss)))
+    ref, wr, br = reference_steps(w0, b0, batches, 0.05)
+    np.testing.assert_allclose(losses, ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g.value(w), wr, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g.value(b), br, rtol=1e-5, atol=1e-6)
+    s = g.stats()
+    assert s["plans_compiled"] == plans
+    assert s["runs"] == len(sizes)
+    assert (g.last_reason == "") == (plans == 1)
+    g.close()
+
+
+def test_deferred_check(ctx):
+    g = Graph(ctx, policy="dynamic")
+    a = g.input("a", np.float32, (6,))
+    b = g.input("b", np.float32, (6,))
+    fa = g.cast(g.reshape(g.nonzero(a), (-1,)), np.float32)
+    fb = g.cast(g.reshape(g.nonzero(b), (-1,)), np.float32)
+    loss = g.loss("mse", fa, fb)
+    assert "deferred check on the device" in g.describe()
+    g.feed(a, np.array([0, 1, 0, 2, 3, 0], np.float32))
+    g.feed(b, np.array([0, 5, 0, 1, 1, 0], np.float32))
+    g.run()
+    assert float(g.value(loss)) == 0.0
+    g.feed(b, np.array([1, 1, 0, 1, 1, 0], np.float32))
+    g.run()
+    with pytest.raises(clbound.ClboundError) as e:
+        ctx.sync()
+    assert e.value.status == "ERR_DEVICE_CHECK"
+    g.close()
+
+
+def test_bad_feed(ctx):
+    g = Graph(ctx, policy="dynamic")
+    x = g.input("x", np.float32, (4, 2), (True, False))
+    with pytest.raises(clbound.ClboundError) as e:
+        g.feed(x, np.zeros((5, 2), np.float32))
+    assert e.value.status == "ERR_OUT_OF_BOUNDS"
+    g.close()
