@@ -53,15 +53,72 @@ static clb_status mk_mul(struct clb_shapes *sh, int64_t coef, node *const *f, in
 
 static clb_status mul_factors(struct clb_shapes *sh, int64_t coef, node *const *f, int n, node **out);
 
-/* Splits x into coef * base. */
+static clb_status linear(struct clb_shapes *sh, node *x, term **terms, int *n, int64_t *k);
+static clb_status build_sum(struct clb_shapes *sh, term *t, int n, int64_t k, node **out);
+
+/* The content of a sum: s == *c * *prim, where *prim's coefficients and constant
+ * have no common divisor and its first term is positive. A product of sums is
+ * canonical when every sum in it is primitive except the first (in sorted order),
+ * which carries the product's coefficient: so c*x*S == x*(c*S) has one form, and
+ * x*(2a + 2b) + x*(a + b) groups into x*(3a + 3b). */
+static clb_status primitive(struct clb_shapes *sh, node *s, int64_t *c, node **prim) {
+  term *t;
+  int n;
+  int64_t k;
+  clb_status st = linear(sh, s, &t, &n, &k);
+  if (st != CLB_OK) {
+    free(t);
+    return st;
+  }
+  int64_t g = k < 0 ? -k : k;
+  for (int i = 0; i < n; i++) g = clb__gcd(g, t[i].coef < 0 ? -t[i].coef : t[i].coef);
+  if (g == 0) g = 1;
+  if (n > 0 && t[0].coef < 0) g = -g;
+  *c = g;
+  if (g == 1) {
+    *prim = s;
+    free(t);
+    return CLB_OK;
+  }
+  for (int i = 0; i < n; i++) t[i].coef /= g;
+  st = build_sum(sh, t, n, k / g, prim);
+  free(t);
+  return st;
+}
+
+/* f[0..n) with every sum made primitive, its content multiplied into *coef;
+ * sorted. g has room for n. Returns whether a sum was found. */
+static clb_status primitive_factors(struct clb_shapes *sh, node *const *f, int n, node **g, int64_t *coef, int *any_sum) {
+  *any_sum = 0;
+  for (int i = 0; i < n; i++) {
+    g[i] = f[i];
+    if (f[i]->kind != CLB_EXPR_ADD) continue;
+    int64_t c;
+    clb_status st = primitive(sh, f[i], &c, &g[i]);
+    if (st != CLB_OK) return st;
+    if (clb__ck_mul(*coef, c, coef)) return overflow(sh, "a product");
+    *any_sum = 1;
+  }
+  qsort(g, (size_t)n, sizeof *g, cmp_nodes);
+  return CLB_OK;
+}
+
+/* Splits x into coef * base; a product's base has only primitive sums. */
 static clb_status split(struct clb_shapes *sh, node *x, term *t) {
-  if (x->kind == CLB_EXPR_MUL && x->c != 1) {
-    t->coef = x->c;
-    if (x->nargs == 1) {
-      t->base = x->args[0];
-      return CLB_OK;
+  if (x->kind == CLB_EXPR_MUL) {
+    node **g = malloc((size_t)x->nargs * sizeof *g);
+    if (!g) return oom(sh);
+    int64_t coef = x->c;
+    int any_sum;
+    clb_status st = primitive_factors(sh, x->args, x->nargs, g, &coef, &any_sum);
+    if (st == CLB_OK) {
+      t->coef = coef;
+      if (coef == 1) t->base = x;
+      else if (x->nargs == 1) t->base = g[0];
+      else st = mk_mul(sh, 1, g, x->nargs, &t->base);
     }
-    return mk_mul(sh, 1, x->args, x->nargs, &t->base);
+    free(g);
+    return st;
   }
   t->coef = 1;
   t->base = x;
@@ -184,20 +241,27 @@ clb_status clb__scale(struct clb_shapes *sh, node *x, int64_t k, node **out) {
   }
 }
 
-/* coef * f[0] * ... for sorted non-constant, non-product factors. A coefficient
- * never stands before a sum factor: it goes into the first sum, so that the
- * printed "5*(a + b)*c" is never needed ("(5*a + 5*b)*c" parses back the same). */
+/* coef * f[0] * ... for non-constant, non-product factors. A coefficient never
+ * stands before a sum factor: every sum is made primitive and the coefficient
+ * goes into the first sum, so that the printed "5*(a + b)*c" is never needed
+ * ("(5*a + 5*b)*c" parses back the same) and equal products are one node. */
 static clb_status mul_factors(struct clb_shapes *sh, int64_t coef, node *const *f, int n, node **out) {
-  if (n == 1) return clb__scale(sh, f[0], coef, out);
-  int first_sum = -1;
-  for (int i = 0; i < n && first_sum < 0 && coef != 1; i++)
-    if (f[i]->kind == CLB_EXPR_ADD) first_sum = i;
-  if (first_sum < 0) return mk_mul(sh, coef, f, n, out);
+  if (n == 1 || coef == 0) return n == 1 ? clb__scale(sh, f[0], coef, out) : mk_const(sh, 0, out);
   node **g = malloc((size_t)n * sizeof *g);
   if (!g) return oom(sh);
-  memcpy(g, f, (size_t)n * sizeof *g);
-  clb_status st = clb__scale(sh, f[first_sum], coef, &g[first_sum]);
-  if (st == CLB_OK) st = clb__mul_n(sh, g, n, out);
+  int any_sum;
+  clb_status st = primitive_factors(sh, f, n, g, &coef, &any_sum);
+  if (st == CLB_OK && (!any_sum || coef == 1)) {
+    st = mk_mul(sh, coef, g, n, out);
+  } else if (st == CLB_OK) {
+    int first = 0;
+    while (g[first]->kind != CLB_EXPR_ADD) first++;
+    st = clb__scale(sh, g[first], coef, &g[first]);
+    if (st == CLB_OK) {
+      qsort(g, (size_t)n, sizeof *g, cmp_nodes);
+      st = mk_mul(sh, 1, g, n, out);
+    }
+  }
   free(g);
   return st;
 }
@@ -245,9 +309,12 @@ static int divide_term(struct clb_shapes *sh, const term *t, node *b, node **q, 
     bc = b->c;
     nb = 0;
   } else if (b->kind == CLB_EXPR_MUL) {
-    bc = b->c;
-    bf = b->args;
-    nb = b->nargs;
+    term bt;
+    if ((*st = split(sh, b, &bt)) != CLB_OK) return 1;
+    bc = bt.coef;
+    b = bt.base;
+    bf = b->kind == CLB_EXPR_MUL ? b->args : &b;
+    nb = b->kind == CLB_EXPR_MUL ? b->nargs : 1;
   }
   if (t->coef % bc != 0) return 0;
   node *const *tf = &t->base;
