@@ -12,6 +12,12 @@ typedef struct row {
  * a in [0, 10], b in [5, 20]. */
 static const row rows[] = {
     {"10*s1", 10, 80, "10*s1"}, /* the upper bound is the allocation capacity */
+    /* products of sums: one form however the coefficient is placed, like products group */
+    {"s1*(2*s0 + 2) + s1*(s0 + 1)", 6, 2424, "s1*(3*s0 + 3)"},
+    {"s1*(2*s0 + 2) - 2*s1*(s0 + 1)", 0, 0, "0"},
+    {"(2*s0 + 2)*(3*s1 + 3)", 24, 5454, "(s1 + 1)*(6*s0 + 6)"},
+    {"6*(s0 + 1)*(s1 + 1)", 24, 5454, "(s1 + 1)*(6*s0 + 6)"},
+    {"s1*(-s0 - 1)", -808, -2, "s1*(-s0 - 1)"},
     {"max(s1,s2)", 1, 50, "max(s1,s2)"},
     {"max(s1, s2)", 1, 50, "max(s1,s2)"},
     {"max(s2, s1)", 1, 50, "max(s1,s2)"},
