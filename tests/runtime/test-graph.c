@@ -104,7 +104,20 @@ static double small_run(clb_context_t ctx, small_graph *s, int64_t n) {
   return want;
 }
 
-/* Input dims under each policy: plans, recompile reasons in words, results. */
+typedef struct log_sink {
+  int lines;
+  char last[512];
+} log_sink;
+
+static void on_log(void *user, const char *category, const char *line) {
+  log_sink *s = user;
+  if (strcmp(category, "recompiles") != 0) return;
+  s->lines++;
+  snprintf(s->last, sizeof s->last, "%s", line);
+}
+
+/* Input dims under each policy: plans, recompile reasons in words (the log
+ * callback and the metrics JSON), results. */
 static void test_input_policies(clb_context_t ctx) {
   static const int64_t sizes[] = {5, 5, 9, 30, 64, 0, 9, 5};
   static const struct {
@@ -122,7 +135,11 @@ static void test_input_policies(clb_context_t ctx) {
     clb_counters c0;
     c0.struct_size = sizeof c0;
     CL_OK(ctx, clb_context_counters(ctx, &c0));
+    log_sink sink = {0, ""};
+    clb_context_set_log(ctx, CLB_LOG_RECOMPILES, on_log, &sink);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) small_run(ctx, &s, sizes[i]);
+    clb_context_set_log(ctx, 0, NULL, NULL);
+    EXPECT_EQ_I(sink.lines, cases[c].plans - 1);
     clb_graph_stats st;
     st.struct_size = sizeof st;
     CL_OK(ctx, clb_graph_stats_get(s.g, &st));
@@ -135,8 +152,16 @@ static void test_input_policies(clb_context_t ctx) {
     EXPECT_EQ_I(c1.plans_compiled - c0.plans_compiled, cases[c].plans);
     EXPECT_EQ_I(c1.recompiles - c0.recompiles, cases[c].plans - 1);
     const char *why = clb_graph_last_reason(s.g);
-    if (cases[c].plans > 1) EXPECT_TRUE(strstr(why, "x") != NULL && strstr(why, "plan") != NULL);
-    else EXPECT_EQ_S(why, "");
+    if (cases[c].plans > 1) {
+      EXPECT_TRUE(strstr(why, "dim 0 of x") != NULL && strstr(why, "plan") != NULL);
+      EXPECT_TRUE(strstr(sink.last, why) != NULL); /* the last logged line is the last reason */
+      static char json[1 << 16];
+      size_t len = 0;
+      CL_OK(ctx, clb_context_metrics_json(ctx, json, sizeof json, &len));
+      EXPECT_TRUE(strstr(json, why) != NULL); /* the metrics list every reason */
+    } else {
+      EXPECT_EQ_S(why, "");
+    }
     /* a size over the bound is refused at the feed and names the dim */
     float big[65 * 4] = {0};
     const int64_t d[2] = {65, 4};
