@@ -253,7 +253,7 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
       }
     }
   }
-  if (nz_static && NZR > 0) {
+  if (NZR > 0 && nz_static) {
     /* rows [total, obound) take the fill value, spread over the groups */
     long total = scratch[2 * ng];
     if (total < obound) {

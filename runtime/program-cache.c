@@ -114,7 +114,20 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
     free(key);
     return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
   }
-  e = clBuildProgram(p, 1, &ctx->device, options, NULL, NULL);
+  /* -w: the compiler's warnings (PoCL prints "N warnings generated" on stderr
+   * for vector ABI notes about its own builtins) are not the caller's business;
+   * errors still fail the build and come back with the build log. */
+  size_t olen = strlen(options);
+  char *build_opts = malloc(olen + 4);
+  if (!build_opts) {
+    clReleaseProgram(p);
+    free(key);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: build options of %s.cl", op, src);
+  }
+  memcpy(build_opts, options, olen);
+  memcpy(build_opts + olen, " -w", 4);
+  e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
+  free(build_opts);
   ctx->counters.program_builds++;
   if (e != CL_SUCCESS) {
     clb__set_error(ctx, CLB_ERR_BUILD, "%s: building kernels/%s.cl with \"%s\" failed (%s, %d); build log:\n",
