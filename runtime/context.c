@@ -147,6 +147,7 @@ void clb_context_free(clb_context_t ctx) {
   if (ctx->pool) clb__metrics_write_env(ctx);
   for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);
   free(ctx->recompile_reasons);
+  clb__dlpack_detach_all(ctx);
   while (ctx->tensors) clb_tensor_free(ctx->tensors);
   clb__progcache_free(ctx->programs);
   clb__pool_free(ctx->pool);

@@ -37,35 +37,7 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
       return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: a static shape of %lld elements needs -1 for a dynamic input or %lld elements", op, desc, (long long)fixed, (long long)xn);
   }
   if (!*out) {
-    clb_tensor_t v = calloc(1, sizeof *v);
-    if (!v) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: out of host memory", op);
-    char err[256];
-    st = clb__pool_get(ctx->pool, CLB_MAX_RANK * sizeof(int64_t), &v->shape, err, sizeof err);
-    if (st != CLB_OK) {
-      free(v);
-      return clb__set_error(ctx, st, "%s of %s: shape record: %s", op, desc, err);
-    }
-    if (!x->data_refs) {
-      x->data_refs = malloc(sizeof *x->data_refs);
-      if (!x->data_refs) {
-        clb__pool_put(ctx->pool, &v->shape);
-        free(v);
-        return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: out of host memory", op);
-      }
-      *x->data_refs = 1;
-    }
-    (*x->data_refs)++;
-    v->ctx = ctx;
-    v->dtype = x->dtype;
-    v->rank = rank;
-    memcpy(v->bound, bounds, sizeof bounds);
-    memcpy(v->dyn, dyn, sizeof dyn);
-    v->data = x->data;
-    v->data_refs = x->data_refs;
-    v->next = ctx->tensors;
-    if (ctx->tensors) ctx->tensors->prev = v;
-    ctx->tensors = v;
-    *out = v;
+    if ((st = clb__tensor_share(ctx, op, x, rank, bounds, dyn, out)) != CLB_OK) return st;
   } else {
     clb_tensor_t v = *out;
     if ((st = clb__check_tensor(ctx, op, "out", v)) != CLB_OK) return st;

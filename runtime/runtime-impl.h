@@ -92,6 +92,9 @@ struct clb_context {
   /* clb_gemm_strategy (clbound/nn.h) of the context's matmuls; 0 (AUTO) from
    * calloc. Set by clb_context_set_gemm_strategy (ops-gemm.c). */
   int gemm_strategy;
+  /* DLPack device exports still held by a consumer (interop.c): cut loose from
+   * the context when it is freed */
+  struct clb__dl_export *exports;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -178,11 +181,21 @@ clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
                        const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out);
 int64_t clb__numel(int rank, const int64_t *dims);
+/* A new tensor sharing x's data buffer (the buffer goes back to the pool when
+ * the last holder is freed), with its own shape record, not yet written. */
+clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, int rank, const int64_t *bounds,
+                             const uint8_t *dyn, clb_tensor_t *out);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
 /* Enqueues a non-blocking write from a private copy of `host` (freed when done). */
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);
+
+/* ---- interop.c ------------------------------------------------------------ */
+
+/* Cuts the context's outstanding DLPack device exports loose (their deleters then
+ * only release their own cl_mem reference); called when the context is freed. */
+void clb__dlpack_detach_all(clb_context_t ctx);
 
 /* ---- context.c ------------------------------------------------------------ */
 

@@ -125,6 +125,44 @@ void clb_tensor_free(clb_tensor_t t) {
   free(t);
 }
 
+clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, int rank, const int64_t *bounds,
+                             const uint8_t *dyn, clb_tensor_t *out) {
+  char desc[128];
+  clb__tensor_desc(x, desc, sizeof desc);
+  clb_tensor_t v = calloc(1, sizeof *v);
+  if (!v) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
+  char err[256];
+  clb_status st = clb__pool_get(ctx->pool, SHAPE_BYTES, &v->shape, err, sizeof err);
+  if (st != CLB_OK) {
+    free(v);
+    return clb__set_error(ctx, st, "%s of %s: shape record: %s", op, desc, err);
+  }
+  if (!x->data_refs) {
+    x->data_refs = malloc(sizeof *x->data_refs);
+    if (!x->data_refs) {
+      clb__pool_put(ctx->pool, &v->shape);
+      free(v);
+      return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
+    }
+    *x->data_refs = 1;
+  }
+  (*x->data_refs)++;
+  v->ctx = ctx;
+  v->dtype = x->dtype;
+  v->rank = rank;
+  for (int d = 0; d < rank; d++) {
+    v->bound[d] = bounds[d];
+    v->dyn[d] = dyn ? dyn[d] : 0;
+  }
+  v->data = x->data;
+  v->data_refs = x->data_refs;
+  v->next = ctx->tensors;
+  if (ctx->tensors) ctx->tensors->prev = v;
+  ctx->tensors = v;
+  *out = v;
+  return CLB_OK;
+}
+
 clb_dtype clb_tensor_dtype(clb_tensor_t t) { return t ? t->dtype : CLB_DTYPE_COUNT; }
 int clb_tensor_rank(clb_tensor_t t) { return t ? t->rank : -1; }
 void clb_tensor_bounds(clb_tensor_t t, int64_t *dims) {

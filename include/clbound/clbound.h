@@ -12,5 +12,6 @@
 #include "clbound/nn.h"
 #include "clbound/shapes.h"
 #include "clbound/graph.h"
+#include "clbound/interop.h"
 
 #endif /* CLB_CLBOUND_H */

@@ -1,0 +1,89 @@
+/* clbound/interop.h: what a framework needs to use clbound as a device backend
+ * beyond the ops: a capability query, and DLPack import and export.
+ *
+ * DLPack (https://dmlc.github.io/dlpack/latest/) is the tensor exchange format of
+ * PyTorch, NumPy, JAX, CuPy and TVM. clbound carries the DLPack 1.1 header
+ * (clbound/third_party/dlpack.h, pinned and unmodified) and speaks both its
+ * versioned struct (struct DLManagedTensorVersioned) and the legacy one (DLManagedTensor).
+ *
+ * What crosses the boundary is always a dense tensor at its *actual* sizes:
+ * DLPack has no bounded dims. Exports fill `shape` and `strides` (row-major, in
+ * elements, never NULL, even for rank 0 where both point at zero-length
+ * storage). Reading the actual sizes is a counted host sync, as everywhere.
+ *
+ * dtypes: f32 {kDLFloat, 32, 1}, f64 {kDLFloat, 64, 1}, i32 {kDLInt, 32, 1},
+ * i64 {kDLInt, 64, 1}, u8 {kDLUInt, 8, 1}, bool {kDLBool, 8, 1}.
+ *
+ * Deleters and the context: clbound contexts are not thread-safe; call an
+ * exported tensor's deleter from the thread that uses its context, or after the
+ * context is freed (then the deleter touches nothing of the context). */
+#ifndef CLB_INTEROP_H
+#define CLB_INTEROP_H
+
+#include "clbound/runtime.h"
+#include "clbound/third_party/dlpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- capabilities ----------------------------------------------------------- */
+
+/* Does this context's device run `op` on tensors of `dtype`? op is a name from
+ * clb_op_names(): "add", "sub", "mul", "div", "remainder", "maximum", "minimum",
+ * "neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "cast", "fill",
+ * "reshape", "sum", "mean", "max", "matmul", "linear", "linear_backward",
+ * "unary_backward", "softmax", "log_softmax", "softmax_backward", "loss",
+ * "sgd_step", "nonzero", "nonzero_static", "masked_select", "masked_scatter".
+ * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
+ * the source's.
+ * Returns CLB_OK; CLB_ERR_DTYPE when the op never takes the dtype (the message
+ * says what it takes); CLB_ERR_UNSUPPORTED when this device lacks it (f64
+ * without cl_khr_fp64); CLB_ERR_INVALID_ARG for an unknown name. No device work. */
+CLB_API clb_status clb_op_supported(clb_context_t ctx, const char *op, clb_dtype dtype);
+
+/* The op names clb_op_supported knows, NULL-terminated; *count (may be NULL)
+ * gets how many. Static storage. */
+CLB_API const char *const *clb_op_names(size_t *count);
+
+/* ---- DLPack ------------------------------------------------------------------ */
+
+/* The DLPack dtype of a clbound dtype; CLB_ERR_DTYPE for an unknown one. */
+CLB_API clb_status clb_dlpack_dtype(clb_dtype dtype, DLDataType *out);
+/* The clbound dtype of a DLPack dtype (lanes must be 1); CLB_ERR_DTYPE otherwise. */
+CLB_API clb_status clb_dtype_from_dlpack(DLDataType dt, clb_dtype *out);
+
+/* Host export: copies t's actual contents to host memory (a counted host sync)
+ * and returns them as a kDLCPU tensor that owns its memory: data aligned to 256
+ * bytes (NULL when empty), flags DLPACK_FLAG_BITMASK_IS_COPIED. The caller calls
+ * (*out)->deleter(*out) when done; the tensor and the context may be freed before. */
+CLB_API clb_status clb_tensor_to_dlpack(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out);
+/* The same as a legacy DLManagedTensor. */
+CLB_API clb_status clb_tensor_to_dlpack_legacy(clb_context_t ctx, clb_tensor_t t, DLManagedTensor **out);
+
+/* Device export, no copy: a kDLOpenCL tensor (device_id 0: the context's one
+ * device) whose `data` is t's cl_mem data buffer, cast to void* (byte_offset 0),
+ * at t's actual sizes (one counted host sync reads them). The buffer is retained
+ * and kept out of clbound's memory pool until the deleter runs, so freeing t or
+ * the context does not hand it to another tensor. The export is a snapshot of
+ * the sizes: resizing t later does not change it. Writes through the handle must
+ * be ordered with clbound's queue (clb_context_cl_queue) by the caller. */
+CLB_API clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out);
+
+/* Host import: a new clbound tensor holding a copy of src (kDLCPU or
+ * kDLCUDAHost memory; any strides, including 0 and negative ones; byte_offset
+ * honoured). bounds (may be NULL: src's shape) gives each dim's bound, which must
+ * be at least src's size there; dynamic (may be NULL: none) flags the dims that
+ * may vary later. src must have version.major == DLPACK_MAJOR_VERSION.
+ * Ownership: clbound always consumes src. It calls src->deleter (when not NULL)
+ * before returning, on success and on failure alike, as DLPack asks of a consumer. */
+CLB_API clb_status clb_tensor_from_dlpack(clb_context_t ctx, struct DLManagedTensorVersioned *src, const int64_t *bounds,
+                                          const uint8_t *dynamic, clb_tensor_t *out);
+/* The same for a legacy DLManagedTensor. */
+CLB_API clb_status clb_tensor_from_dlpack_legacy(clb_context_t ctx, DLManagedTensor *src, const int64_t *bounds,
+                                                 const uint8_t *dynamic, clb_tensor_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLB_INTEROP_H */
