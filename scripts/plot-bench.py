@@ -64,7 +64,10 @@ def plot_ops(rows, out_dir, work):
         return None
     big = max(r["n"] for r in rows)
     rows = [r for r in rows if r["n"] == big]
-    ops = sorted({r["op"] for r in rows})
+    # nonzero runs on bool and on f32 input: one bar each
+    def label(r):
+        return "%s (%s)" % (r["op"], r["dtype"]) if r["op"] == "nonzero" else r["op"]
+    ops = sorted({label(r) for r in rows})
     dens = sorted({r["density"] for r in rows})
     dat = os.path.join(work, "ops.dat")
     with open(dat, "w") as f:
@@ -72,7 +75,7 @@ def plot_ops(rows, out_dir, work):
         for d in dens:
             vals = []
             for op in ops:
-                v = [r["fraction_of_copy"] for r in rows if r["op"] == op and r["density"] == d]
+                v = [r["fraction_of_copy"] for r in rows if label(r) == op and r["density"] == d]
                 vals.append("%.4f" % v[0] if v else "NaN")
             f.write("%g %s\n" % (d, " ".join(vals)))
     out = os.path.join(out_dir, "ops-fraction.svg")
