@@ -6,10 +6,12 @@ usage: plot-bench.py BENCH_DIR OUT_DIR
   BENCH_DIR/steps.jsonl -> OUT_DIR/steps.svg: wide-mlp step time against the
                            actual batch size, per policy
   BENCH_DIR/ops.jsonl   -> OUT_DIR/ops-fraction.svg: fraction of the copy
-                           kernel's bandwidth per op and density
+                           kernel's bandwidth per op and density (the median
+                           when several runs are appended)
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -76,7 +78,8 @@ def plot_ops(rows, out_dir, work):
             vals = []
             for op in ops:
                 v = [r["fraction_of_copy"] for r in rows if label(r) == op and r["density"] == d]
-                vals.append("%.4f" % v[0] if v else "NaN")
+                # several runs appended to one file: their median
+                vals.append("%.4f" % statistics.median(v) if v else "NaN")
             f.write("%g %s\n" % (d, " ".join(vals)))
     out = os.path.join(out_dir, "ops-fraction.svg")
     cols = ", ".join(f"'' using {i + 2}:xtic(1) title '{op}'" if i else f"'{dat}' using {i + 2}:xtic(1) title '{op}'"
@@ -84,14 +87,15 @@ def plot_ops(rows, out_dir, work):
     gnuplot(f"""
 set terminal svg size 720,420 dynamic font 'sans,12'
 set output '{out}'
-set title 'data-dependent ops at n = {big}: fraction of a copy kernel over the same bytes'
+set termoption noenhanced
+set title 'n = {big}: fraction of a copy kernel over the same bytes (median)'
 set xlabel 'density of the mask (fraction of true / nonzero)'
 set ylabel 'fraction of copy bandwidth'
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set yrange [0:*]
-set key top right
+set yrange [0:1.2]
+set key top center horizontal
 set grid ytics
 plot {cols}
 """)
