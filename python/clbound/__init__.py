@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-__all__ = ["Context", "Tensor", "ClboundError", "library_path"]
+__all__ = ["Context", "Tensor", "Graph", "ClboundError", "library_path"]
 
 _DTYPES = {
     np.dtype(np.float32): 0,
@@ -33,6 +33,7 @@ _NUMPY = {v: k for k, v in _DTYPES.items()}
 _UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy": 6}
 _BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
 _REDUCE = {"sum": 0, "mean": 1, "max": 2}
+_LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
 _MAX_RANK = 8
 
 
@@ -96,6 +97,16 @@ _fill = _fn("clb_fill", ctypes.c_int, _p, _p, ctypes.c_double)
 _reduce_all = _fn("clb_reduce_all", ctypes.c_int, _p, ctypes.c_int, _p, ctypes.POINTER(_p))
 _reduce_dim = _fn("clb_reduce_dim", ctypes.c_int, _p, ctypes.c_int, _p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(_p))
 _reshape = _fn("clb_reshape", ctypes.c_int, _p, _p, ctypes.c_int, _i64p, ctypes.POINTER(_p))
+_nonzero = _fn("clb_nonzero", ctypes.c_int, _p, _p, ctypes.POINTER(_p))
+_nonzero_static = _fn("clb_nonzero_static", ctypes.c_int, _p, _p, ctypes.c_int64, ctypes.c_int64,
+                      ctypes.POINTER(_p), ctypes.POINTER(_p))
+_masked_select = _fn("clb_masked_select", ctypes.c_int, _p, _p, _p, ctypes.POINTER(_p))
+_masked_scatter = _fn("clb_masked_scatter", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
+_matmul = _fn("clb_matmul", ctypes.c_int, _p, _p, ctypes.c_int, _p, ctypes.c_int, ctypes.POINTER(_p))
+_linear = _fn("clb_linear", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
+_softmax = _fn("clb_softmax", ctypes.c_int, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
+_loss = _fn("clb_loss", ctypes.c_int, _p, ctypes.c_int, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p))
+_op_supported = _fn("clb_op_supported", ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_int)
 
 
 def _dims(values):
@@ -128,8 +139,10 @@ class Context:
         self._tensors = []
 
     def close(self):
-        """Frees the context and every tensor on it."""
+        """Frees the context, its graphs and every tensor on it."""
         if self._h:
+            for g in list(getattr(self, "_graphs", [])):
+                g.close()
             for t in self._tensors:
                 t._h = None
             _ctx_free(self._h)
@@ -215,6 +228,55 @@ class Context:
     def relu(self, a):
         return self.unary("relu", a)
 
+    # ---- data-dependent ops: the count stays on the device ----
+
+    def nonzero(self, a):
+        """int64 [count, rank] indices of a's nonzero elements, like torch.nonzero."""
+        return self._out(lambda o: _nonzero(self._h, a._h, o))
+
+    def nonzero_static(self, a, size, fill_value=-1):
+        """(indices [size, rank] padded with fill_value, the true count as a 0-d int64
+        tensor), like torch.nonzero_static."""
+        out, count = _p(), _p()
+        self._check(_nonzero_static(self._h, a._h, int(size), int(fill_value), ctypes.byref(out),
+                                    ctypes.byref(count)))
+        return self._wrap(out), self._wrap(count)
+
+    def masked_select(self, x, mask):
+        """1-D: the elements of x where the bool mask (broadcast with x) is true."""
+        return self._out(lambda o: _masked_select(self._h, x._h, mask._h, o))
+
+    def masked_scatter(self, x, mask, source):
+        """A copy of x whose positions under mask take consecutive elements of source."""
+        return self._out(lambda o: _masked_scatter(self._h, x._h, mask._h, source._h, o))
+
+    # ---- MLP ops ----
+
+    def matmul(self, a, b, trans_a=False, trans_b=False):
+        return self._out(lambda o: _matmul(self._h, a._h, int(bool(trans_a)), b._h, int(bool(trans_b)), o))
+
+    def linear(self, x, w, bias=None):
+        """x @ w.T + bias."""
+        return self._out(lambda o: _linear(self._h, x._h, w._h, bias._h if bias is not None else None, o))
+
+    def softmax(self, x):
+        return self._out(lambda o: _softmax(self._h, x._h, 0, o))
+
+    def log_softmax(self, x):
+        return self._out(lambda o: _softmax(self._h, x._h, 1, o))
+
+    def loss(self, kind, pred, target):
+        """(the mean loss over the actual elements as a 0-d tensor, d loss / d pred).
+        kind: mse, bce, bce_with_logits, cross_entropy."""
+        loss, grad = _p(), _p()
+        self._check(_loss(self._h, _LOSS[kind], pred._h, target._h, ctypes.byref(loss), ctypes.byref(grad)))
+        return self._wrap(loss), self._wrap(grad)
+
+    def supports(self, op, dtype):
+        """Whether this device runs `op` on `dtype` (clb_op_supported); no device work."""
+        dt = _DTYPES.get(np.dtype(dtype))
+        return dt is not None and _op_supported(self._h, op.encode(), dt) == 0
+
 
 for _name in _BINARY:
     setattr(Context, _name, (lambda op: lambda self, a, b: self.binary(op, a, b))(_name))
@@ -273,3 +335,6 @@ class Tensor:
         self.ctx._check(_t_read(self.ctx._h, self._h, dims, buf.ctypes.data_as(_p), buf.nbytes, ctypes.byref(got)))
         shape = tuple(dims[: self.rank])
         return buf[: int(np.prod(shape)) if self.rank else 1].reshape(shape).copy()
+
+
+from .graph import Graph  # noqa: E402  (graph.py imports this module's names)

@@ -88,9 +88,13 @@ class Graph:
         graphs.append(self)
 
     def close(self):
+        """Frees the graph (its plans and tensors); the context stays."""
         if self._h:
             _g_free(self._h)
             self._h = None
+        graphs = getattr(self.ctx, "_graphs", [])
+        if self in graphs:
+            graphs.remove(self)
 
     def __enter__(self):
         return self
