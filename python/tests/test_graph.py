@@ -89,3 +89,15 @@ def test_bad_feed(ctx):
         g.feed(x, np.zeros((5, 2), np.float32))
     assert e.value.status == "ERR_OUT_OF_BOUNDS"
     g.close()
+
+
+def test_demo_matches_its_float64_reference(capsys):
+    """python -m clbound.demo under the dynamic policy: one plan, no graph host
+    sync, every loss within 1e-4 of the float64 numpy training (its exit status)."""
+    from clbound import demo
+    assert demo.main(["--iterations", "20", "--policy", "dynamic"]) == 0
+    r = demo.train("dynamic", 20)
+    assert r["plans_compiled"] == 1 and r["host_syncs"] == 0
+    ref = demo.reference(20)
+    assert max(abs(a - b) for a, b in zip(r["losses"], ref)) <= 1e-4
+    assert "dynamic" in capsys.readouterr().out
