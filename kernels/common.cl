@@ -49,3 +49,84 @@ inline long clb_numel(__global const long *shape, int rank) {
   for (long i = clb_s_ + (long)get_local_id(0); i < clb_e_; i += (long)get_local_size(0))
 
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
+
+#if defined(SEL_NONZERO) || defined(SEL_SELECT) || defined(SEL_SCATTER)
+/* Shared by kernels/select-cpu.cl and kernels/select-gpu.cl. */
+#define SEL_CAT_(a, b) a##b
+#define SEL_CAT(a, b) SEL_CAT_(a, b)
+
+/* ---- the data-dependent ops' iteration shape and chunks ---------------------- */
+
+/* The iteration shape's actual sizes od[] and each operand's element strides
+ * (0 where it broadcasts) from the shape records; returns the element count.
+ * bmx / bmm: bit d set when x / mask broadcasts at dim d. A dim where neither
+ * broadcasts must have equal sizes: *bad_x / *bad_m get a mismatching pair
+ * (else -1), and the smaller size is used (x's size for masked_scatter, whose
+ * output has x's shape) so every index stays inside both bounds. */
+inline long sel_shape(__global const long *sx, int rx, __global const long *sm, int rm, int rank,
+                      uint bmx, uint bmm, long *od, long *stx, long *stm, long *bad_x, long *bad_m) {
+  long n = 1, ax = 1, am = 1;
+  *bad_x = -1;
+  *bad_m = -1;
+  for (int d = rank - 1; d >= 0; d--) {
+    long dx = d >= rank - rx ? sx[d - (rank - rx)] : 1;
+    long dm = d >= rank - rm ? sm[d - (rank - rm)] : 1;
+    long o;
+    if ((bmx >> d) & 1u) {
+      o = dm;
+    } else if ((bmm >> d) & 1u) {
+      o = dx;
+    } else {
+#ifdef SEL_SCATTER
+      o = dx;
+#else
+      o = min(dx, dm);
+#endif
+      if (dx != dm) {
+        *bad_x = dx;
+        *bad_m = dm;
+      }
+    }
+    od[d] = o;
+    n *= o;
+    stx[d] = ((bmx >> d) & 1u) ? 0 : ax;
+    stm[d] = ((bmm >> d) & 1u) ? 0 : am;
+    ax *= dx;
+    am *= dm;
+  }
+  return n;
+}
+
+/* Element offsets in x and in the mask of iteration index i (broadcasting). */
+inline void sel_split(long i, int rank, const long *od, const long *stx, const long *stm, long *ix, long *im) {
+  long a = 0, b = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    long c = i % od[d];
+    i /= od[d];
+    a += c * stx[d];
+    b += c * stm[d];
+  }
+  *ix = a;
+  *im = b;
+}
+
+#define SEL_SHAPE_ARGS                                                                   \
+  __global const long *sx, int rx, __global const long *sm, int rm, int rank, uint bmx, uint bmm
+#define SEL_SHAPE_LOCALS                                                                 \
+  long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
+  long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
+
+/* Chunk [*s, *e) of group g of ng over n elements, a multiple of LOCAL elements
+ * for the GPU-style kernels (built with -D LOCAL) and of 64 for the CPU style. */
+#ifdef LOCAL
+#define SEL_CHUNK_ALIGN LOCAL
+#else
+#define SEL_CHUNK_ALIGN 64
+#endif
+inline void sel_chunk(long n, long g, long ng, long *s, long *e) {
+  long c = (n + ng - 1) / ng;
+  c = (c + SEL_CHUNK_ALIGN - 1) / SEL_CHUNK_ALIGN * SEL_CHUNK_ALIGN;
+  *s = min(g * c, n);
+  *e = min(*s + c, n);
+}
+#endif

@@ -12,91 +12,18 @@
  *   sel_write  (G groups): compacts chunk g to its offset, never past `obound`
  *                          results and never reading past the source.
  * Chunks are computed from the actual element count and the number of groups,
- * with starts at multiples of SEL_ALIGN elements, identically in every kernel.
+ * with starts at multiples of 64 elements, identically in every kernel (sel_chunk
+ * and the iteration shape, sel_shape, live in common.cl, shared with select-gpu.cl).
  *
- * Built with one of SEL_NONZERO, SEL_SELECT, SEL_SCATTER (or SEL_COPY for the
- * benchmark's copy kernel); TX, an unsigned type of x's element size (values are
+ * Built with one of SEL_NONZERO, SEL_SELECT, SEL_SCATTER; TX, an unsigned type of x's element size (values are
  * only moved); TM, the flag type (TX for nonzero, uchar for a bool mask); RANK,
  * x's rank for nonzero when it is 1 or 2 (0: the rank argument). A flag is true
  * when (value & fmask) != 0: fmask clears a float's sign bit, so -0.0 is zero
  * and NaN is not. bcast (some operand broadcasts: indices go through strides)
  * and nz_static (nonzero_static) are arguments, so few programs are built. */
 
-#define SEL_ALIGN 64
 #define SEL_BLOCK 32
-#define SEL_CAT_(a, b) a##b
-#define SEL_CAT(a, b) SEL_CAT_(a, b)
 
-/* ---- shape of the iteration (kept identical in select-gpu.cl) ------------- */
-
-/* The iteration shape's actual sizes od[] and each operand's element strides
- * (0 where it broadcasts) from the shape records; returns the element count.
- * bmx / bmm: bit d set when x / mask broadcasts at dim d. A dim where neither
- * broadcasts must have equal sizes: *bad_x / *bad_m get a mismatching pair
- * (else -1), and the smaller size is used (x's size for masked_scatter, whose
- * output has x's shape) so every index stays inside both bounds. */
-inline long sel_shape(__global const long *sx, int rx, __global const long *sm, int rm, int rank,
-                      uint bmx, uint bmm, long *od, long *stx, long *stm, long *bad_x, long *bad_m) {
-  long n = 1, ax = 1, am = 1;
-  *bad_x = -1;
-  *bad_m = -1;
-  for (int d = rank - 1; d >= 0; d--) {
-    long dx = d >= rank - rx ? sx[d - (rank - rx)] : 1;
-    long dm = d >= rank - rm ? sm[d - (rank - rm)] : 1;
-    long o;
-    if ((bmx >> d) & 1u) {
-      o = dm;
-    } else if ((bmm >> d) & 1u) {
-      o = dx;
-    } else {
-#ifdef SEL_SCATTER
-      o = dx;
-#else
-      o = min(dx, dm);
-#endif
-      if (dx != dm) {
-        *bad_x = dx;
-        *bad_m = dm;
-      }
-    }
-    od[d] = o;
-    n *= o;
-    stx[d] = ((bmx >> d) & 1u) ? 0 : ax;
-    stm[d] = ((bmm >> d) & 1u) ? 0 : am;
-    ax *= dx;
-    am *= dm;
-  }
-  return n;
-}
-
-/* Element offsets in x and in the mask of iteration index i (broadcasting). */
-inline void sel_split(long i, int rank, const long *od, const long *stx, const long *stm, long *ix, long *im) {
-  long a = 0, b = 0;
-  for (int d = rank - 1; d >= 0; d--) {
-    long c = i % od[d];
-    i /= od[d];
-    a += c * stx[d];
-    b += c * stm[d];
-  }
-  *ix = a;
-  *im = b;
-}
-
-#define SEL_SHAPE_ARGS                                                                   \
-  __global const long *sx, int rx, __global const long *sm, int rm, int rank, uint bmx, uint bmm
-#define SEL_SHAPE_LOCALS                                                                 \
-  long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
-  long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
-
-/* Chunk [*s, *e) of group g of ng over n elements. */
-inline void sel_chunk(long n, long g, long ng, long *s, long *e) {
-  long c = (n + ng - 1) / ng;
-  c = (c + SEL_ALIGN - 1) / SEL_ALIGN * SEL_ALIGN;
-  *s = min(g * c, n);
-  *e = min(*s + c, n);
-}
-
-#ifndef SEL_COPY
 #define TM16 SEL_CAT(TM, 16)
 #define TX16 SEL_CAT(TX, 16)
 
@@ -534,17 +461,5 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
     out[i] = (f && k < nsrc) ? src[k] : x[i];
     k += f;
   }
-}
-#endif
-#endif /* !SEL_COPY */
-
-#ifdef SEL_COPY
-/* The benchmark's reference: a chunked copy of n uints, 16 at a time. */
-__kernel void sel_copy(__global const uint *a, __global uint *b, long n) {
-  long s, e;
-  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
-  long i = s;
-  for (; i + 16 <= e; i += 16) vstore16(vload16(0, a + i), 0, b + i);
-  for (; i < e; i++) b[i] = a[i];
 }
 #endif

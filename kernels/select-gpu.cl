@@ -4,81 +4,9 @@
  *
  * The contract is select-cpu.cl's (kernels sel_count, sel_finish, sel_write over
  * the same scratch layout; runtime/ops-select.c launches either family), with
- * chunks that are multiples of LOCAL instead of SEL_ALIGN. Built with the same
+ * chunks that are multiples of LOCAL instead of 64. Built with the same
  * defines (RANK is unused: nonzero takes the rank argument), plus LOCAL, the
  * fixed work-group size (a power of two). */
-
-#define SEL_CAT_(a, b) a##b
-#define SEL_CAT(a, b) SEL_CAT_(a, b)
-
-/* ---- shape of the iteration (kept identical in select-cpu.cl) ------------- */
-
-/* The iteration shape's actual sizes od[] and each operand's element strides
- * (0 where it broadcasts) from the shape records; returns the element count.
- * bmx / bmm: bit d set when x / mask broadcasts at dim d. A dim where neither
- * broadcasts must have equal sizes: *bad_x / *bad_m get a mismatching pair
- * (else -1), and the smaller size is used (x's size for masked_scatter, whose
- * output has x's shape) so every index stays inside both bounds. */
-inline long sel_shape(__global const long *sx, int rx, __global const long *sm, int rm, int rank,
-                      uint bmx, uint bmm, long *od, long *stx, long *stm, long *bad_x, long *bad_m) {
-  long n = 1, ax = 1, am = 1;
-  *bad_x = -1;
-  *bad_m = -1;
-  for (int d = rank - 1; d >= 0; d--) {
-    long dx = d >= rank - rx ? sx[d - (rank - rx)] : 1;
-    long dm = d >= rank - rm ? sm[d - (rank - rm)] : 1;
-    long o;
-    if ((bmx >> d) & 1u) {
-      o = dm;
-    } else if ((bmm >> d) & 1u) {
-      o = dx;
-    } else {
-#ifdef SEL_SCATTER
-      o = dx;
-#else
-      o = min(dx, dm);
-#endif
-      if (dx != dm) {
-        *bad_x = dx;
-        *bad_m = dm;
-      }
-    }
-    od[d] = o;
-    n *= o;
-    stx[d] = ((bmx >> d) & 1u) ? 0 : ax;
-    stm[d] = ((bmm >> d) & 1u) ? 0 : am;
-    ax *= dx;
-    am *= dm;
-  }
-  return n;
-}
-
-/* Element offsets in x and in the mask of iteration index i (broadcasting). */
-inline void sel_split(long i, int rank, const long *od, const long *stx, const long *stm, long *ix, long *im) {
-  long a = 0, b = 0;
-  for (int d = rank - 1; d >= 0; d--) {
-    long c = i % od[d];
-    i /= od[d];
-    a += c * stx[d];
-    b += c * stm[d];
-  }
-  *ix = a;
-  *im = b;
-}
-
-#define SEL_SHAPE_ARGS                                                                   \
-  __global const long *sx, int rx, __global const long *sm, int rm, int rank, uint bmx, uint bmm
-#define SEL_SHAPE_LOCALS                                                                 \
-  long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
-  long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
-
-/* Chunk [*s, *e) of group g of ng over n elements: a multiple of LOCAL. */
-inline void sel_chunk(long n, long g, long ng, long *s, long *e) {
-  long c = (n + ng - 1) / ng;
-  c = (c + LOCAL - 1) / LOCAL * LOCAL;
-  *s = min(g * c, n);
-  *e = min(*s + c, n);
-}
 
 /* Inclusive scan of v over the work-group (Hillis-Steele in local memory);
  * *total gets the work-group's sum. Every work-item must call it. */
@@ -98,14 +26,6 @@ inline long sel_scan(__local long *buf, long v, long *total) {
   return r;
 }
 
-#ifdef SEL_COPY
-/* The benchmark's reference: a grid-stride copy of n uints, 4 per work-item. */
-__kernel void sel_copy(__global const uint *a, __global uint *b, long n) {
-  long n4 = n / 4, stride = (long)get_global_size(0);
-  for (long i = (long)get_global_id(0); i < n4; i += stride) vstore4(vload4(i, a), i, b);
-  for (long i = n4 * 4 + (long)get_global_id(0); i < n; i += stride) b[i] = a[i];
-}
-#else
 
 /* Flag of iteration index i; x's element offset goes to *ix. */
 inline int sel_flag(__global const TM *m, TM fm, int bcast, long i, int rank, const long *od, const long *stx,
@@ -222,4 +142,3 @@ __kernel void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_AR
   }
 #endif
 }
-#endif /* !SEL_COPY */

@@ -9,8 +9,8 @@
 /* CPU style: one work-item (local size 1) per chunk; at most this many chunks
  * per compute unit, so two cores stay balanced when chunks differ in density. */
 #define CLB_SEL_CPU_CHUNKS_PER_CU 32
-/* CPU style: no fewer elements per chunk than this (a multiple of SEL_ALIGN in
- * kernels/select-cpu.cl), so a small tensor runs as a few chunks. */
+/* CPU style: no fewer elements per chunk than this (a multiple of SEL_CHUNK_ALIGN in
+ * kernels/common.cl), so a small tensor runs as a few chunks. */
 #define CLB_SEL_CPU_CHUNK_MIN 1024
 
 typedef enum clb_sel_kind {
