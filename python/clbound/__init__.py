@@ -107,6 +107,9 @@ _linear = _fn("clb_linear", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
 _softmax = _fn("clb_softmax", ctypes.c_int, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
 _loss = _fn("clb_loss", ctypes.c_int, _p, ctypes.c_int, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p))
 _op_supported = _fn("clb_op_supported", ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_int)
+_to_dlpack_legacy = _fn("clb_tensor_to_dlpack_legacy", ctypes.c_int, _p, _p, ctypes.POINTER(_p))
+_from_dlpack_legacy = _fn("clb_tensor_from_dlpack_legacy", ctypes.c_int, _p, _p, _i64p,
+                          ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(_p))
 
 
 def _dims(values):
@@ -272,6 +275,22 @@ class Context:
         self._check(_loss(self._h, _LOSS[kind], pred._h, target._h, ctypes.byref(loss), ctypes.byref(grad)))
         return self._wrap(loss), self._wrap(grad)
 
+    def from_dlpack(self, obj, bounds=None, dynamic=None):
+        """A tensor holding a copy of any host object that speaks DLPack (numpy
+        arrays, or torch / jax CPU tensors), with bounds (default: its shape)."""
+        from . import _dlpack
+        ptr = _dlpack.consume(obj)
+        rank = _dlpack.ndim(ptr)
+        for what, v in (("bounds", bounds), ("dynamic", dynamic)):
+            if v is not None and len(v) != rank:
+                _dlpack.release(ptr)
+                raise ValueError(f"{what} has {len(v)} dims; the DLPack tensor has {rank}")
+        b = _dims(bounds) if bounds is not None else None
+        dyn = (ctypes.c_uint8 * max(rank, 1))(*[1 if d else 0 for d in dynamic]) if dynamic is not None else None
+        h = _p()
+        self._check(_from_dlpack_legacy(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
+        return self._wrap(h)
+
     def supports(self, op, dtype):
         """Whether this device runs `op` on `dtype` (clb_op_supported); no device work."""
         dt = _DTYPES.get(np.dtype(dtype))
@@ -325,6 +344,17 @@ class Tensor:
         arr = (ctypes.c_int64 * max(r, 1))()
         self.ctx._check(_t_sizes(self.ctx._h, self._h, arr))
         return tuple(arr[:r])
+
+    def __dlpack__(self, stream=None, **kwargs):
+        """A DLPack capsule of a host copy at the actual sizes (a host sync), so
+        numpy.from_dlpack(t) and other DLPack consumers take clbound tensors."""
+        from . import _dlpack
+        ptr = _p()
+        self.ctx._check(_to_dlpack_legacy(self.ctx._h, self._h, ctypes.byref(ptr)))
+        return _dlpack.capsule_from_managed(ptr)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU: __dlpack__ hands out a host copy
 
     def numpy(self):
         """The live part as a numpy array (a host sync)."""
