@@ -114,6 +114,13 @@ inline uint sel_bits32(__global const TM *p, TM fm) {
   return sel_bits8(p, fm) | sel_bits8(p + 8, fm) << 8 | sel_bits8(p + 16, fm) << 16 | sel_bits8(p + 24, fm) << 24;
 }
 
+/* 8 lanes of 4 bytes permuted by a variable index vector: one vpermd where the
+ * compiler targets AVX2 (PoCL on x86 does, and is clang), which OpenCL's shuffle()
+ * does not become there; elsewhere the kernels store lane by lane instead. */
+#if TX_BYTES == 4 && defined(__AVX2__) && defined(__clang__)
+#define SEL_PERMUTE8(v, idx) as_uint8(__builtin_ia32_permvarsi256(as_int8(v), convert_int8(idx)))
+#endif
+
 /* Left-packing and its inverse by table, 8 lanes at a time: sel_pack8[b] lists
  * the set bits of b in order (the lanes a select keeps), sel_expand8[b][j] the
  * number of set bits below j (the source element lane j takes in a scatter). */
@@ -384,8 +391,23 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
          * the kept ones are rewritten by the next group */
         for (int b = 0; b < SEL_BLOCK; b += 8) {
           uint bits = (word >> b) & 0xffu;
-          TX8 kept = shuffle(vload8(0, v + b), SEL_CONVERT_TX8(vload8(bits, &sel_pack8[0][0])));
-          vstore8(kept, 0, out + k);
+          TX8 v8 = vload8(0, v + b);
+#ifdef SEL_PERMUTE8
+          vstore8(SEL_PERMUTE8(v8, vload8(bits, &sel_pack8[0][0])), 0, out + k);
+#else
+          /* lane j stores at its rank among the kept lanes; a dropped lane's store
+           * is overwritten by the next kept lane's (or the next group's first) */
+          uchar8 e8 = vload8(bits, &sel_expand8[0][0]);
+          __global TX *o = out + k;
+          o[e8.s0] = v8.s0;
+          o[e8.s1] = v8.s1;
+          o[e8.s2] = v8.s2;
+          o[e8.s3] = v8.s3;
+          o[e8.s4] = v8.s4;
+          o[e8.s5] = v8.s5;
+          o[e8.s6] = v8.s6;
+          o[e8.s7] = v8.s7;
+#endif
           k += popcount(bits);
         }
       }
@@ -441,7 +463,11 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
         /* the next 32 source elements exist: expand them 8 lanes at a time */
         for (int b = 0; b < SEL_BLOCK; b += 8) {
           uint bits = (word >> b) & 0xffu;
+#ifdef SEL_PERMUTE8
+          TX8 s8 = SEL_PERMUTE8(vload8(0, src + k), vload8(bits, &sel_expand8[0][0]));
+#else
           TX8 s8 = shuffle(vload8(0, src + k), SEL_CONVERT_TX8(vload8(bits, &sel_expand8[0][0])));
+#endif
           TX8 keep = SEL_CONVERT_TX8(convert_uchar8((vload8(0, q + b) & (TM8)fm) != (TM8)0));
           vstore8(bitselect(vload8(0, v + b), s8, (TX8)0 - (keep & (TX8)1)), 0, o + b);
           k += popcount(bits);

@@ -49,7 +49,8 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   /* the CPU family's nonzero is specialized for ranks 1 and 2, its common cases */
   int crank = !gpu && nonzero && (x->rank == 1 || x->rank == 2) ? x->rank : 0;
   char opts[320];
-  snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D RANK=%d", kind_macros[p->kind], tx, tm, crank);
+  snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D TX_BYTES=%zu -D RANK=%d", kind_macros[p->kind], tx, tm,
+           clb_dtype_size(x->dtype), crank);
   if (gpu) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -D LOCAL=%zu", ctx->local_size);
   cl_kernel kc, kf, kw;
   clb_status st;
