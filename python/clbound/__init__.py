@@ -16,6 +16,7 @@ in a build tree, then the system's loader.
 import ctypes
 import ctypes.util
 import os
+import weakref
 
 import numpy as np
 
@@ -34,6 +35,7 @@ _UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "cop
 _BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
 _REDUCE = {"sum": 0, "mean": 1, "max": 2}
 _LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
+_GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3}
 _MAX_RANK = 8
 
 
@@ -104,7 +106,13 @@ _masked_select = _fn("clb_masked_select", ctypes.c_int, _p, _p, _p, ctypes.POINT
 _masked_scatter = _fn("clb_masked_scatter", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
 _matmul = _fn("clb_matmul", ctypes.c_int, _p, _p, ctypes.c_int, _p, ctypes.c_int, ctypes.POINTER(_p))
 _linear = _fn("clb_linear", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
+_linear_bw = _fn("clb_linear_backward", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p),
+                 ctypes.POINTER(_p))
+_set_gemm = _fn("clb_context_set_gemm_strategy", ctypes.c_int, _p, ctypes.c_int)
 _softmax = _fn("clb_softmax", ctypes.c_int, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
+_softmax_bw = _fn("clb_softmax_backward", ctypes.c_int, _p, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
+_unary_bw = _fn("clb_unary_backward", ctypes.c_int, _p, ctypes.c_int, _p, _p, _p, ctypes.POINTER(_p))
+_sgd_step = _fn("clb_sgd_step", ctypes.c_int, _p, _p, _p, _p, ctypes.c_double, ctypes.c_double)
 _loss = _fn("clb_loss", ctypes.c_int, _p, ctypes.c_int, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p))
 _op_supported = _fn("clb_op_supported", ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_int)
 _to_dlpack_legacy = _fn("clb_tensor_to_dlpack_legacy", ctypes.c_int, _p, _p, ctypes.POINTER(_p))
@@ -139,15 +147,17 @@ class Context:
         st = _ctx_new(opts, ctypes.byref(self._h))
         if st != 0:
             raise ClboundError(_status_name(st).decode(), _last_errmsg().decode())
-        self._tensors = []
+        # the tensors this context created, weakly: a Tensor the caller drops frees
+        # its device buffers at once (back to the pool), not at close()
+        self._tensors = weakref.WeakSet()
 
     def close(self):
         """Frees the context, its graphs and every tensor on it."""
         if self._h:
             for g in list(getattr(self, "_graphs", [])):
                 g.close()
-            for t in self._tensors:
-                t._h = None
+            for t in list(self._tensors):
+                t._h = None  # freed with the context below
             _ctx_free(self._h)
             self._h = None
 
@@ -165,8 +175,8 @@ class Context:
             raise ClboundError(_status_name(st).decode(), _ctx_errmsg(self._h).decode())
 
     def _wrap(self, handle):
-        t = Tensor(self, handle)
-        self._tensors.append(t)
+        t = Tensor(self, handle, owned=True)
+        self._tensors.add(t)
         return t
 
     def tensor(self, dtype, bounds, dynamic=None):
@@ -262,11 +272,45 @@ class Context:
         """x @ w.T + bias."""
         return self._out(lambda o: _linear(self._h, x._h, w._h, bias._h if bias is not None else None, o))
 
+    def linear_backward(self, x, w, dy, need=("dx", "dw", "dbias")):
+        """(dx, dw, dbias) of linear(x, w, bias) given dy: dx = dy @ w, dw = dy.T @ x,
+        dbias = dy summed over its actual rows. A gradient not named in `need` is None."""
+        hs = {k: _p() for k in ("dx", "dw", "dbias")}
+        for k in need:
+            if k not in hs:
+                raise ValueError(f"{k!r} is not one of dx, dw, dbias")
+        ptr = {k: (ctypes.byref(hs[k]) if k in need else None) for k in hs}
+        self._check(_linear_bw(self._h, x._h, w._h, dy._h, ptr["dx"], ptr["dw"], ptr["dbias"]))
+        return tuple(self._wrap(hs[k]) if k in need else None for k in ("dx", "dw", "dbias"))
+
+    def set_gemm_strategy(self, strategy):
+        """How matmuls with device-only sizes run: auto, clblast_bound, sync_exact, device."""
+        if strategy not in _GEMM:
+            raise ValueError(f"gemm strategy {strategy!r} is not one of {sorted(_GEMM)}")
+        self._check(_set_gemm(self._h, _GEMM[strategy]))
+
     def softmax(self, x):
+        """Softmax over the last dim, at the actual sizes."""
         return self._out(lambda o: _softmax(self._h, x._h, 0, o))
 
     def log_softmax(self, x):
         return self._out(lambda o: _softmax(self._h, x._h, 1, o))
+
+    def softmax_backward(self, y, dy, log=False):
+        """dx of softmax (log_softmax when `log`) from its output y and dy."""
+        return self._out(lambda o: _softmax_bw(self._h, y._h, dy._h, int(bool(log)), o))
+
+    def unary_backward(self, op, dy, x=None, y=None):
+        """dx = dy * op'(...): relu and log read the input x, sigmoid, tanh and exp the
+        output y; neg and copy read neither."""
+        return self._out(lambda o: _unary_bw(self._h, _UNARY[op], x._h if x is not None else None,
+                                             y._h if y is not None else None, dy._h, o))
+
+    def sgd_step(self, param, grad, lr, momentum=0.0, velocity=None):
+        """In place: velocity = momentum * velocity + grad (when given; zero it once),
+        param -= lr * (velocity if given else grad)."""
+        self._check(_sgd_step(self._h, param._h, grad._h, velocity._h if velocity is not None else None,
+                              float(lr), float(momentum)))
 
     def loss(self, kind, pred, target):
         """(the mean loss over the actual elements as a 0-d tensor, d loss / d pred).
@@ -306,30 +350,51 @@ for _name in _UNARY:
 
 class Tensor:
     """A bounded tensor on the device. Its actual sizes live on the device; reading
-    them (`sizes`, `numpy`) is a host sync."""
+    them (`sizes`, `numpy`) is a host sync. A tensor an op or `Context.tensor` made
+    is freed when the last Python reference to it goes (or by `free()`); one from
+    `Graph.tensor` is the graph's, borrowed until its next run."""
 
-    def __init__(self, ctx, handle):
+    def __init__(self, ctx, handle, owned=False):
         self.ctx = ctx
         self._h = handle
+        self._owned = owned
+
+    def free(self):
+        """Returns the device buffers now; the Tensor is unusable afterwards."""
+        if self._owned and self._h and self.ctx._h:
+            _t_free(self._h)
+        self._h = None
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+    def _live(self):
+        """The handle; a tensor whose context was closed was freed with it."""
+        if not self._h:
+            raise ClboundError("ERR_NULL", "the tensor was freed (Tensor.free, or Context.close for its context)")
+        return self._h
 
     @property
     def dtype(self):
-        return _NUMPY[_t_dtype(self._h)]
+        return _NUMPY[_t_dtype(self._live())]
 
     @property
     def rank(self):
-        return _t_rank(self._h)
+        return _t_rank(self._live())
 
     @property
     def bounds(self):
         r = self.rank
         arr = (ctypes.c_int64 * max(r, 1))()
-        _t_bounds(self._h, arr)
+        _t_bounds(self._live(), arr)
         return tuple(arr[:r])
 
     @property
     def dynamic(self):
-        return tuple(bool(_t_is_dyn(self._h, d)) for d in range(self.rank))
+        return tuple(bool(_t_is_dyn(self._live(), d)) for d in range(self.rank))
 
     def write(self, array):
         """Copies `array` in; its shape becomes the actual sizes (within the bounds)."""

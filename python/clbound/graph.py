@@ -82,6 +82,7 @@ class Graph:
         o.name = self._name
         self.ctx._check(_g_new(ctx._h, ctypes.byref(o), ctypes.byref(self._h)))
         self._inputs = {}
+        self._borrowed = []  # Tensors from tensor(): valid until the next run or close
         graphs = getattr(ctx, "_graphs", None)
         if graphs is None:
             graphs = ctx._graphs = []
@@ -89,12 +90,18 @@ class Graph:
 
     def close(self):
         """Frees the graph (its plans and tensors); the context stays."""
+        self._drop_borrowed()
         if self._h:
             _g_free(self._h)
             self._h = None
         graphs = getattr(self.ctx, "_graphs", [])
         if self in graphs:
             graphs.remove(self)
+
+    def _drop_borrowed(self):
+        for t in getattr(self, "_borrowed", ()):
+            t._h = None  # Tensor raises ClboundError rather than reading a stale handle
+        self._borrowed = []
 
     def __enter__(self):
         return self
@@ -169,14 +176,18 @@ class Graph:
         self.ctx._check(_g_feed(self._h, node, _dims(array.shape), array.ctypes.data_as(_p), array.nbytes))
 
     def run(self):
+        self._drop_borrowed()
         self.ctx._check(_g_run(self._h))
 
     def tensor(self, node):
-        """The node's output after the last run (borrowed: valid until the next run)."""
+        """The node's output after the last run (borrowed: valid until the next run or
+        close, after which the Tensor raises ClboundError; copy it out with numpy())."""
         h = _g_tensor(self._h, node)
         if not h:
             raise ClboundError("ERR_INVALID_ARG", f"node {node} has no tensor (not run yet?)")
-        return Tensor(self.ctx, _p(h))
+        t = Tensor(self.ctx, _p(h))
+        self._borrowed.append(t)
+        return t
 
     def value(self, node):
         """The node's output as a numpy array (a host sync)."""

@@ -78,3 +78,18 @@ def test_errors(ctx):
         ctx.from_dlpack(np.zeros((5, 2), np.float32), bounds=(8,))
     with pytest.raises(clbound.ClboundError, match="has no clbound dtype"):
         ctx.from_dlpack(np.zeros(3, np.float16))
+
+
+def test_dropped_tensors_return_their_memory():
+    """An eager loop does not grow: a Tensor the caller drops frees its buffers."""
+    with clbound.Context() as c:
+        x = c.from_numpy(np.ones((512, 512), np.float32))  # 1 MiB
+        for _ in range(3):
+            y = c.relu(c.mul(x, x))
+        held = c.metrics()["peak_device_bytes"]
+        for _ in range(200):
+            y = c.relu(c.mul(x, x))  # the previous y and every temporary go back to the pool
+        assert c.metrics()["peak_device_bytes"] == held
+        y.free()
+        with pytest.raises(clbound.ClboundError, match="freed"):
+            y.numpy()
