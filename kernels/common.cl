@@ -11,6 +11,7 @@
 #define CLB_STF_SHORT_SOURCE 4u
 #define CLB_STF_DIV_ZERO 8u
 #define CLB_STF_EMPTY_REDUCE 16u
+#define CLB_STF_INDEX_RANGE 32u
 
 /* Raises a sticky bit; the first raiser since the last host sync also records
  * its launch id and two values that describe what went wrong. */

@@ -96,7 +96,7 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
     T lse = mx + log(s);
     long cls = t[r];
     if (cls < 0 || cls >= c) {
-      clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, cls, c);
+      clb_raise(st, launch, CLB_STF_INDEX_RANGE, cls, c);
     } else {
       KAHAN_ADD(v, comp, lse - x[cls]);
     }

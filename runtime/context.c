@@ -184,6 +184,10 @@ static clb_status decode_status(clb_context_t ctx, const cl_int *w) {
     st = clb__set_error(ctx, CLB_ERR_BOUND_EXCEEDED, "%s: size %lld exceeds its bound %lld; the output holds the first %lld",
                         who, (long long)v1, (long long)v2, (long long)v2);
     break;
+  case CLB_STF_INDEX_RANGE:
+    st = clb__set_error(ctx, CLB_ERR_BOUND_EXCEEDED, "%s: index %lld is outside [0, %lld); its row adds nothing", who,
+                        (long long)v1, (long long)v2);
+    break;
   case CLB_STF_DEVICE_CHECK:
     st = clb__set_error(ctx, CLB_ERR_DEVICE_CHECK, "%s: deferred check failed on the device: sizes %lld and %lld must be equal",
                         who, (long long)v1, (long long)v2);

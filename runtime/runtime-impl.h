@@ -18,6 +18,7 @@
 #define CLB_STF_SHORT_SOURCE 4u
 #define CLB_STF_DIV_ZERO 8u
 #define CLB_STF_EMPTY_REDUCE 16u
+#define CLB_STF_INDEX_RANGE 32u
 /* Layout of the status buffer, in ints: flags, id of the first failing launch,
  * its bit, then two int64 values (as lo/hi pairs) describing what was wrong. */
 #define CLB_STATUS_INTS 8

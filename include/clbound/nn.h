@@ -89,7 +89,8 @@ typedef enum clb_loss_kind {
  * Elementwise kinds: target has pred's dtype and as many elements at the bounds,
  * matched in row-major order (a [<=B, 1] prediction against [<=B] labels).
  * Cross-entropy: pred [M, C], target [M] i64; a class outside [0, C) raises
- * CLB_ERR_BOUND_EXCEEDED at the next sync and its row adds nothing to the loss.
+ * CLB_ERR_BOUND_EXCEEDED at the next sync ("index 7 is outside [0, 5)") and its row
+ * adds nothing to the sum, which is still divided by all the actual rows.
  * Actual counts that differ are a deferred CLB_ERR_DEVICE_CHECK. No host sync. */
 CLB_API clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred,
                             clb_tensor_t target, clb_tensor_t *loss, clb_tensor_t *grad);

@@ -225,6 +225,9 @@ CLB_API clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank,
 /* Returns the tensor's buffers to the context's pool. NULL is a no-op. */
 CLB_API void clb_tensor_free(clb_tensor_t t);
 
+/* The host-side facts of a tensor, no device work. These accessors return no
+ * status: on a NULL tensor dtype is CLB_DTYPE_COUNT (not a dtype), rank -1,
+ * bound_numel 0, is_dynamic 0 and the cl_mem getters NULL; bounds writes nothing. */
 CLB_API clb_dtype clb_tensor_dtype(clb_tensor_t t);
 CLB_API int clb_tensor_rank(clb_tensor_t t);
 /* Copies the bounds into dims[rank]. No device work. */

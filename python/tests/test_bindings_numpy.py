@@ -438,6 +438,7 @@ def test_cross_entropy_class_out_of_range_raises_at_sync(ctx):
     with pytest.raises(clbound.ClboundError) as e:
         loss.numpy()
     assert e.value.status == "ERR_BOUND_EXCEEDED"
+    assert "index 4 is outside [0, 4)" in str(e.value)
     ctx.sync()
 
 
