@@ -7,12 +7,9 @@
 
 #include "clbound/clbound.h"
 #include "commands.h"
+#include "timing.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return 1e-3 * clb_tool_now_ms(); }
 
 static int usage(FILE *f) {
   fprintf(f,

@@ -9,19 +9,10 @@
 #include "clbound/clbound.h"
 #include "clbound/nn.h"
 #include "commands.h"
+#include "timing.h"
 
 #define BOUND_M 4096
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static uint64_t syncs_of(clb_context_t ctx) {
   clb_counters c;
@@ -62,14 +53,13 @@ static clb_status time_matmul(clb_context_t ctx, clb_gemm_strategy s, clb_tensor
   if (reps > 64) reps = 64;
   uint64_t s0 = syncs_of(ctx);
   for (int r = 0; r < reps; r++) {
-    double t0 = now_ms();
+    double t0 = clb_tool_now_ms();
     if ((st = clb_matmul(ctx, a, 0, b, tb, out)) != CLB_OK) return st;
     clFinish(q);
-    t[r] = now_ms() - t0;
+    t[r] = clb_tool_now_ms() - t0;
   }
   res->syncs = (double)(syncs_of(ctx) - s0) / reps;
-  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-  res->ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+  res->ms = clb_tool_median(t, reps);
   return clb_context_sync(ctx); /* a deferred error would make the figures meaningless */
 }
 

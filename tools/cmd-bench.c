@@ -9,22 +9,10 @@
 
 #include "clbound/clbound.h"
 #include "commands.h"
+#include "timing.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
+#define now_ms clb_tool_now_ms
+#define median clb_tool_median
 
 static clb_counters counters_of(clb_context_t ctx) {
   clb_counters c;

@@ -14,14 +14,11 @@
 #include <time.h>
 
 #include "demo.h"
+#include "timing.h"
 
 enum { XLA_BOUND = 10, WIDE_ROWS = 4096, WIDE_IN = 256, WIDE_H1 = 512, WIDE_H2 = 256, WIDE_MIN = 64 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return 1e-3 * clb_tool_now_ms(); }
 
 const char *demo_workload_name(demo_workload w) { return w == DEMO_XLA_MLP ? "xla-mlp" : "wide-mlp"; }
 
