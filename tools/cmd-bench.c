@@ -11,8 +11,6 @@
 #include "commands.h"
 #include "timing.h"
 
-#define now_ms clb_tool_now_ms
-#define median clb_tool_median
 
 static clb_counters counters_of(clb_context_t ctx) {
   clb_counters c;
@@ -346,33 +344,33 @@ static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int 
   double *tc = t + reps, *th = t + 2 * reps;
   clb_counters c0 = counters_of(ctx);
   for (int i = 0; i < reps; i++) {
-    double t0 = now_ms();
+    double t0 = clb_tool_now_ms();
     if ((st = dev_run(ctx, op, s)) != CLB_OK) {
       free(t);
       return st;
     }
     clFinish(q);
-    double t1 = now_ms();
+    double t1 = clb_tool_now_ms();
     if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) {
       free(t);
       goto cl_fail;
     }
     clFinish(q);
     t[i] = t1 - t0;
-    tc[i] = now_ms() - t1;
+    tc[i] = clb_tool_now_ms() - t1;
   }
   clb_counters c1 = counters_of(ctx);
   r->syncs = (double)(c1.host_syncs - c0.host_syncs) / reps;
   r->launches = (double)(c1.kernel_launches - c0.kernel_launches) / reps;
   for (int i = 0; i < reps; i++) {
-    double t0 = now_ms();
+    double t0 = clb_tool_now_ms();
     volatile int64_t k = host_run(op, s);
     (void)k;
-    th[i] = now_ms() - t0;
+    th[i] = clb_tool_now_ms() - t0;
   }
-  r->ms = median(t, reps);
-  r->copy_ms = median(tc, reps);
-  r->host_ms = median(th, reps);
+  r->ms = clb_tool_median(t, reps);
+  r->copy_ms = clb_tool_median(tc, reps);
+  r->host_ms = clb_tool_median(th, reps);
   free(t);
   /* a deferred device error would make the figures meaningless */
   if ((st = clb_context_sync(ctx)) != CLB_OK) return st;
