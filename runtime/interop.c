@@ -175,26 +175,23 @@ static clb_status host_export_new(clb_context_t ctx, const char *op, clb_tensor_
   return CLB_OK;
 }
 
-clb_status clb_tensor_to_dlpack(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out) {
-  static const char *op = "clb_tensor_to_dlpack";
+/* The host export as either struct, into *outp (cleared first). */
+static clb_status host_export_api(clb_context_t ctx, const char *op, clb_tensor_t t, void **outp, int legacy) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  *out = NULL;
+  if (!outp) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  *outp = NULL;
   host_export *h;
   clb_status st = host_export_new(ctx, op, t, &h);
-  if (st == CLB_OK) *out = &h->v;
+  if (st == CLB_OK) *outp = legacy ? (void *)&h->l : (void *)&h->v;
   return st;
 }
 
+clb_status clb_tensor_to_dlpack(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out) {
+  return host_export_api(ctx, "clb_tensor_to_dlpack", t, (void **)out, 0);
+}
+
 clb_status clb_tensor_to_dlpack_legacy(clb_context_t ctx, clb_tensor_t t, DLManagedTensor **out) {
-  static const char *op = "clb_tensor_to_dlpack_legacy";
-  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  *out = NULL;
-  host_export *h;
-  clb_status st = host_export_new(ctx, op, t, &h);
-  if (st == CLB_OK) *out = &h->l;
-  return st;
+  return host_export_api(ctx, "clb_tensor_to_dlpack_legacy", t, (void **)out, 1);
 }
 
 /* ---- device export --------------------------------------------------------------- */
@@ -354,30 +351,32 @@ static clb_status import_dl(clb_context_t ctx, const char *op, const DLTensor *d
   return CLB_OK;
 }
 
+/* Checks the arguments, then imports dl; the caller calls the deleter after.
+ * version: the versioned struct's, or NULL for the legacy struct. */
+static clb_status import_api(clb_context_t ctx, const char *op, const DLTensor *dl, const DLPackVersion *version,
+                             const int64_t *bounds, const uint8_t *dynamic, clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  if (!dl) return clb__set_error(ctx, CLB_ERR_NULL, "%s: src is NULL", op);
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  *out = NULL;
+  if (version && version->major != DLPACK_MAJOR_VERSION)
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: DLPack version %u.%u; clbound speaks %d.x", op,
+                          (unsigned)version->major, (unsigned)version->minor, DLPACK_MAJOR_VERSION);
+  return import_dl(ctx, op, dl, bounds, dynamic, out);
+}
+
 clb_status clb_tensor_from_dlpack(clb_context_t ctx, struct DLManagedTensorVersioned *src, const int64_t *bounds,
                                   const uint8_t *dynamic, clb_tensor_t *out) {
-  static const char *op = "clb_tensor_from_dlpack";
-  clb_status st;
-  if (!ctx) st = clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  else if (!src) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: src is NULL", op);
-  else if (!out) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  else if ((*out = NULL), src->version.major != DLPACK_MAJOR_VERSION)
-    st = clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: DLPack version %u.%u; clbound speaks %d.x", op,
-                        (unsigned)src->version.major, (unsigned)src->version.minor, DLPACK_MAJOR_VERSION);
-  else st = import_dl(ctx, op, &src->dl_tensor, bounds, dynamic, out);
+  clb_status st = import_api(ctx, "clb_tensor_from_dlpack", src ? &src->dl_tensor : NULL, src ? &src->version : NULL,
+                             bounds, dynamic, out);
   if (src && src->deleter) src->deleter(src);
   return st;
 }
 
 clb_status clb_tensor_from_dlpack_legacy(clb_context_t ctx, DLManagedTensor *src, const int64_t *bounds,
                                          const uint8_t *dynamic, clb_tensor_t *out) {
-  static const char *op = "clb_tensor_from_dlpack_legacy";
-  clb_status st;
-  if (!ctx) st = clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  else if (!src) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: src is NULL", op);
-  else if (!out) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  else if ((*out = NULL), 0) st = CLB_OK;
-  else st = import_dl(ctx, op, &src->dl_tensor, bounds, dynamic, out);
+  clb_status st = import_api(ctx, "clb_tensor_from_dlpack_legacy", src ? &src->dl_tensor : NULL, NULL, bounds,
+                             dynamic, out);
   if (src && src->deleter) src->deleter(src);
   return st;
 }
