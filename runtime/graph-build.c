@@ -41,6 +41,7 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
   g->policy_kind = o.policy;
   snprintf(g->name, sizeof g->name, "%s", o.name ? o.name : "graph");
   g->loss = -1;
+  g->free_intermediates = o.free_intermediates != 0;
   g->current_plan = -1;
   if (clb_shapes_new(&g->shapes) != CLB_OK) {
     free(g);
@@ -560,6 +561,14 @@ clb_status clb_graph_set_buckets(clb_graph_t g, clb_node input, int dim, const i
 clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n) {
   gnode *node = clb__graph_node(g, n);
   return node ? node->t : NULL;
+}
+
+clb_status clb_graph_keep(clb_graph_t g, clb_node n) {
+  if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "clb_graph_keep: graph is NULL");
+  gnode *node = clb__graph_node(g, n);
+  if (!node) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "clb_graph_keep: graph '%s' has no node %d", g->name, n);
+  node->keep = 1;
+  return CLB_OK;
 }
 
 clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out) {

@@ -65,6 +65,7 @@ typedef struct gnode {
   clb_tensor_t gsum;     /* backward: sum of the gradients from several consumers */
   clb_tensor_t vel;      /* trainable params with momentum */
   int nconsumers;        /* edges that read this node on the gradient path */
+  int keep;              /* clb_graph_keep: never released by free_intermediates */
 } gnode;
 
 typedef struct plan_rec {
@@ -85,6 +86,7 @@ struct clb_graph {
   int ninputs;
   /* training */
   int loss;      /* -1 when not training */
+  int free_intermediates; /* clb_graph_options.free_intermediates */
   double lr, momentum;
   /* policy over the inputs' dims (symbol engine), created at the first run */
   clb_policy_t policy;

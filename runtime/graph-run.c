@@ -502,9 +502,26 @@ clb_status clb_graph_run(clb_graph_t g) {
       g->cur[s].value = -1;
     }
   int last = g->loss >= 0 ? g->loss : g->nnodes - 1;
+  /* liveness of an inference graph: the last node that reads each node */
+  int last_use[CLB_GRAPH_MAX_NODES];
+  const int release = g->free_intermediates && g->loss < 0;
+  if (release) {
+    for (int i = 0; i < g->nnodes; i++) last_use[i] = -1;
+    for (int i = 0; i < g->nnodes; i++)
+      for (int k = 0; k < g->nodes[i].nin; k++) last_use[g->nodes[i].in[k]] = i;
+  }
   st = CLB_OK;
-  for (int i = 0; i < g->nnodes && st == CLB_OK; i++)
-    if (i <= last || g->loss < 0) st = run_node(g, &g->nodes[i]);
+  for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
+    if (!(i <= last || g->loss < 0)) continue;
+    st = run_node(g, &g->nodes[i]);
+    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
+      gnode *in = &g->nodes[g->nodes[i].in[k]];
+      /* the queue is in order: the buffer is rewritten only after node i ran */
+      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
+          in->kind != GN_SCALAR)
+        clb__graph_release_tensors(in);
+    }
+  }
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
   g->ctx->build_suffix[0] = 0;

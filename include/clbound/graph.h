@@ -70,6 +70,13 @@ typedef struct clb_graph_options {
   size_t struct_size;     /* sizeof(clb_graph_options): set by clb_graph_options_init */
   clb_policy_kind policy; /* default CLB_POLICY_AUTOMATIC */
   const char *name;       /* for messages, the shape log and recompile reasons (copied); default "graph" */
+  /* Liveness for graphs that do not train: when set, a node's output goes back
+   * to the memory pool as soon as its last consumer has run, so later nodes reuse
+   * its buffer within the same run. Outputs nothing reads (the graph's results)
+   * and nodes passed to clb_graph_keep stay readable with clb_graph_tensor;
+   * a released node's clb_graph_tensor is NULL. Training graphs always release
+   * gradients this way and keep forward outputs (backward reads them). Default 0. */
+  int free_intermediates;
 } clb_graph_options;
 
 CLB_API void clb_graph_options_init(clb_graph_options *opts);
@@ -149,6 +156,10 @@ CLB_API clb_status clb_graph_run(clb_graph_t g);
  * the next run or clb_graph_free). Read it with clb_tensor_read. NULL when the
  * node has not run. For a parameter: its current value. */
 CLB_API clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n);
+
+/* Keeps node n's output readable after runs of a graph made with
+ * free_intermediates (no effect otherwise). */
+CLB_API clb_status clb_graph_keep(clb_graph_t g, clb_node n);
 
 typedef struct clb_graph_stats {
   size_t struct_size;       /* set to sizeof(clb_graph_stats) before the call */

@@ -28,7 +28,9 @@ LOSSES = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
 
 
 class _Options(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_size_t), ("policy", ctypes.c_int), ("name", ctypes.c_char_p)]
+    # clb_graph_options in full: clb_graph_options_init writes all of it
+    _fields_ = [("struct_size", ctypes.c_size_t), ("policy", ctypes.c_int), ("name", ctypes.c_char_p),
+                ("free_intermediates", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
@@ -61,6 +63,7 @@ _g_set_lr = _fn("clb_graph_set_lr", _i, _p, ctypes.c_double)
 _g_feed = _fn("clb_graph_feed", _i, _p, _i, _i64p, _p, ctypes.c_size_t)
 _g_run = _fn("clb_graph_run", _i, _p)
 _g_tensor = _fn("clb_graph_tensor", _p, _p, _i)
+_g_keep = _fn("clb_graph_keep", ctypes.c_int, _p, _i)
 _g_stats = _fn("clb_graph_stats_get", _i, _p, ctypes.POINTER(_Stats))
 _g_reason = _fn("clb_graph_last_reason", ctypes.c_char_p, _p)
 _g_describe = _fn("clb_graph_describe", _i, _p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
@@ -70,7 +73,7 @@ class Graph:
     """A graph on `ctx` under a policy: "dynamic", "automatic" (default), "static"
     or "bucketed". Close it (or let the context close it) before the context."""
 
-    def __init__(self, ctx, policy="automatic", name="graph"):
+    def __init__(self, ctx, policy="automatic", name="graph", free_intermediates=False):
         if policy not in POLICIES:
             raise ValueError(f"policy {policy!r} is not one of {sorted(POLICIES)}")
         self.ctx = ctx
@@ -78,6 +81,7 @@ class Graph:
         o = _Options()
         _g_opts_init(ctypes.byref(o))
         o.policy = POLICIES[policy]
+        o.free_intermediates = int(bool(free_intermediates))
         self._name = name.encode()
         o.name = self._name
         self.ctx._check(_g_new(ctx._h, ctypes.byref(o), ctypes.byref(self._h)))
@@ -178,6 +182,10 @@ class Graph:
     def run(self):
         self._drop_borrowed()
         self.ctx._check(_g_run(self._h))
+
+    def keep(self, node):
+        """Keeps node's output readable after runs of a free_intermediates graph."""
+        self.ctx._check(_g_keep(self._h, node))
 
     def tensor(self, node):
         """The node's output after the last run (borrowed: valid until the next run or

@@ -101,3 +101,21 @@ def test_demo_matches_its_float64_reference(capsys):
     ref = demo.reference(20)
     assert max(abs(a - b) for a, b in zip(r["losses"], ref)) <= 1e-4
     assert "dynamic" in capsys.readouterr().out
+
+
+def test_free_intermediates_keeps_results_and_kept_nodes():
+    with clbound.Context() as c:
+        g = clbound.Graph(c, policy="dynamic", free_intermediates=True)
+        x = g.input("x", np.float32, (64, 8), dynamic=(True, False))
+        r = g.unary("relu", x)
+        e = g.unary("exp", r)
+        s = g.reduce("sum", g.unary("neg", e))
+        g.keep(e)
+        a = np.linspace(-2, 2, 40 * 8, dtype=np.float32).reshape(40, 8)
+        g.feed(x, a)
+        g.run()
+        ref = np.exp(np.maximum(a.astype(np.float64), 0))
+        np.testing.assert_allclose(g.value(e), ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(g.value(s), -ref.sum(), rtol=1e-5)
+        with pytest.raises(clbound.ClboundError):
+            g.tensor(r)  # released after exp read it
