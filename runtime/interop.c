@@ -129,16 +129,24 @@ static void host_deleter_legacy(DLManagedTensor *self) {
   if (self) host_export_free((host_export *)self->manager_ctx);
 }
 
+/* What every export starts with: t checked, its actual sizes read (a counted
+ * sync) and its bounds described for messages. */
+static clb_status export_prelude(clb_context_t ctx, const char *op, clb_tensor_t t, int64_t *dims, char *desc,
+                                 size_t dlen) {
+  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  if (st == CLB_OK) st = clb__sync_sizes(ctx, t, op, dims);
+  if (st == CLB_OK) clb__tensor_desc(t, desc, dlen);
+  return st;
+}
+
 /* Reads t's actual sizes (one sync), then its data (another) into 256-byte
  * aligned memory of exactly that size. */
 static clb_status host_export_new(clb_context_t ctx, const char *op, clb_tensor_t t, host_export **out) {
   *out = NULL;
-  clb_status st = clb__check_tensor(ctx, op, "t", t);
-  if (st != CLB_OK) return st;
   int64_t dims[CLB_MAX_RANK];
-  if ((st = clb__sync_sizes(ctx, t, op, dims)) != CLB_OK) return st;
   char desc[128];
-  clb__tensor_desc(t, desc, sizeof desc);
+  clb_status st = export_prelude(ctx, op, t, dims, desc, sizeof desc);
+  if (st != CLB_OK) return st;
   host_export *h = calloc(1, sizeof *h);
   if (!h) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
   size_t bytes = (size_t)clb__numel(t->rank, dims) * clb_dtype_size(t->dtype);
@@ -231,12 +239,10 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   *out = NULL;
-  clb_status st = clb__check_tensor(ctx, op, "t", t);
-  if (st != CLB_OK) return st;
   int64_t dims[CLB_MAX_RANK];
-  if ((st = clb__sync_sizes(ctx, t, op, dims)) != CLB_OK) return st;
   char desc[128];
-  clb__tensor_desc(t, desc, sizeof desc);
+  clb_status st = export_prelude(ctx, op, t, dims, desc, sizeof desc);
+  if (st != CLB_OK) return st;
   struct clb__dl_export *e = calloc(1, sizeof *e);
   if (!e) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
   if ((st = clb__tensor_share(ctx, op, t, t->rank, t->bound, t->dyn, &e->holder)) != CLB_OK) {

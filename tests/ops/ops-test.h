@@ -25,6 +25,26 @@ static inline int ops_has_fp64(clb_context_t ctx) {
   return st == CLB_OK;
 }
 
+/* Runs per_dtype(ctx, dt, dt == f32) for every dtype the device has, then
+ * once(ctx), in a context of each kernel style; prints the case count after each
+ * style and returns the test's exit status. */
+static inline int ops_run_styles(const char *name, const long *cases, void (*per_dtype)(clb_context_t, clb_dtype, int),
+                                 void (*once)(clb_context_t)) {
+  for (int style = CLB_KERNEL_STYLE_CPU; style <= CLB_KERNEL_STYLE_GPU; style++) {
+    clb_context_t ctx = ops_context((clb_kernel_style)style);
+    int fp64 = ops_has_fp64(ctx);
+    for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+      if (dt == CLB_DTYPE_F64 && !fp64) continue;
+      per_dtype(ctx, (clb_dtype)dt, dt == CLB_DTYPE_F32);
+    }
+    once(ctx);
+    CL_OK(ctx, clb_context_sync(ctx));
+    printf("%s style: %ld cases\n", ops_style_names[style], *cases);
+    clb_context_free(ctx);
+  }
+  return clb_test_finish(name);
+}
+
 /* A uniform double in [0, 1). */
 static inline double ops_uniform(void) { return (double)(clb_test_next() >> 11) * (1.0 / 9007199254740992.0); }
 

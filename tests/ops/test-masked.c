@@ -264,19 +264,10 @@ static void test_bad_args(clb_context_t ctx) {
   clb_tensor_free(s);
 }
 
-int main(void) {
-  for (int style = CLB_KERNEL_STYLE_CPU; style <= CLB_KERNEL_STYLE_GPU; style++) {
-    clb_context_t ctx = ops_context((clb_kernel_style)style);
-    int fp64 = ops_has_fp64(ctx);
-    for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
-      if (dt == CLB_DTYPE_F64 && !fp64) continue;
-      test_flat(ctx, (clb_dtype)dt, dt == CLB_DTYPE_F32);
-      test_broadcast(ctx, (clb_dtype)dt);
-    }
-    test_bad_args(ctx);
-    CL_OK(ctx, clb_context_sync(ctx));
-    printf("%s style: %ld cases\n", ops_style_names[style], cases);
-    clb_context_free(ctx);
-  }
-  return clb_test_finish("ops/masked");
+/* Every dtype: flat sizes (all bounds for f32) and every broadcast. */
+static void per_dtype(clb_context_t ctx, clb_dtype dt, int full) {
+  test_flat(ctx, dt, full);
+  test_broadcast(ctx, dt);
 }
+
+int main(void) { return ops_run_styles("ops/masked", &cases, per_dtype, test_bad_args); }

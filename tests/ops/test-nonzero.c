@@ -205,20 +205,15 @@ static void test_bad_args(clb_context_t ctx) {
   clb_tensor_free(x);
 }
 
-int main(void) {
-  for (int style = CLB_KERNEL_STYLE_CPU; style <= CLB_KERNEL_STYLE_GPU; style++) {
-    clb_context_t ctx = ops_context((clb_kernel_style)style);
-    int fp64 = ops_has_fp64(ctx);
-    for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
-      if (dt == CLB_DTYPE_F64 && !fp64) continue;
-      test_rank1(ctx, (clb_dtype)dt, dt == CLB_DTYPE_F32);
-      test_ranks(ctx, (clb_dtype)dt);
-    }
-    test_created_output(ctx);
-    test_bad_args(ctx);
-    CL_OK(ctx, clb_context_sync(ctx));
-    printf("%s style: %ld cases\n", ops_style_names[style], cases);
-    clb_context_free(ctx);
-  }
-  return clb_test_finish("ops/nonzero");
+/* Every dtype: rank 1 around the chunk sizes (all bounds for f32), ranks 0-4. */
+static void per_dtype(clb_context_t ctx, clb_dtype dt, int full) {
+  test_rank1(ctx, dt, full);
+  test_ranks(ctx, dt);
 }
+
+static void once(clb_context_t ctx) {
+  test_created_output(ctx);
+  test_bad_args(ctx);
+}
+
+int main(void) { return ops_run_styles("ops/nonzero", &cases, per_dtype, once); }
