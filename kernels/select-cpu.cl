@@ -19,8 +19,9 @@
  * x's element size (values are only moved), and TX_BYTES, its size; TM, the flag
  * type (TX for nonzero, uchar for a bool mask); RANK, x's rank for nonzero when
  * it is 1 or 2 (0: the rank argument). A flag is true when (value & fmask) != 0:
- * fmask clears a float's sign bit, so -0.0 is zero and NaN is not. bcast (some operand broadcasts: indices go through strides)
- * and nz_static (nonzero_static) are arguments, so few programs are built. */
+ * fmask clears a float's sign bit, so -0.0 is zero and NaN is not. bcast (some
+ * operand broadcasts: indices go through strides) and nz_static (nonzero_static)
+ * are arguments, so few programs are built. */
 
 #define SEL_BLOCK 32
 
