@@ -42,7 +42,7 @@ bench: build
 	$(BUILD)/bin/clbound bench gemm --json | tee $(BENCH_DIR)/gemm.jsonl
 	$(BUILD)/bin/clbound bench steps --json --reps 5 --sizes 64,128,256,512,1024,2048,4096 | tee $(BENCH_DIR)/steps.jsonl
 	$(BUILD)/bin/clbound demo --json | tee $(BENCH_DIR)/demo.jsonl
-	python3 scripts/plot-bench.py $(BENCH_DIR) docs/img
+	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
 
 clean:
 	rm -rf $(BUILD)

@@ -1,4 +1,4 @@
-/* cmd-bench-gemm.c: `clbound bench gemm`: matmul with a bounded M, each strategy
+/* gemm.c: `clbound bench gemm`: matmul with a bounded M, each strategy
  * against CLBlast at the exact size, measured in the same run. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -8,8 +8,8 @@
 
 #include "clbound/clbound.h"
 #include "clbound/nn.h"
-#include "commands.h"
-#include "timing.h"
+#include "bench/bench.h"
+#include "bench/timing.h"
 
 #define BOUND_M 4096
 
@@ -78,7 +78,7 @@ static void report(int json, const char *trans, int64_t m, int64_t n, int64_t k,
   fflush(stdout);
 }
 
-int clb_cmd_bench_gemm(int argc, char **argv) {
+int clb_bench_gemm(int argc, char **argv) {
   int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) json = 1;

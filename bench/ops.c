@@ -1,4 +1,4 @@
-/* cmd-bench.c: `clbound bench ops`: the data-dependent ops (nonzero,
+/* ops.c: `clbound bench ops`: the data-dependent ops (nonzero,
  * masked_select, masked_scatter) against a copy kernel over the same bytes and
  * against a plain host loop, all measured in the same run. */
 #define _POSIX_C_SOURCE 200809L
@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "clbound/clbound.h"
-#include "commands.h"
-#include "timing.h"
+#include "bench/bench.h"
+#include "bench/timing.h"
 
 
 static clb_counters counters_of(clb_context_t ctx) {
@@ -414,7 +414,7 @@ static int usage(void) {
   return 2;
 }
 
-int clb_cmd_bench(int argc, char **argv) {
+int clb_bench_ops(int argc, char **argv) {
   if (argc < 1 || strcmp(argv[0], "ops") != 0) {
     fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps)\n", argc > 0 ? argv[0] : "(none)");
     return 2;

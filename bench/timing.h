@@ -1,6 +1,6 @@
-/* timing.h: the clock and the median every benchmark of the tool uses. */
-#ifndef CLB_TOOL_TIMING_H
-#define CLB_TOOL_TIMING_H
+/* timing.h: the clock and the median every benchmark (and the demo) uses. */
+#ifndef CLB_BENCH_TIMING_H
+#define CLB_BENCH_TIMING_H
 
 #include <stdlib.h>
 #include <time.h>
@@ -23,4 +23,4 @@ static inline double clb_tool_median(double *t, int n) {
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-#endif /* CLB_TOOL_TIMING_H */
+#endif /* CLB_BENCH_TIMING_H */

@@ -1,4 +1,4 @@
-/* demo-workloads.c: the two training workloads of `clbound demo`, their data
+/* workloads.c: the two training workloads of `clbound demo`, their data
  * schedules, and a double-precision host reference of the same training.
  *
  * xla-mlp is PyTorch/XLA's dynamic-shape test model: Linear(2,10), ReLU,
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "demo.h"
-#include "timing.h"
+#include "bench/timing.h"
+#include "bench/workloads.h"
 
 enum { XLA_BOUND = 10, WIDE_ROWS = 4096, WIDE_IN = 256, WIDE_H1 = 512, WIDE_H2 = 256, WIDE_MIN = 64 };
 

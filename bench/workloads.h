@@ -1,8 +1,8 @@
-/* demo.h: the training workloads of `clbound demo` (also used by the tests):
+/* workloads.h: the training workloads of `clbound demo` (also used by the tests):
  * the graphs, their data schedules and a double-precision host reference of
  * the same training. */
-#ifndef CLB_TOOL_DEMO_H
-#define CLB_TOOL_DEMO_H
+#ifndef CLB_BENCH_WORKLOADS_H
+#define CLB_BENCH_WORKLOADS_H
 
 #include <stdint.h>
 
@@ -56,4 +56,4 @@ int64_t demo_batch_size(demo_workload w, int i);
 int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
                    size_t errlen);
 
-#endif /* CLB_TOOL_DEMO_H */
+#endif /* CLB_BENCH_WORKLOADS_H */

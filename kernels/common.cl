@@ -5,7 +5,7 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-/* Sticky status bits (runtime/runtime-impl.h has the same values). */
+/* Sticky status bits (runtime/core/core.h has the same values). */
 #define CLB_STF_BOUND_EXCEEDED 1u
 #define CLB_STF_DEVICE_CHECK 2u
 #define CLB_STF_SHORT_SOURCE 4u

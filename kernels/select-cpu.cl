@@ -3,7 +3,7 @@
  * branchless stores, skipping or copying whole blocks that are all false or all
  * true.
  *
- * The contract, shared with select-gpu.cl (runtime/ops-select.c launches both):
+ * The contract, shared with select-gpu.cl (runtime/ops/select.c launches both):
  *   sel_count  (G groups): scratch[g] = true flags in chunk g;
  *   sel_finish (1 group):  scratch[G + g] = exclusive prefix of the counts,
  *                          scratch[2G] = the total; writes the output's shape

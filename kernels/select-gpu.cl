@@ -3,7 +3,7 @@
  * elements, one per work-item, scanning the tile's flags in local memory.
  *
  * The contract is select-cpu.cl's (kernels sel_count, sel_finish, sel_write over
- * the same scratch layout; runtime/ops-select.c launches either family), with
+ * the same scratch layout; runtime/ops/select.c launches either family), with
  * chunks that are multiples of LOCAL instead of 64. Built with the same
  * defines (RANK is unused: nonzero takes the rank argument), plus LOCAL, the
  * fixed work-group size (a power of two). */

@@ -1,48 +1,10 @@
-/* context.c: the symbol context: its arena, error message and symbols. */
+/* context.c: the symbol context: creation, freeing and symbols. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shapes-impl.h"
-
-#define CHUNK_SIZE (64 * 1024) /* arena chunk: a few hundred nodes */
-
-clb_status clb__shapes_fail(struct clb_shapes *sh, clb_status st, const char *fmt, ...) {
-  if (sh) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sh->errmsg, sizeof sh->errmsg, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
-
-void *clb__arena_alloc(struct clb_shapes *sh, size_t size) {
-  size_t align = sizeof(max_align_t);
-  size = (size + align - 1) / align * align;
-  clb__chunk *c = sh->chunk;
-  if (!c || c->size - c->used < size) {
-    size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
-    clb__chunk *n = malloc(sizeof *n + cap);
-    if (!n) return NULL;
-    n->prev = c;
-    n->used = 0;
-    n->size = cap;
-    sh->chunk = c = n;
-  }
-  void *p = (char *)c->data + c->used;
-  c->used += size;
-  memset(p, 0, size);
-  return p;
-}
-
-char *clb__arena_strdup(struct clb_shapes *sh, const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = clb__arena_alloc(sh, n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
 
 clb_status clb_shapes_new(clb_shapes_t *out) {
   if (!out) return CLB_ERR_NULL;

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 /* File layout (little-endian host order, all fields fixed size):
  *   magic "CLBCACHE" | u32 format | u32 key length | u64 payload length |
@@ -22,12 +22,6 @@
 #define CACHE_SUFFIX ".clbin"
 #define HEADER_BYTES (8 + 4 + 4 + 8 + 8)
 #define MAX_ENTRY_BYTES (512u << 20) /* larger files are not ours */
-
-uint64_t clb__fnv1a(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 static int is_off(const char *s) {
   return s && (strcmp(s, "off") == 0 || strcmp(s, "0") == 0 || strcmp(s, "none") == 0);
@@ -96,10 +90,6 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   }
   close(fd);
   unlink(probe);
-}
-
-const char *clb_context_cache_dir(clb_context_t ctx) {
-  return ctx && ctx->cache_dir[0] ? ctx->cache_dir : NULL;
 }
 
 static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {

@@ -1,12 +1,13 @@
 /* program-cache.c: builds each (source, options) program once per context and
- * keeps its kernels, so that a launch never builds; first asks the disk cache. */
+ * keeps its kernels, so that a launch never builds; first asks the disk cache,
+ * which it opens on the context's first kernel (clb__cache_open). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 #include "clbound/version.h"
 
 #define CLB_MAX_KERNELS_PER_PROGRAM 8
@@ -40,12 +41,7 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-clb_status clb__progcache_new(clb_progcache **out) {
-  *out = calloc(1, sizeof **out);
-  return *out ? CLB_OK : CLB_ERR_HOST_OOM;
-}
-
-void clb__progcache_free(clb_progcache *pc) {
+static void progcache_free(clb_progcache *pc) {
   if (!pc) return;
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *e = &pc->entries[i];
@@ -59,6 +55,26 @@ void clb__progcache_free(clb_progcache *pc) {
   }
   free(pc->entries);
   free(pc);
+}
+
+static void release_caches(clb_context_t ctx) {
+  progcache_free(ctx->programs);
+  ctx->programs = NULL;
+}
+
+clb_status clb__cache_open(clb_context_t ctx) {
+  if (ctx->programs) return CLB_OK;
+  clb_status st = clb__context_on_release(ctx, release_caches);
+  if (st != CLB_OK) return st;
+  ctx->programs = calloc(1, sizeof *ctx->programs);
+  if (!ctx->programs) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "program cache: out of host memory");
+  clb__disk_cache_init(ctx, ctx->cache_dir_option);
+  return CLB_OK;
+}
+
+const char *clb_context_cache_dir(clb_context_t ctx) {
+  if (ctx && clb__cache_open(ctx) != CLB_OK) return NULL;
+  return ctx && ctx->cache_dir[0] ? ctx->cache_dir : NULL;
 }
 
 const clb_kernel_src *clb__kernel_src_find(const char *name) {
@@ -155,6 +171,8 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
 
 clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
                            const char *base_options, const char *kernel, cl_kernel *out) {
+  clb_status st0 = clb__cache_open(ctx);
+  if (st0 != CLB_OK) return st0;
   clb_progcache *pc = ctx->programs;
   char options_buf[1024];
   const char *options = base_options;

@@ -1,6 +1,8 @@
-/* runtime-impl.h: the private structures and helpers of the runtime layer. */
-#ifndef CLB_RUNTIME_IMPL_H
-#define CLB_RUNTIME_IMPL_H
+/* core.h: the private structures and helpers of runtime/core (context, device,
+ * tensor, dtype, launch, host syncs, errors, log and counters). Every layer above
+ * includes it; it includes only the public headers and alloc/. */
+#ifndef CLB_CORE_INTERNAL_H
+#define CLB_CORE_INTERNAL_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +10,7 @@
 
 #include "clbound/ops.h"
 #include "clbound/runtime.h"
-#include "../alloc/pool.h"
+#include "alloc/pool.h"
 
 #define CLB_ERRMSG_MAX 16384
 
@@ -32,19 +34,13 @@ typedef struct clb_launch_rec {
   char what[192]; /* the tensors' bounds, e.g. "a [<=4096, 16] f32, b [16] f32" */
 } clb_launch_rec;
 
-/* An embedded kernel source (cmake/embed.cmake output). */
-typedef struct clb_kernel_src {
-  const char *name; /* file name without .cl */
-  const char *text;
-  size_t len;
-} clb_kernel_src;
-
-/* kernels-embedded.c, generated: common.cl and every other kernel file. */
-extern const clb_kernel_src clb__kernel_sources[];
-extern const size_t clb__kernel_source_count;
-const clb_kernel_src *clb__kernel_src_find(const char *name);
-
+/* Owned by runtime/cache (opaque here): made on the context's first kernel. */
 typedef struct clb_progcache clb_progcache;
+
+/* Called when a context is freed, before its tensors and buffers go: layers above
+ * core that keep per-context state register one (clb__context_on_release). */
+typedef void (*clb_release_fn)(clb_context_t ctx);
+#define CLB_MAX_RELEASE_HOOKS 8
 
 struct clb_tensor {
   clb_context_t ctx;
@@ -70,7 +66,7 @@ struct clb_context {
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
   clb_pool *pool;
-  clb_progcache *programs;
+  clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
   cl_mem scratch;      /* partial results of reductions: max_groups * 16 bytes */
   clb_counters counters;
@@ -81,7 +77,10 @@ struct clb_context {
   unsigned log_mask;
   clb_log_fn log_fn;
   void *log_user;
-  /* persistent program cache; cache_dir[0] == 0 when off */
+  /* persistent program cache: the folder asked for (options.cache_dir copied, or
+   * NULL: the environment), and the folder in use, cache_dir[0] == 0 when off;
+   * both read by runtime/cache when it first needs them */
+  char *cache_dir_option;
   char cache_dir[1024];
   /* appended to every program's build options while a specialized graph plan
    * runs, so that plan builds its own programs; empty otherwise */
@@ -91,11 +90,13 @@ struct clb_context {
   size_t n_recompiles, cap_recompiles;
   char errmsg[CLB_ERRMSG_MAX];
   /* clb_gemm_strategy (clbound/nn.h) of the context's matmuls; 0 (AUTO) from
-   * calloc. Set by clb_context_set_gemm_strategy (ops-gemm.c). */
+   * calloc. Set by clb_context_set_gemm_strategy (runtime/ops/gemm.c). */
   int gemm_strategy;
-  /* DLPack device exports still held by a consumer (interop.c): cut loose from
-   * the context when it is freed */
+  /* DLPack device exports still held by a consumer (runtime/interop): cut loose
+   * from the context by its release hook when the context is freed */
   struct clb__dl_export *exports;
+  clb_release_fn release_hooks[CLB_MAX_RELEASE_HOOKS];
+  int n_release_hooks;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -121,18 +122,6 @@ void clb__note_recompile(clb_context_t ctx, const char *reason);
 /* Writes CLBOUND_METRICS_FILE, when set; called when the context is freed. */
 void clb__metrics_write_env(clb_context_t ctx);
 
-/* ---- disk-cache.c --------------------------------------------------------- */
-
-/* Picks and prepares the cache folder: the option, else the environment, else the
- * default. An unusable folder turns the cache off with one logged warning. */
-void clb__disk_cache_init(clb_context_t ctx, const char *option);
-/* Tries to load a program for `key` from disk; *out NULL on a miss (a bad entry
- * is logged, removed and counts as a miss). */
-void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out);
-/* Stores a built program's binary under `key` (write to a temporary, rename). */
-void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
-uint64_t clb__fnv1a(uint64_t h, const void *data, size_t len);
-
 /* ---- device.c ------------------------------------------------------------- */
 
 clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_device_info *out);
@@ -140,16 +129,6 @@ clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_devic
  * On failure the thread-local message lists the devices there are. */
 clb_status clb__device_select(const char *platform, const char *device, cl_platform_id *plat,
                               cl_device_id *dev);
-
-/* ---- program-cache.c ------------------------------------------------------ */
-
-clb_status clb__progcache_new(clb_progcache **out);
-void clb__progcache_free(clb_progcache *pc);
-/* The kernel `kernel` of the program made of common.cl + kernels/<src>.cl built
- * with `options`, building it (counted) the first time. Borrowed: the cache owns
- * it. `op` names the caller in error messages. */
-clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
-                           const char *options, const char *kernel, cl_kernel *out);
 
 /* ---- launch.c ------------------------------------------------------------- */
 
@@ -192,19 +171,29 @@ clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, i
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);
 
-/* ---- interop.c ------------------------------------------------------------ */
-
-/* Cuts the context's outstanding DLPack device exports loose (their deleters then
- * only release their own cl_mem reference); called when the context is freed. */
-void clb__dlpack_detach_all(clb_context_t ctx);
-
 /* ---- context.c ------------------------------------------------------------ */
+
+/* Registers fn to run when ctx is freed (once per fn: a second call with the
+ * same fn does nothing). Returns CLB_ERR_INTERNAL when the table is full. */
+clb_status clb__context_on_release(clb_context_t ctx, clb_release_fn fn);
+
+/* ---- sync.c --------------------------------------------------------------- */
 
 /* A counted host sync: finishes the queue and returns a pending sticky error. */
 clb_status clb__sync(clb_context_t ctx, const char *why);
+/* Zeroes the device status word (blocking). */
+cl_int clb__status_clear(clb_context_t ctx);
+
+/* ---- dtype.c -------------------------------------------------------------- */
 
 /* OpenCL C type name of a dtype ("float", "long", "uchar"). */
 const char *clb__dtype_cl(clb_dtype dt);
 int clb__dtype_is_float(clb_dtype dt);
 
-#endif /* CLB_RUNTIME_IMPL_H */
+/* ---- hash.c --------------------------------------------------------------- */
+
+/* FNV-1a over len bytes, continuing from h (start with CLB_FNV_SEED). */
+#define CLB_FNV_SEED 0xcbf29ce484222325ull
+uint64_t clb__fnv1a(uint64_t h, const void *data, size_t len);
+
+#endif /* CLB_CORE_INTERNAL_H */

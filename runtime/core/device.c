@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 #include "clbound/version.h"
 
 #define CLB_MAX_PLATFORMS 16

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 
 #if defined(__STDC_NO_THREADS__) && !defined(__GNUC__)
 #define CLB_THREAD_LOCAL

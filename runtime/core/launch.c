@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 
 size_t clb__groups_for(clb_context_t ctx, int64_t n) {
   if (n <= 0) return 1;

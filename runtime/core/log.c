@@ -1,10 +1,10 @@
-/* log.c: event logging by category (CLBOUND_LOG), recompile reasons, and the
- * metrics JSON (CLBOUND_METRICS_FILE). */
+/* log.c: the counters, event logging by category (CLBOUND_LOG), recompile
+ * reasons, and the metrics JSON (CLBOUND_METRICS_FILE). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 #include "clbound/version.h"
 
 static const struct {
@@ -141,4 +141,22 @@ void clb__metrics_write_env(clb_context_t ctx) {
     }
   }
   free(buf);
+}
+
+clb_status clb_context_counters(clb_context_t ctx, clb_counters *out) {
+  if (!ctx || !out) return clb__set_error(ctx, CLB_ERR_NULL, "clb_context_counters: NULL argument");
+  size_t keep = out->struct_size;
+  if (keep < sizeof(size_t) || keep > sizeof *out)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_context_counters: struct_size %zu not set", keep);
+  clb_counters c = ctx->counters;
+  clb_pool_stats ps;
+  clb__pool_stats(ctx->pool, &ps);
+  c.device_bytes_live = ps.live_bytes;
+  c.device_bytes_held = ps.held_bytes;
+  c.peak_device_bytes = ps.peak_bytes;
+  c.buffers_fresh = ps.fresh;
+  c.buffers_reused = ps.reused;
+  c.struct_size = keep;
+  memcpy(out, &c, keep);
+  return CLB_OK;
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 
 #define SHAPE_BYTES (CLB_MAX_RANK * sizeof(int64_t))
 

@@ -1,16 +1,11 @@
-/* graph-build.c: building graphs (nodes, symbolic shapes from the symbol
+/* build.c: building graphs (nodes, symbolic shapes from the symbol
  * engine, slots), training setup (which nodes need gradients), queries. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph-impl.h"
-
-static const char *const kind_names[] = {"input", "param", "scalar", "unary", "binary", "cast", "reshape",
-                                         "reduce", "softmax", "nonzero", "masked_select", "linear", "loss"};
-
-const char *clb__graph_kind_name(gn_kind k) { return kind_names[k]; }
+#include "runtime/graph/graph.h"
 
 void clb_graph_options_init(clb_graph_options *opts) {
   if (!opts) return;
@@ -71,10 +66,6 @@ void clb_graph_free(clb_graph_t g) {
   free(g);
 }
 
-gnode *clb__graph_node(clb_graph_t g, clb_node n) {
-  return (g && n >= 0 && n < g->nnodes) ? &g->nodes[n] : NULL;
-}
-
 /* Starts a node: checks its inputs, reserves room. Returns NULL with the
  * context's error set. */
 static gnode *node_begin(clb_graph_t g, const char *op, gn_kind kind, const char *name, const clb_node *in, int nin,
@@ -110,7 +101,7 @@ static gnode *node_begin(clb_graph_t g, const char *op, gn_kind kind, const char
   memset(n, 0, sizeof *n);
   n->kind = kind;
   if (name) snprintf(n->name, sizeof n->name, "%s", name);
-  else snprintf(n->name, sizeof n->name, "%s#%d", kind_names[kind], g->nnodes);
+  else snprintf(n->name, sizeof n->name, "%s#%d", clb__graph_kind_name(kind), g->nnodes);
   n->nin = nin;
   for (int i = 0; i < nin; i++) {
     n->in[i] = in[i];
@@ -468,7 +459,7 @@ clb_status clb_graph_train(clb_graph_t g, clb_node loss, double lr, double momen
         if (i > loss) continue;
         return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG,
                               "%s: the gradient of %s would pass through %s %s (input %d), which has no gradient in clbound", op,
-                              in->name, kind_names[n->kind], n->name, k);
+                              in->name, clb__graph_kind_name(n->kind), n->name, k);
       }
       if (n->kind == GN_BINARY) {
         gnode *a = &g->nodes[n->in[0]], *b = &g->nodes[n->in[1]];
@@ -477,7 +468,7 @@ clb_status clb_graph_train(clb_graph_t g, clb_node loss, double lr, double momen
         if (!same)
           return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG,
                                 "%s: the gradient of %s would pass through a broadcasting %s (%s), which has no gradient in clbound",
-                                op, in->name, kind_names[n->kind], n->name);
+                                op, in->name, clb__graph_kind_name(n->kind), n->name);
       }
       n->requires_grad = 1;
     }
@@ -616,7 +607,7 @@ clb_status clb_graph_describe(clb_graph_t g, char *buf, size_t cap, size_t *len)
     gnode *n = &g->nodes[i];
     char shape[256];
     if (clb_shape_print(g->shapes, &n->shape, shape, sizeof shape) != CLB_OK) snprintf(shape, sizeof shape, "[...]");
-    sb_printf(&b, "  %%%d %-13s %-14s %-4s %s", i, kind_names[n->kind], n->name, clb_dtype_name(n->dtype), shape);
+    sb_printf(&b, "  %%%d %-13s %-14s %-4s %s", i, clb__graph_kind_name(n->kind), n->name, clb_dtype_name(n->dtype), shape);
     if (n->nin) {
       sb_printf(&b, " <-");
       for (int k = 0; k < n->nin; k++) sb_printf(&b, " %%%d", n->in[k]);

@@ -1,10 +1,10 @@
-/* graph-impl.h: the graph executor's internals (graph-build.c, graph-run.c). */
-#ifndef CLB_GRAPH_IMPL_H
-#define CLB_GRAPH_IMPL_H
+/* graph.h: runtime/graph, the graph executor's internals (build.c, node.c, run.c). */
+#ifndef CLB_GRAPH_INTERNAL_H
+#define CLB_GRAPH_INTERNAL_H
 
 #include "clbound/dataops.h"
 #include "clbound/graph.h"
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 
 /* Sizes that a plan may bound or compile in: the dynamic dims of the inputs and
  * the counts of the data-dependent ops. A node depends on a set of them (a bit
@@ -104,10 +104,14 @@ struct clb_graph {
   int shape_log_header_done;
 };
 
-/* graph-build.c */
-gnode *clb__graph_node(clb_graph_t g, clb_node n);
+/* The node of a handle, or NULL for a handle the graph does not have. */
+static inline gnode *clb__graph_node(clb_graph_t g, clb_node n) {
+  return (g && n >= 0 && n < g->nnodes) ? &g->nodes[n] : NULL;
+}
+
+/* node.c */
 const char *clb__graph_kind_name(gn_kind k);
-/* graph-run.c */
+/* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
 
-#endif /* CLB_GRAPH_IMPL_H */
+#endif /* CLB_GRAPH_INTERNAL_H */

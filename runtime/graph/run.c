@@ -1,4 +1,4 @@
-/* graph-run.c: running graphs: plan choice per policy, the forward pass with
+/* run.c: running graphs: plan choice per policy, the forward pass with
  * data-dependent counts kept on the device (or read back where the policy must
  * compile them in), reverse-mode gradients, SGD, plan statistics and the shape
  * log. */
@@ -6,25 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph-impl.h"
+#include "runtime/graph/graph.h"
 
 #define SLOT_UNRESOLVED 255
-
-void clb__graph_release_tensors(gnode *n) {
-  if (n->kind != GN_PARAM && n->kind != GN_SCALAR) {
-    clb_tensor_free(n->t);
-    n->t = NULL;
-  }
-  clb_tensor_free(n->raw);
-  clb_tensor_free(n->aux);
-  clb_tensor_free(n->gsum);
-  n->raw = n->aux = n->gsum = NULL;
-  for (int k = 0; k < 3; k++) {
-    clb_tensor_free(n->egrad[k]);
-    n->egrad[k] = NULL;
-  }
-  n->have_key = 0;
-}
 
 static uint64_t key_hash(const clb_graph_t g, uint64_t mask) {
   uint64_t h = 1469598103934665603ull;

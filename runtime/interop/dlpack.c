@@ -1,4 +1,4 @@
-/* interop.c: the capability query and DLPack import / export
+/* dlpack.c: the capability query and DLPack import / export
  * (clbound/interop.h). */
 #include <stdint.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "clbound/interop.h"
-#include "runtime-impl.h"
+#include "runtime/core/core.h"
 
 /* ---- capabilities ------------------------------------------------------------ */
 
@@ -226,7 +226,9 @@ static void device_deleter(struct DLManagedTensorVersioned *self) {
   free(e);
 }
 
-void clb__dlpack_detach_all(clb_context_t ctx) {
+/* The context's release hook: cuts its outstanding device exports loose (their
+ * deleters then only release their own cl_mem reference). */
+static void detach_all(clb_context_t ctx) {
   for (struct clb__dl_export *e = ctx->exports; e; e = e->next) {
     e->ctx = NULL;
     e->holder = NULL; /* freed with the context's tensors; mem stays ours */
@@ -243,6 +245,7 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
   char desc[128];
   clb_status st = export_prelude(ctx, op, t, dims, desc, sizeof desc);
   if (st != CLB_OK) return st;
+  if ((st = clb__context_on_release(ctx, detach_all)) != CLB_OK) return st;
   struct clb__dl_export *e = calloc(1, sizeof *e);
   if (!e) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
   if ((st = clb__tensor_share(ctx, op, t, t->rank, t->bound, t->dyn, &e->holder)) != CLB_OK) {

@@ -1,8 +1,8 @@
-/* ops-elementwise.c: unary and binary elementwise ops, fill and cast. */
+/* elementwise.c: unary and binary elementwise ops, fill and cast. */
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum"};
 static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM", "OP_MAX", "OP_MIN"};

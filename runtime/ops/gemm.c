@@ -1,4 +1,4 @@
-/* ops-gemm.c: matmul (CLBlast where every size is on the host, else one of three
+/* gemm.c: matmul (CLBlast where every size is on the host, else one of three
  * strategies for sizes only the device knows), linear and its gradients. */
 #include <stdio.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 #include <clblast_c.h>
 
 #include "clbound/nn.h"
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 /* What AUTO resolves to, chosen by `clbound bench gemm` on PoCL (docs/gemm.md):
  * clbound's kernel needs no host sync and does no work past the actual M. */

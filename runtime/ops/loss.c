@@ -1,10 +1,10 @@
-/* ops-loss.c: MSE, BCE, BCE with logits and cross-entropy, averaged over the
+/* loss.c: MSE, BCE, BCE with logits and cross-entropy, averaged over the
  * actual count read on the device, with their gradients. */
 #include <stdio.h>
 #include <string.h>
 
 #include "clbound/nn.h"
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 static const char *const loss_names[CLB_LOSS_KIND_COUNT] = {"mse_loss", "bce_loss", "bce_with_logits_loss",
                                                             "cross_entropy_loss"};

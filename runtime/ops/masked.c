@@ -1,8 +1,8 @@
-/* ops-masked.c: masked_select and masked_scatter with a broadcasting bool mask. */
+/* masked.c: masked_select and masked_scatter with a broadcasting bool mask. */
 #include <stdio.h>
 #include <string.h>
 
-#include "dataops-impl.h"
+#include "runtime/ops/select.h"
 
 static clb_status masked_begin(clb_context_t ctx, const char *op, clb_tensor_t x, clb_tensor_t mask,
                                clb_sel_plan *p) {

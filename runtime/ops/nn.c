@@ -1,9 +1,9 @@
-/* ops-nn.c: activation gradients, softmax and its gradient, and the SGD step. */
+/* nn.c: activation gradients, softmax and its gradient, and the SGD step. */
 #include <stdio.h>
 #include <string.h>
 
 #include "clbound/nn.h"
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 static const char *const bwd_names[CLB_UNARY_COUNT] = {"neg_backward", "relu_backward", "sigmoid_backward",
                                                        "tanh_backward", "exp_backward", "log_backward",

@@ -1,8 +1,8 @@
-/* ops-nonzero.c: nonzero and nonzero_static, whose counts stay on the device. */
+/* nonzero.c: nonzero and nonzero_static, whose counts stay on the device. */
 #include <stdio.h>
 #include <string.h>
 
-#include "dataops-impl.h"
+#include "runtime/ops/select.h"
 
 /* Checks ctx and x, and starts the plan shared by both ops. */
 static clb_status nonzero_begin(clb_context_t ctx, const char *op, clb_tensor_t x, clb_sel_plan *p) {

@@ -1,8 +1,8 @@
-/* ops-reduce.c: sum, mean and max over one dim or all, over the actual sizes. */
+/* reduce.c: sum, mean and max over one dim or all, over the actual sizes. */
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 static const char *const reduce_names[CLB_REDUCE_COUNT] = {"sum", "mean", "max"};
 static const char *const reduce_macros[CLB_REDUCE_COUNT] = {"RED_SUM", "RED_MEAN", "RED_MAX"};

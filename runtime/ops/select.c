@@ -1,9 +1,9 @@
-/* ops-select.c: the three launches (count, finish, write) shared by nonzero,
+/* select.c: the three launches (count, finish, write) shared by nonzero,
  * masked_select and masked_scatter, in either kernel family. */
 #include <stdio.h>
 #include <string.h>
 
-#include "dataops-impl.h"
+#include "runtime/ops/select.h"
 
 static const char *const kind_macros[] = {"SEL_NONZERO", "SEL_SELECT", "SEL_SCATTER"};
 

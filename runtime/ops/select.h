@@ -1,10 +1,10 @@
-/* dataops-impl.h: the shared launcher of the data-dependent ops (nonzero,
+/* select.h: the shared launcher of the data-dependent ops (nonzero,
  * masked_select, masked_scatter): three launches over one plan. */
-#ifndef CLB_DATAOPS_IMPL_H
-#define CLB_DATAOPS_IMPL_H
+#ifndef CLB_OPS_SELECT_INTERNAL_H
+#define CLB_OPS_SELECT_INTERNAL_H
 
 #include "clbound/dataops.h"
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 /* CPU style: one work-item (local size 1) per chunk; at most this many chunks
  * per compute unit, so two cores stay balanced when chunks differ in density. */
@@ -40,4 +40,4 @@ typedef struct clb_sel_plan {
 /* Enqueues count, finish and write for a validated plan; no host sync. */
 clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p);
 
-#endif /* CLB_DATAOPS_IMPL_H */
+#endif /* CLB_OPS_SELECT_INTERNAL_H */

@@ -1,10 +1,10 @@
-/* ops-view.c: clb_reshape, views that share data and compute their actual
+/* view.c: clb_reshape, views that share data and compute their actual
  * sizes on the device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime-impl.h"
+#include "runtime/cache/cache.h"
 
 clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
   static const char *op = "reshape";

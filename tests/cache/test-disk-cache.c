@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     kids[k] = fork();
     REQUIRE_TRUE(kids[k] >= 0);
     if (kids[k] == 0) {
-      execl("/proc/self/exe", "test-runtime-disk-cache", "--child", dir, (char *)NULL);
+      execl("/proc/self/exe", "test-cache-disk-cache", "--child", dir, (char *)NULL);
       _exit(127);
     }
   }
@@ -190,5 +190,5 @@ int main(int argc, char **argv) {
 
   EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
   rmdir(dir);
-  return clb_test_finish("runtime/disk-cache");
+  return clb_test_finish("cache/disk-cache");
 }

@@ -66,5 +66,5 @@ int main(void) {
   EXPECT_EQ_I(clb_test_counter_syncs(ctx) - syncs0, 1);
   EXPECT_NEAR(got, want);
   clb_context_free(ctx);
-  return clb_test_finish("runtime/chain");
+  return clb_test_finish("core/chain");
 }

@@ -142,5 +142,5 @@ int main(void) {
   test_selection();
   test_wrap();
   test_counters_and_sync();
-  return clb_test_finish("runtime/context");
+  return clb_test_finish("core/context");
 }

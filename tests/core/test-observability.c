@@ -90,5 +90,5 @@ int main(void) {
   CL_OK(ctx, clb_context_sync(ctx));
   EXPECT_TRUE(strstr(lines, "[syncs] host sync #1: clb_context_sync") != NULL);
   clb_context_free(ctx);
-  return clb_test_finish("runtime/observability");
+  return clb_test_finish("core/observability");
 }

@@ -142,5 +142,5 @@ int main(void) {
   test_pool_reuse(ctx);
   clb_context_free(ctx);
   test_oom();
-  return clb_test_finish("runtime/tensor");
+  return clb_test_finish("core/tensor");
 }

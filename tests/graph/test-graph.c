@@ -10,7 +10,7 @@
 
 #include "cl-test.h"
 #include "clbound/clbound.h"
-#include "demo.h"
+#include "bench/workloads.h"
 #include "test.h"
 
 /* xla-mlp under each policy: the same losses as the double reference, and the
@@ -404,5 +404,5 @@ int main(void) {
   clb_context_free(ctx);
   test_xla_policies();
   test_free_intermediates();
-  return clb_test_finish("runtime/graph");
+  return clb_test_finish("graph/graph");
 }

@@ -396,5 +396,5 @@ int main(void) {
   CL_OK(ctx, clb_context_sync(ctx));
   clb_context_free(ctx);
   test_device_export();
-  return clb_test_finish("runtime/dlpack");
+  return clb_test_finish("interop/dlpack");
 }

@@ -332,5 +332,5 @@ int main(void) {
   test_fill(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
-  return clb_test_finish("runtime/elementwise");
+  return clb_test_finish("ops/elementwise");
 }

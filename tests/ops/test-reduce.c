@@ -190,5 +190,5 @@ int main(void) {
   test_accuracy(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
-  return clb_test_finish("runtime/reduce");
+  return clb_test_finish("ops/reduce");
 }

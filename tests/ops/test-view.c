@@ -67,5 +67,5 @@ int main(void) {
   CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, s2, NULL, &other));
   EXPECT_STATUS(ctx, clb_reshape(ctx, s, 2, s2, &other), CLB_ERR_INVALID_ARG, "must be a view of x");
   clb_context_free(ctx);
-  return clb_test_finish("runtime/view");
+  return clb_test_finish("ops/view");
 }

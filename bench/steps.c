@@ -1,0 +1,63 @@
+/* steps.c: `clbound bench steps`: one wide-mlp training step per policy against
+ * actual batch size. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "bench/workloads.h"
+
+/* `clbound bench steps`: the time of one wide-mlp training step (forward,
+ * backward, SGD) at actual batch size n, under a plan that bounds n (dynamic),
+ * a plan built for exactly n (static) and a plan for n's power-of-two bucket. */
+int clb_bench_steps(int argc, char **argv) {
+  int json = 0, reps = 7;
+  int64_t sizes[16] = {256, 1024, 4096};
+  int nsizes = 3;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+      nsizes = 0;
+      for (char *tok = strtok(argv[++i], ","); tok && nsizes < 16; tok = strtok(NULL, ",")) sizes[nsizes++] = atoll(tok);
+    } else {
+      fprintf(stderr, "usage: clbound bench steps [--json] [--reps N] [--sizes n1,n2,...]\n");
+      return 2;
+    }
+  }
+  if (reps < 1) reps = 1;
+  if (!json)
+    printf("wide-mlp training step (256-512-256-1, forward + backward + SGD), median of %d steps, ms\n"
+           "static: a plan built for exactly n (CLBlast GEMMs, as host-known sizes run by default;\n"
+           "static-dev: the same with clbound's GEMM kernel); dynamic: the one plan bounded by 4096;\n"
+           "bucketed: the plan of n's power-of-two bucket\n"
+           "%6s %10s %11s %10s %10s %16s %20s %17s\n", reps, "n", "static", "static-dev", "dynamic", "bucketed",
+           "dynamic/static", "dynamic/static-dev", "bucketed/static");
+  static const clb_policy_kind pols[4] = {CLB_POLICY_STATIC, CLB_POLICY_STATIC, CLB_POLICY_DYNAMIC, CLB_POLICY_BUCKETED};
+  static const clb_gemm_strategy gemms[4] = {CLB_GEMM_AUTO, CLB_GEMM_DEVICE, CLB_GEMM_AUTO, CLB_GEMM_AUTO};
+  for (int s = 0; s < nsizes; s++) {
+    double ms[4];
+    if (sizes[s] < 1 || sizes[s] > 4096) {
+      fprintf(stderr, "clbound bench steps: n = %lld is outside 1..4096\n", (long long)sizes[s]);
+      return 2;
+    }
+    for (int p = 0; p < 4; p++) {
+      char err[1024];
+      if (demo_time_step(pols[p], gemms[p], sizes[s], reps, &ms[p], err, sizeof err) != 0) {
+        fprintf(stderr, "clbound bench steps: n = %lld under %s: %s\n", (long long)sizes[s], demo_policy_name(pols[p]), err);
+        return 1;
+      }
+    }
+    if (json)
+      printf("{\"bench\":\"steps\",\"workload\":\"wide-mlp\",\"n\":%lld,\"static_ms\":%.4f,\"static_device_gemm_ms\":%.4f,"
+             "\"dynamic_ms\":%.4f,\"bucketed_ms\":%.4f,\"dynamic_over_static\":%.4f,\"dynamic_over_static_device_gemm\":%.4f,"
+             "\"bucketed_over_static\":%.4f,\"reps\":%d}\n",
+             (long long)sizes[s], ms[0], ms[1], ms[2], ms[3], ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0], reps);
+    else
+      printf("%6lld %10.3f %11.3f %10.3f %10.3f %16.3f %20.3f %17.3f\n", (long long)sizes[s], ms[0], ms[1], ms[2], ms[3],
+             ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0]);
+    fflush(stdout);
+  }
+  return 0;
+}
