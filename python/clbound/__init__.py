@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["Context", "Tensor", "Graph", "ClboundError", "library_path"]
+__all__ = ["Context", "Tensor", "Graph", "ClboundError", "library_path", "__version__"]
 
 _DTYPES = {
     np.dtype(np.float32): 0,
@@ -47,18 +47,27 @@ class ClboundError(RuntimeError):
         self.status = status
 
 
-def library_path():
-    """Where libclbound is loaded from."""
+def library_path() -> str:
+    """Where libclbound is loaded from: the library installed inside this package
+    (``pip install``), else CLBOUND_LIBRARY (a path), else a build tree next to the
+    sources (build/lib), else the system's loader."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    # the package's folders: its own, plus the installed half of an editable
+    # install (pip install -e), whose library sits in site-packages
+    for folder in [here] + [os.path.abspath(p) for p in globals().get("__path__", [])]:
+        packaged = os.path.join(folder, "libclbound.so")
+        if os.path.exists(packaged):
+            return packaged
     env = os.environ.get("CLBOUND_LIBRARY")
     if env:
         return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "lib", "libclbound.so"),):
-        if os.path.exists(cand):
-            return os.path.normpath(cand)
+    build = os.path.normpath(os.path.join(here, "..", "..", "build", "lib", "libclbound.so"))
+    if os.path.exists(build):
+        return build
     found = ctypes.util.find_library("clbound")
     if not found:
-        raise OSError("libclbound not found: set CLBOUND_LIBRARY to its path")
+        raise OSError("libclbound not found: install the package (pip install ./python), "
+                      "or set CLBOUND_LIBRARY to the library's path")
     return found
 
 
@@ -73,6 +82,10 @@ def _fn(name, restype, *argtypes):
     f.argtypes = list(argtypes)
     return f
 
+
+_version = _fn("clb_version", ctypes.c_char_p)
+#: The version of the C library loaded (clb_version()); the package's version too.
+__version__ = _version().decode()
 
 _status_name = _fn("clb_status_name", ctypes.c_char_p, ctypes.c_int)
 _last_errmsg = _fn("clb_last_errmsg", ctypes.c_char_p)
