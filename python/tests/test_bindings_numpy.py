@@ -102,9 +102,9 @@ def test_nonzero_static(ctx, rng, dtype, shape):
 
 
 def test_nonzero_static_negative_size_raises(ctx):
-    with pytest.raises(clbound.ClboundError) as e:
+    # refused before the call, as the library would refuse it
+    with pytest.raises(ValueError, match="size = -1 is negative"):
         ctx.nonzero_static(ctx.from_numpy(np.ones(3, np.float32)), -1)
-    assert e.value.status == "ERR_INVALID_ARG"
 
 
 # ---------------------------------------------------------------- masked_select
@@ -453,7 +453,7 @@ def test_loss_count_mismatch_raises_at_sync(ctx):
 
 def test_loss_unknown_kind_and_wrong_target_dtype(ctx):
     p = ctx.from_numpy(np.zeros((2, 3), np.float32))
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="loss kind 'hinge' is not one of mse, bce"):
         ctx.loss("hinge", p, p)
     with pytest.raises(clbound.ClboundError) as e:
         ctx.loss("cross_entropy", p, ctx.from_numpy(np.zeros(2, np.float32)))
