@@ -76,7 +76,7 @@ def op_names() -> List[str]:
 
 
 def _cache_arg(folder: Any) -> Optional[bytes]:
-    return None if folder is None else os.fsencode(folder)
+    return None if folder is None else L.cstr(folder, "folder")
 
 
 def cache_info(folder: Optional[Union[str, os.PathLike]] = None) -> Tuple[int, int]:
@@ -152,7 +152,7 @@ class Context:
             if isinstance(value, str):
                 if not value:
                     raise ValueError(f"{what} is an empty string")
-                b = value.encode()
+                b = L.cstr(value, what)
             else:
                 b = str(L.index(value, what, lo=0, ctype=L.INT)).encode()
             keep.append(b)
@@ -165,7 +165,7 @@ class Context:
         if cache_dir is False:
             cache_dir = "off"
         if cache_dir is not None:
-            o.cache_dir = os.fsencode(cache_dir)
+            o.cache_dir = L.cstr(cache_dir, "cache_dir")
         o._keep = keep
         return o
 

@@ -109,6 +109,15 @@ def real(value: Any, what: str, finite: bool = False) -> float:
     return v
 
 
+def cstr(value: Any, what: str) -> bytes:
+    """A str or path as a C string: ValueError for an embedded NUL, which C would
+    read as the end of the string."""
+    b = os.fsencode(value)
+    if b"\0" in b:
+        raise ValueError(f"{what} contains a NUL character")
+    return b
+
+
 def choice(table: Mapping[str, int], value: Any, what: str) -> int:
     """The enum value of a name: ValueError listing the names for any other."""
     if isinstance(value, str) and value in table:

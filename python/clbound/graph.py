@@ -80,6 +80,12 @@ _g_describe = _fn("clb_graph_describe", _i, _p, ctypes.c_char_p, ctypes.c_size_t
 Node = int
 
 
+def _name(name: Any) -> bytes:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    return L.cstr(name, "name")
+
+
 class Graph:
     """A graph on `ctx` under a policy: "dynamic" (one plan, ever), "automatic"
     (default: a dim is compiled in until it first changes), "static" (a plan per
@@ -102,9 +108,7 @@ class Graph:
         _g_opts_init(ctypes.byref(o))
         o.policy = L.choice(POLICIES, policy, "policy")
         o.free_intermediates = int(bool(free_intermediates))
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, not {type(name).__name__}")
-        self._name = name.encode()
+        self._name = _name(name)
         o.name = self._name
         h = ctypes.c_void_p()
         self.ctx._check(_g_new(ctx._live(), ctypes.byref(o), ctypes.byref(h)))
@@ -158,7 +162,8 @@ class Graph:
         dt = L.dtype_code(dtype)
         dims, rank = L.shape(bounds, "bounds")
         dyn = L.flags(dynamic, rank)
-        node = self._node(lambda o: _g_input(self._live(), name.encode(), dt, rank, dims, dyn, o))
+        nm = _name(name)
+        node = self._node(lambda o: _g_input(self._live(), nm, dt, rank, dims, dyn, o))
         self._inputs[node] = np.dtype(dtype)
         return node
 
@@ -172,12 +177,14 @@ class Graph:
                 raise TypeError("param: give an array, or dtype and shape for zeros")
             dt = L.dtype_code(dtype)
             dims, rank = L.shape(shape, "shape")
-            return self._node(lambda o: _g_param(self._live(), name.encode(), dt, rank, dims, None, 0,
+            nm = _name(name)
+            return self._node(lambda o: _g_param(self._live(), nm, dt, rank, dims, None, 0,
                                                  int(bool(trainable)), o))
         arr = np.asarray(array, order="C") if dtype is None else _convert(array, np.dtype(dtype), "same_kind")
         dt = L.dtype_code(arr.dtype)
         dims, rank = L.shape(arr.shape, "array shape")
-        return self._node(lambda o: _g_param(self._live(), name.encode(), dt, rank, dims,
+        nm = _name(name)
+        return self._node(lambda o: _g_param(self._live(), nm, dt, rank, dims,
                                              arr.ctypes.data_as(_p), arr.nbytes, int(bool(trainable)), o))
 
     def scalar(self, dtype: Any, value: float) -> Node:

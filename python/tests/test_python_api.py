@@ -78,6 +78,8 @@ def test_arguments_the_library_would_misread_or_reject_raise_first(ctx, make, ex
     (dict(device_memory_limit=2**64), OverflowError, "device_memory_limit"),
     (dict(device_memory_limit=-1), OverflowError, "device_memory_limit"),
     (dict(device=""), ValueError, "empty"),
+    (dict(device="pthread\0gpu"), ValueError, "NUL"),  # C would read "pthread"
+    (dict(cache_dir="/tmp\0x"), ValueError, "NUL"),
 ])
 def test_context_options_are_checked(kwargs, exc, match):
     with pytest.raises(exc, match=match):
