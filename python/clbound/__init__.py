@@ -130,7 +130,7 @@ class Context:
                  cache_dir: Optional[Union[str, os.PathLike, bool]] = None):
         self._h: Optional[ctypes.c_void_p] = None
         self._graphs: list = []
-        self._tensors: "weakref.WeakSet[Tensor]" = weakref.WeakSet()
+        self._tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
         self._log_cb = None
         opts = self._options(device, platform, kernel_style, device_memory_limit, cache_dir)
         h = ctypes.c_void_p()
@@ -171,7 +171,7 @@ class Context:
 
     @classmethod
     def wrap(cls, cl_context: int, cl_queue: int, *, kernel_style: str = "auto", device_memory_limit: int = 0,
-             cache_dir: Optional[Union[str, os.PathLike, bool]] = None) -> "Context":
+             cache_dir: Optional[Union[str, os.PathLike, bool]] = None) -> Context:
         """A context over a caller's cl_context and in-order cl_command_queue, given
         as integer handles (pyopencl's ``.int_ptr``, or another Context's
         cl_context and cl_queue); both are retained (clb_context_wrap)."""
@@ -196,7 +196,7 @@ class Context:
             L.ctx_free(self._h)
             self._h = None
 
-    def __enter__(self) -> "Context":
+    def __enter__(self) -> Context:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -222,7 +222,7 @@ class Context:
         if st != 0:
             L.raise_status(st, L.ctx_errmsg(self._h).decode() if self._h else L.last_errmsg().decode())
 
-    def _wrap(self, handle: ctypes.c_void_p) -> "Tensor":
+    def _wrap(self, handle: ctypes.c_void_p) -> Tensor:
         t = Tensor(self, handle, owned=True)
         self._tensors.add(t)
         return t
@@ -243,7 +243,7 @@ class Context:
             raise ValueError(f"argument '{what}' belongs to another Context")
         return t._h
 
-    def _out(self, out: Optional["Tensor"], call: Callable[[Any], int], what: str = "out") -> "Tensor":
+    def _out(self, out: Optional[Tensor], call: Callable[[Any], int], what: str = "out") -> Tensor:
         """Runs call(pointer to the output handle): a new output when out is None,
         else out itself, which the library checks and rewrites."""
         h = ctypes.c_void_p(self._arg(out, what, optional=True).value if out is not None else None)
@@ -348,7 +348,7 @@ class Context:
     # ---- tensors ----
 
     def tensor(self, dtype: DTypeLike, bounds: Shape, dynamic: Optional[Iterable[bool]] = None,
-               sizes: Optional[Shape] = None) -> "Tensor":
+               sizes: Optional[Shape] = None) -> Tensor:
         """A new tensor of `dtype` with `bounds`; `dynamic` flags the dims whose
         actual size may vary (a bool for all dims, or one per dim; default none).
 
@@ -369,21 +369,21 @@ class Context:
     empty = tensor
 
     def zeros(self, dtype: DTypeLike, bounds: Shape, dynamic: Optional[Iterable[bool]] = None,
-              sizes: Optional[Shape] = None) -> "Tensor":
+              sizes: Optional[Shape] = None) -> Tensor:
         """tensor(), with every live element 0."""
         t = self.tensor(dtype, bounds, dynamic, sizes)
         self._check(L.fill(self._h, t._h, 0.0))
         return t
 
     def full(self, dtype: DTypeLike, bounds: Shape, value: Union[int, float, bool],
-             dynamic: Optional[Iterable[bool]] = None, sizes: Optional[Shape] = None) -> "Tensor":
+             dynamic: Optional[Iterable[bool]] = None, sizes: Optional[Shape] = None) -> Tensor:
         """tensor(), with every live element `value` (see fill())."""
         t = self.tensor(dtype, bounds, dynamic, sizes)
         self.fill(t, value)
         return t
 
     def from_numpy(self, array: Any, bounds: Optional[Shape] = None, dynamic: Optional[Iterable[bool]] = None,
-                   dtype: Optional[DTypeLike] = None, casting: str = "same_kind") -> "Tensor":
+                   dtype: Optional[DTypeLike] = None, casting: str = "same_kind") -> Tensor:
         """A tensor holding `array` (anything numpy.asarray takes), of its dtype or
         `dtype` (converted under numpy's `casting` rule, see Tensor.write), with
         `bounds` (default: its shape) and `dynamic` flags."""
@@ -395,7 +395,7 @@ class Context:
         return t
 
     def from_dlpack(self, obj: Any, bounds: Optional[Shape] = None,
-                    dynamic: Optional[Iterable[bool]] = None) -> "Tensor":
+                    dynamic: Optional[Iterable[bool]] = None) -> Tensor:
         """A tensor holding a copy of any host object that speaks DLPack (numpy
         arrays, or torch / jax CPU tensors), with bounds (default: its shape)."""
         from . import _dlpack
@@ -416,7 +416,7 @@ class Context:
         self._check(L.from_dlpack_legacy(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
         return self._wrap(h)
 
-    def fill(self, t: "Tensor", value: Union[int, float, bool]) -> None:
+    def fill(self, t: Tensor, value: Union[int, float, bool]) -> None:
         """Sets every live element of t to `value`, as numpy's ndarray.fill does:
         a float into an integer tensor truncates toward zero; NaN or infinity into
         an integer tensor is a ValueError, a value outside the dtype's range an
@@ -448,28 +448,28 @@ class Context:
 
     # ---- elementwise ----
 
-    def binary(self, op: str, a: "Tensor", b: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def binary(self, op: str, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = a <op> b, broadcast like PyTorch from the bounds. op: add, sub, mul,
         div (floating only), remainder (Python's sign), maximum, minimum."""
         code = L.choice(L.BINARY, op, "binary op")
         ha, hb = self._arg(a, "a"), self._arg(b, "b")
         return self._out(out, lambda o: L.binary(self._h, code, ha, hb, o))
 
-    def unary(self, op: str, a: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
         log (floating only for these four), copy. out may be a (in place)."""
         code = L.choice(L.UNARY, op, "unary op")
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.unary(self._h, code, ha, o))
 
-    def cast(self, a: "Tensor", dtype: DTypeLike, *, out: Optional["Tensor"] = None) -> "Tensor":
+    def cast(self, a: Tensor, dtype: DTypeLike, *, out: Optional[Tensor] = None) -> Tensor:
         """a converted to `dtype` (to bool: x != 0; float to integer truncates
         toward zero, as a C cast)."""
         dt = L.dtype_code(dtype)
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.cast(self._h, ha, dt, o))
 
-    def reshape(self, a: "Tensor", spec: Shape, *, out: Optional["Tensor"] = None) -> "Tensor":
+    def reshape(self, a: Tensor, spec: Shape, *, out: Optional[Tensor] = None) -> Tensor:
         """A view of a's data with another shape: each entry a static size, or -1
         (at most one) for the dim taking the remaining elements, dynamic when a
         has a dynamic dim. No copy; either may be freed first."""
@@ -479,7 +479,7 @@ class Context:
 
     # ---- reductions ----
 
-    def reduce_all(self, op: str, a: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def reduce_all(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """op ("sum", "mean", "max") over every live element: a 0-d tensor. sum of
         integers or bools gives int64; mean is floating only (NaN when empty); max
         of nothing raises ERR_EMPTY_REDUCE at the next sync."""
@@ -487,38 +487,38 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reduce_all(self._h, code, ha, o))
 
-    def reduce_dim(self, op: str, a: "Tensor", dim: int, keepdim: bool = False, *,
-                   out: Optional["Tensor"] = None) -> "Tensor":
+    def reduce_dim(self, op: str, a: Tensor, dim: int, keepdim: bool = False, *,
+                   out: Optional[Tensor] = None) -> Tensor:
         """op over dim `dim` (negative counts from the end); keepdim keeps it as 1."""
         code = L.choice(L.REDUCE, op, "reduce op")
         d = L.index(dim, "dim", ctype=L.INT)
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reduce_dim(self._h, code, ha, d, int(bool(keepdim)), o))
 
-    def sum(self, a: "Tensor", dim: Optional[int] = None, keepdim: bool = False, *,
-            out: Optional["Tensor"] = None) -> "Tensor":
+    def sum(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+            out: Optional[Tensor] = None) -> Tensor:
         """reduce_all("sum") when dim is None, else reduce_dim("sum", dim)."""
         return self._reduce("sum", a, dim, keepdim, out)
 
-    def mean(self, a: "Tensor", dim: Optional[int] = None, keepdim: bool = False, *,
-             out: Optional["Tensor"] = None) -> "Tensor":
+    def mean(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+             out: Optional[Tensor] = None) -> Tensor:
         """reduce_all("mean") when dim is None, else reduce_dim("mean", dim)."""
         return self._reduce("mean", a, dim, keepdim, out)
 
-    def max(self, a: "Tensor", dim: Optional[int] = None, keepdim: bool = False, *,
-            out: Optional["Tensor"] = None) -> "Tensor":
+    def max(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+            out: Optional[Tensor] = None) -> Tensor:
         """reduce_all("max") when dim is None, else reduce_dim("max", dim)."""
         return self._reduce("max", a, dim, keepdim, out)
 
-    def _reduce(self, op: str, a: "Tensor", dim: Optional[int], keepdim: bool, out: Optional["Tensor"]) -> "Tensor":
+    def _reduce(self, op: str, a: Tensor, dim: Optional[int], keepdim: bool, out: Optional[Tensor]) -> Tensor:
         if dim is None:
             return self.reduce_all(op, a, out=out)
         return self.reduce_dim(op, a, dim, keepdim, out=out)
 
     # ---- data-dependent ops: the count stays on the device ----
 
-    def nonzero(self, a: "Tensor", *, out: Optional["Tensor"] = None,
-                as_tuple: bool = False) -> Union["Tensor", Tuple["Tensor", ...]]:
+    def nonzero(self, a: Tensor, *, out: Optional[Tensor] = None,
+                as_tuple: bool = False) -> Union[Tensor, Tuple[Tensor, ...]]:
         """The indices of a's nonzero elements, like torch.nonzero: int64
         [count, rank] in row-major order (-0.0 is zero, NaN nonzero). out: an int64
         [<=B, rank] tensor with a dynamic dim 0 to reuse; a bound B below the count
@@ -550,9 +550,9 @@ class Context:
             cols.append(self.cast(self.reshape(col, [-1]), np.int64))
         return tuple(cols)
 
-    def nonzero_static(self, a: "Tensor", size: int, fill_value: int = -1, *, out: Optional["Tensor"] = None,
-                       count: Optional["Tensor"] = None,
-                       return_count: bool = True) -> Union["Tensor", Tuple["Tensor", "Tensor"]]:
+    def nonzero_static(self, a: Tensor, size: int, fill_value: int = -1, *, out: Optional[Tensor] = None,
+                       count: Optional[Tensor] = None,
+                       return_count: bool = True) -> Union[Tensor, Tuple[Tensor, Tensor]]:
         """nonzero with `size` rows, like torch.nonzero_static: int64 [size, rank],
         the first min(count, size) rows the indices, the rest fill_value (a count
         over size truncates, no error). Returns (indices, the true count as a 0-d
@@ -570,7 +570,7 @@ class Context:
             return idx
         return idx, count if count is not None else self._wrap(hc)
 
-    def masked_select(self, x: "Tensor", mask: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def masked_select(self, x: Tensor, mask: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """1-D: the elements of x where the bool mask (broadcast with x) is true, in
         row-major order. out: a 1-D dynamic tensor of x's dtype to reuse; a bound
         below the count keeps the first elements and raises ERR_BOUND_EXCEEDED at
@@ -578,8 +578,8 @@ class Context:
         hx, hm = self._arg(x, "x"), self._arg(mask, "mask")
         return self._out(out, lambda o: L.masked_select(self._h, hx, hm, o))
 
-    def masked_scatter(self, x: "Tensor", mask: "Tensor", source: "Tensor", *,
-                       out: Optional["Tensor"] = None) -> "Tensor":
+    def masked_scatter(self, x: Tensor, mask: Tensor, source: Tensor, *,
+                       out: Optional[Tensor] = None) -> Tensor:
         """x with its positions under the bool mask (broadcast to x) taking
         consecutive elements of source, like torch.masked_scatter. out=x works in
         place (torch's masked_scatter_). A source shorter than the mask's count
@@ -589,23 +589,23 @@ class Context:
 
     # ---- nn ops ----
 
-    def matmul(self, a: "Tensor", b: "Tensor", trans_a: bool = False, trans_b: bool = False, *,
-               out: Optional["Tensor"] = None) -> "Tensor":
+    def matmul(self, a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False, *,
+               out: Optional[Tensor] = None) -> Tensor:
         """op(a) @ op(b), op(x) = x.T when trans_x; float32 or float64. Any of M,
         K, N may be dynamic (see set_gemm_strategy)."""
         ha, hb = self._arg(a, "a"), self._arg(b, "b")
         return self._out(out, lambda o: L.matmul(self._h, ha, int(bool(trans_a)), hb, int(bool(trans_b)), o))
 
-    def linear(self, x: "Tensor", w: "Tensor", bias: Optional["Tensor"] = None, *,
-               out: Optional["Tensor"] = None) -> "Tensor":
+    def linear(self, x: Tensor, w: Tensor, bias: Optional[Tensor] = None, *,
+               out: Optional[Tensor] = None) -> Tensor:
         """x @ w.T + bias: x [M, in], w [features, in], bias [features] or None."""
         hx, hw, hb = self._arg(x, "x"), self._arg(w, "w"), self._arg(bias, "bias", optional=True)
         return self._out(out, lambda o: L.linear(self._h, hx, hw, hb, o))
 
-    def linear_backward(self, x: "Tensor", w: "Tensor", dy: "Tensor",
-                        need: Iterable[str] = ("dx", "dw", "dbias"), *, dx: Optional["Tensor"] = None,
-                        dw: Optional["Tensor"] = None,
-                        dbias: Optional["Tensor"] = None) -> Tuple[Optional["Tensor"], ...]:
+    def linear_backward(self, x: Tensor, w: Tensor, dy: Tensor,
+                        need: Iterable[str] = ("dx", "dw", "dbias"), *, dx: Optional[Tensor] = None,
+                        dw: Optional[Tensor] = None,
+                        dbias: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
         """(dx, dw, dbias) of linear(x, w, bias) given dy: dx = dy @ w, dw = dy.T @ x,
         dbias = dy summed over its actual rows. A gradient not in `need` (and not
         given as a tensor to reuse) is None."""
@@ -626,32 +626,32 @@ class Context:
         return tuple(given[k] if given[k] is not None else self._wrap(hs[k]) if k in hs else None
                      for k in ("dx", "dw", "dbias"))
 
-    def softmax(self, x: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def softmax(self, x: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """Softmax over the last dim, at the actual sizes."""
         hx = self._arg(x, "x")
         return self._out(out, lambda o: L.softmax(self._h, hx, 0, o))
 
-    def log_softmax(self, x: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+    def log_softmax(self, x: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """log(softmax(x)) over the last dim, computed stably."""
         hx = self._arg(x, "x")
         return self._out(out, lambda o: L.softmax(self._h, hx, 1, o))
 
-    def softmax_backward(self, y: "Tensor", dy: "Tensor", log: bool = False, *,
-                         out: Optional["Tensor"] = None) -> "Tensor":
+    def softmax_backward(self, y: Tensor, dy: Tensor, log: bool = False, *,
+                         out: Optional[Tensor] = None) -> Tensor:
         """dx of softmax (log_softmax when `log`) from its output y and dy."""
         hy, hdy = self._arg(y, "y"), self._arg(dy, "dy")
         return self._out(out, lambda o: L.softmax_bw(self._h, hy, hdy, int(bool(log)), o))
 
-    def unary_backward(self, op: str, dy: "Tensor", x: Optional["Tensor"] = None, y: Optional["Tensor"] = None, *,
-                       out: Optional["Tensor"] = None) -> "Tensor":
+    def unary_backward(self, op: str, dy: Tensor, x: Optional[Tensor] = None, y: Optional[Tensor] = None, *,
+                       out: Optional[Tensor] = None) -> Tensor:
         """dx = dy * op'(...): relu and log read the input x, sigmoid, tanh and exp
         the output y; neg and copy read neither."""
         code = L.choice(L.UNARY, op, "unary op")
         hdy, hx, hy = self._arg(dy, "dy"), self._arg(x, "x", optional=True), self._arg(y, "y", optional=True)
         return self._out(out, lambda o: L.unary_bw(self._h, code, hx, hy, hdy, o))
 
-    def sgd_step(self, param: "Tensor", grad: "Tensor", lr: float, momentum: float = 0.0,
-                 velocity: Optional["Tensor"] = None) -> None:
+    def sgd_step(self, param: Tensor, grad: Tensor, lr: float, momentum: float = 0.0,
+                 velocity: Optional[Tensor] = None) -> None:
         """In place: velocity = momentum * velocity + grad (when given; zero it
         once), param -= lr * (velocity if given else grad). lr and momentum must
         be finite."""
@@ -660,8 +660,8 @@ class Context:
         hv = self._arg(velocity, "velocity", optional=True)
         self._check(L.sgd_step(self._h, hp, hg, hv, lr_, mom))
 
-    def loss(self, kind: str, pred: "Tensor", target: "Tensor", *, out: Optional["Tensor"] = None,
-             grad: Optional["Tensor"] = None, need_grad: bool = True) -> Tuple["Tensor", Optional["Tensor"]]:
+    def loss(self, kind: str, pred: Tensor, target: Tensor, *, out: Optional[Tensor] = None,
+             grad: Optional[Tensor] = None, need_grad: bool = True) -> Tuple[Tensor, Optional[Tensor]]:
         """(the mean loss over the actual elements as a 0-d tensor, d loss / d pred
         or None when need_grad is False). kind: mse, bce, bce_with_logits,
         cross_entropy (pred [M, C] logits, target [M] int64 classes). out and grad:
@@ -678,16 +678,16 @@ class Context:
         return lt, grad if grad is not None else self._wrap(hg)
 
 
-def _binary_method(name: str) -> Callable[..., "Tensor"]:
-    def method(self: Context, a: "Tensor", b: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+def _binary_method(name: str) -> Callable[..., Tensor]:
+    def method(self: Context, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         return self.binary(name, a, b, out=out)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f'binary("{name}", a, b, out=out): elementwise, broadcast like PyTorch.'
     return method
 
 
-def _unary_method(name: str) -> Callable[..., "Tensor"]:
-    def method(self: Context, a: "Tensor", *, out: Optional["Tensor"] = None) -> "Tensor":
+def _unary_method(name: str) -> Callable[..., Tensor]:
+    def method(self: Context, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         return self.unary(name, a, out=out)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f'unary("{name}", a, out=out): elementwise; out may be a (in place).'
@@ -721,7 +721,7 @@ class Tensor:
             L.t_free(self._h)
         self._h = None
 
-    def __enter__(self) -> "Tensor":
+    def __enter__(self) -> Tensor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

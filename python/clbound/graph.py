@@ -129,7 +129,7 @@ class Graph:
             t._h = None  # Tensor raises ClboundError rather than reading a stale handle
         self._borrowed = []
 
-    def __enter__(self) -> "Graph":
+    def __enter__(self) -> Graph:
         return self
 
     def __exit__(self, *exc: Any) -> None:

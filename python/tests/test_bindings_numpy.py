@@ -10,24 +10,11 @@ import pytest
 
 import clbound
 
-SEED = 20240611
 # float32 results against float64 numpy: 1e-5 relative plus 1e-6 absolute per element
 F32 = dict(rtol=1e-5, atol=1e-6)
 # where a float32 sum over k terms enters (matmul, linear backward): atol grows with k
 def f32_sum(k):
     return dict(rtol=1e-5, atol=2e-6 * max(k, 1))
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    with clbound.Context() as c:
-        yield c
-
-
-@pytest.fixture
-def rng(request):
-    # one stream per test, seeded by its name: a test reproduces alone or in the suite
-    return np.random.default_rng([SEED, sum(map(ord, request.node.name))])
 
 
 def bounded(ctx, a, slack=3):

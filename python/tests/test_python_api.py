@@ -12,20 +12,6 @@ import pytest
 import clbound
 from clbound.graph import Graph
 
-SEED = 20261123
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    with clbound.Context() as c:
-        yield c
-
-
-@pytest.fixture
-def rng(request):
-    return np.random.default_rng([SEED, sum(map(ord, request.node.name))])
-
-
 def sparse(rng, shape, dtype=np.float32, p=0.4):
     a = (rng.integers(1, 9, size=shape) * (rng.random(shape) < p)).astype(dtype)
     return a
