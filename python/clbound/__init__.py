@@ -772,6 +772,11 @@ class Tensor:
         return tuple(bool(L.t_is_dyn(self._live(), d)) for d in range(self.rank))
 
     @property
+    def bound_numel(self) -> int:
+        """The number of elements at the bounds (the buffer's capacity)."""
+        return L.t_bound_numel(self._live())
+
+    @property
     def data_mem(self) -> int:
         """The borrowed cl_mem of the data (sized at the bounds), as an integer."""
         return L.t_data_mem(self._live()) or 0
