@@ -199,14 +199,16 @@ class DeviceInfoStruct(ctypes.Structure):
                 ("is_cpu", c_int), ("is_gpu", c_int), ("compute_units", ctypes.c_uint32),
                 ("max_work_group_size", ctypes.c_size_t), ("local_mem_bytes", ctypes.c_uint64),
                 ("local_mem_emulated", c_int), ("global_mem_bytes", ctypes.c_uint64),
-                ("max_alloc_bytes", ctypes.c_uint64), ("has_fp64", c_int), ("has_int64_atomics", c_int)]
+                ("max_alloc_bytes", ctypes.c_uint64), ("has_fp64", c_int), ("has_int64_atomics", c_int),
+                ("mem_base_addr_align_bits", ctypes.c_uint32)]
 
 
 class CountersStruct(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t)] + [(n, ctypes.c_uint64) for n in (
         "program_builds", "program_cache_hits_memory", "program_cache_hits_disk", "kernel_launches",
         "host_syncs", "bytes_to_device", "bytes_to_host", "plans_compiled", "recompiles",
-        "device_bytes_live", "device_bytes_held", "peak_device_bytes", "buffers_fresh", "buffers_reused")]
+        "device_bytes_live", "device_bytes_held", "peak_device_bytes", "buffers_fresh", "buffers_reused",
+        "arena_bytes", "live_lower_bound_bytes", "pool_peak_bytes", "arena_allocations", "arena_max_bytes")]
 
 
 LogFn = ctypes.CFUNCTYPE(None, p, c_str, c_str)

@@ -34,13 +34,18 @@ POLICIES = {"static": 0, "automatic": 1, "dynamic": 2, "bucketed": 3}
 class _Options(ctypes.Structure):
     # clb_graph_options in full: clb_graph_options_init writes all of it
     _fields_ = [("struct_size", ctypes.c_size_t), ("policy", ctypes.c_int), ("name", ctypes.c_char_p),
-                ("free_intermediates", ctypes.c_int)]
+                ("free_intermediates", ctypes.c_int), ("memory_plan", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("runs", ctypes.c_uint64), ("plans_compiled", ctypes.c_uint64),
                 ("plan_switches", ctypes.c_uint64), ("host_syncs", ctypes.c_uint64), ("nodes", ctypes.c_uint64),
-                ("deferred_checks", ctypes.c_uint64), ("current_plan", ctypes.c_int64)]
+                ("deferred_checks", ctypes.c_uint64), ("current_plan", ctypes.c_int64),
+                ("memory_plan", ctypes.c_uint64), ("arena_bytes", ctypes.c_uint64),
+                ("live_lower_bound_bytes", ctypes.c_uint64), ("pool_peak_bytes", ctypes.c_uint64),
+                ("arena_buffers", ctypes.c_uint64), ("arena_bytes_all_plans", ctypes.c_uint64),
+                ("arena_held_bytes", ctypes.c_uint64), ("arena_align_bytes", ctypes.c_uint64),
+                ("arena_fallbacks", ctypes.c_uint64)]
 
 
 _i = ctypes.c_int
@@ -91,13 +96,16 @@ class Graph:
     (default: a dim is compiled in until it first changes), "static" (a plan per
     distinct size) or "bucketed" (a plan per bucket of sizes). `name` appears in
     messages and recompile reasons; `free_intermediates` returns a node's buffer to
-    the pool once its last consumer ran (graphs that do not train).
+    the pool once its last consumer ran (graphs that do not train); `memory_plan`
+    (default True) puts each plan's tensors in one arena laid out from their
+    liveness (docs/graph.md, "Memory plan"; training then also releases forward
+    outputs once backward has read them).
 
     Nodes are ints. A graph is a context manager (``with Graph(ctx) as g:``);
     closing the context closes its graphs."""
 
     def __init__(self, ctx: Context, policy: str = "automatic", name: str = "graph",
-                 free_intermediates: bool = False):
+                 free_intermediates: bool = False, memory_plan: bool = True):
         if not isinstance(ctx, Context):
             raise TypeError(f"argument 'ctx' must be a clbound.Context, not {type(ctx).__name__}")
         self.ctx = ctx
@@ -108,6 +116,7 @@ class Graph:
         _g_opts_init(ctypes.byref(o))
         o.policy = L.choice(POLICIES, policy, "policy")
         o.free_intermediates = int(bool(free_intermediates))
+        o.memory_plan = int(bool(memory_plan))
         self._name = _name(name)
         o.name = self._name
         h = ctypes.c_void_p()
