@@ -166,7 +166,8 @@ CLB_API clb_status clb_graph_run(clb_graph_t g);
 CLB_API clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n);
 
 /* Keeps node n's output readable after runs of a graph made with
- * free_intermediates (no effect otherwise). */
+ * free_intermediates, or of a training graph under the memory plan (no effect
+ * otherwise). */
 CLB_API clb_status clb_graph_keep(clb_graph_t g, clb_node n);
 
 typedef struct clb_graph_stats {
