@@ -299,7 +299,8 @@ class Graph:
         self.ctx._check(_g_run(self._live()))
 
     def keep(self, node: Node) -> None:
-        """Keeps node's output readable after runs of a free_intermediates graph."""
+        """Keeps node's output readable after runs of a free_intermediates graph (or a
+        training graph under the memory plan)."""
         self.ctx._check(_g_keep(self._live(), self._n(node, "node")))
 
     def tensor(self, node: Node) -> Tensor:
