@@ -129,8 +129,8 @@ static int order_cmp(const void *pa, const void *pb) {
   switch (g_sort_order) {
   case 0: ka = (double)a->bytes; kb = (double)b->bytes; break;
   case 1:
-    ka = (double)a->bytes * (double)(a->last - a->first + 1);
-    kb = (double)b->bytes * (double)(b->last - b->first + 1);
+    ka = (double)a->bytes * ((double)a->last - (double)a->first + 1); /* last may be INT64_MAX */
+    kb = (double)b->bytes * ((double)b->last - (double)b->first + 1);
     break;
   default: ka = -(double)a->first; kb = -(double)b->first; break;
   }
@@ -240,7 +240,7 @@ clb_status clb__plan_memory(clb_plan_buf *bufs, size_t n, uint64_t align, uint64
     snprintf(err, errlen, "out of host memory planning %zu buffers", n);
     return CLB_ERR_HOST_OOM;
   }
-  memcpy(w, bufs, n * sizeof *w);
+  if (n) memcpy(w, bufs, n * sizeof *w);
   for (size_t i = 0; i < n; i++)
     if (bufs[i].alias_of >= 0) {
       clb_plan_buf *r = &w[bufs[i].alias_of];
