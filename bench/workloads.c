@@ -399,16 +399,19 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
     rc = 1;
   }
-  clb_counters c0, c1, cf;
+  clb_counters c0, c1, cf, s0, s1;
   counters(ctx, &c0);
   cf = c0;
+  s0 = s1 = c0;
   for (int i = 0; !rc && i < iters; i++) {
     if ((rc = feed(ctx, cfg->workload, &dg, i, -1, err, errlen)) != 0) break;
+    if (i == 1) counters(ctx, &s0);
     if ((st = clb_graph_run(dg.g)) != CLB_OK) {
       snprintf(err, errlen, "iteration %d: %s: %s", i, clb_status_str(st), clb_context_errmsg(ctx));
       rc = 1;
       break;
     }
+    if (i == 1) counters(ctx, &s1);
     /* the loss stays on the device: copied into slot i, read once at the end */
     cl_event ev = NULL;
     cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(clb_graph_tensor(dg.g, dg.loss)),
@@ -450,6 +453,10 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->plans_compiled = c.plans_compiled;
   res->recompiles = c.recompiles;
   res->kernel_launches = c.kernel_launches;
+  res->kernels_compiled = c.kernels_compiled;
+  res->programs_built = c.program_builds + c.program_cache_hits_disk;
+  res->launches_per_step = s1.kernel_launches - s0.kernel_launches;
+  res->steps_replayed = c.steps_replayed;
   res->peak_device_bytes = c.peak_device_bytes;
   res->host_syncs = c1.host_syncs - c0.host_syncs;
   res->builds_after_first = c1.program_builds - cf.program_builds;

@@ -27,6 +27,10 @@ typedef struct demo_result {
   uint64_t builds_after_first; /* program builds after the first iteration */
   uint64_t programs_after_first; /* programs built or loaded from disk after it */
   uint64_t kernel_launches;
+  uint64_t kernels_compiled;   /* distinct kernels created from built or loaded programs */
+  uint64_t programs_built;     /* programs made in the run: built from source or loaded from disk */
+  uint64_t launches_per_step;  /* kernel launches of the second training step */
+  uint64_t steps_replayed;     /* steps replayed from a recorded command buffer */
   uint64_t peak_device_bytes;
   double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
   float *losses;             /* iterations entries; malloc'd */

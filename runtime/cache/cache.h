@@ -38,6 +38,27 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out);
 /* Stores a built program's binary under `key` (write to a temporary, rename). */
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
 
+/* Loads or builds one program from a single source text (label names it in the
+ * key and messages); a build from source hands back its key in *store_key for
+ * a later store. */
+clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char *label, const char *text, size_t len,
+                                  const char *options, cl_program *out, char **store_key);
+/* Adds an entry for (src, options) whose kernels are `kernel` + suffix in p
+ * (retained); takes store_key. */
+clb_status clb__progcache_insert(clb_context_t ctx, const char *op, const char *src, const char *options, cl_program p,
+                                 const char *suffix, char *store_key);
+
+/* ---- plan-program.c ------------------------------------------------------- */
+
+/* Starts noting the kernels asked for: until clb__plan_collect_end, a kernel
+ * the context has no program for comes back NULL and clb__launch launches
+ * nothing (a plan's first step is walked once this way). */
+clb_status clb__plan_collect_begin(clb_context_t ctx);
+void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel);
+/* Stops noting; with build, makes one program of everything noted (`what`
+ * names the plan in logs and errors) and points the cache entries at it. */
+clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build);
+
 /* Makes the context's program cache and opens its disk cache, once; registers
  * their release with the context. */
 clb_status clb__cache_open(clb_context_t ctx);

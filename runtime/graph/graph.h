@@ -114,4 +114,9 @@ const char *clb__graph_kind_name(gn_kind k);
 /* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
 
+/* whole-step.c */
+/* 1 when a new plan's first step may be walked without launches to collect its
+ * kernels into one program (CLBOUND_PLAN_PROGRAMS=off turns it off). */
+int clb__graph_can_collect(clb_graph_t g);
+
 #endif /* CLB_GRAPH_INTERNAL_H */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
 
 #define SLOT_UNRESOLVED 255
@@ -397,9 +398,8 @@ static void describe_slot(clb_graph_t g, int s, char *buf, size_t len) {
   else snprintf(buf, len, "%s = %lld", g->slots[s].what, (long long)v->value);
 }
 
-/* Finds or records the plan of this run's sizes; a new plan after the first is a
- * recompile with its reason. */
-static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
+/* The index of the plan of this run's sizes, or g->nplans when it is new. */
+static size_t find_plan(clb_graph_t g, const clb_decision *dec) {
   size_t p;
   for (p = 0; p < g->nplans; p++) {
     if (g->plans[p].input_plan != dec->plan) continue;
@@ -408,6 +408,13 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
       same = g->plans[p].vals[s].value == g->cur[s].value && g->plans[p].vals[s].kind == g->cur[s].kind;
     if (same) break;
   }
+  return p;
+}
+
+/* Finds or records the plan of this run's sizes; a new plan after the first is a
+ * recompile with its reason. */
+static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
+  size_t p = find_plan(g, dec);
   if (p == g->nplans) {
     if (g->nplans == g->cap_plans) {
       size_t ncap = g->cap_plans ? g->cap_plans * 2 : 8;
@@ -439,6 +446,24 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
   if (g->current_plan >= 0 && (size_t)g->current_plan != p) g->stats.plan_switches++;
   g->current_plan = (int64_t)p;
   return CLB_OK;
+}
+
+/* The forward pass: nodes up to `last` (all of an inference graph), releasing
+ * inputs whose last reader ran when `release`. */
+static clb_status forward(clb_graph_t g, int last, int release, const int *last_use) {
+  clb_status st = CLB_OK;
+  for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
+    if (!(i <= last || g->loss < 0)) continue;
+    st = run_node(g, &g->nodes[i]);
+    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
+      gnode *in = &g->nodes[g->nodes[i].in[k]];
+      /* the queue is in order: the buffer is rewritten only after node i ran */
+      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
+          in->kind != GN_SCALAR)
+        clb__graph_release_tensors(in);
+    }
+  }
+  return st;
 }
 
 clb_status clb_graph_run(clb_graph_t g) {
@@ -494,18 +519,19 @@ clb_status clb_graph_run(clb_graph_t g) {
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++) last_use[g->nodes[i].in[k]] = i;
   }
-  st = CLB_OK;
-  for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
-    if (!(i <= last || g->loss < 0)) continue;
-    st = run_node(g, &g->nodes[i]);
-    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
-      gnode *in = &g->nodes[g->nodes[i].in[k]];
-      /* the queue is in order: the buffer is rewritten only after node i ran */
-      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
-          in->kind != GN_SCALAR)
-        clb__graph_release_tensors(in);
+  /* a new plan whose counts stay on the device: walk its step once without
+   * launching to collect every kernel, and build them as one program */
+  if (find_plan(g, &dec) == g->nplans && clb__graph_can_collect(g) && clb__plan_collect_begin(g->ctx) == CLB_OK) {
+    char what[96];
+    snprintf(what, sizeof what, "graph %s plan %zu", g->name, g->nplans);
+    clb_status ws = forward(g, last, release, last_use);
+    if (ws == CLB_OK && g->loss >= 0) ws = train_step(g);
+    if ((st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK)) != CLB_OK) {
+      g->ctx->build_suffix[0] = 0;
+      return st;
     }
   }
+  st = forward(g, last, release, last_use);
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
   g->ctx->build_suffix[0] = 0;
