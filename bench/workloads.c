@@ -514,3 +514,59 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
   clb_context_free(ctx);
   return rc;
 }
+
+static void sort_d(double *t, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+}
+
+int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen) {
+  clb_context_t ctx = NULL;
+  clb_status st = clb_context_new(NULL, &ctx);
+  if (st != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
+    return 1;
+  }
+  demo_graph dg;
+  int rc = build_graph(ctx, w, CLB_POLICY_DYNAMIC, demo_default_lr(w), &dg, err, errlen);
+  double *t[2];
+  t[0] = calloc((size_t)reps, sizeof(double));
+  t[1] = calloc((size_t)reps, sizeof(double));
+  if (!t[0] || !t[1]) rc = 1;
+  /* the same graph and plan, rep by rep: `batch` steps enqueued then one sync,
+   * whole-step (fused kernels) and eager (CLBOUND_FUSE=off: op by op) in turn;
+   * two warm-up reps of each build and compile everything first */
+  for (int r = -2; !rc && r < reps; r++)
+    for (int mode = 0; !rc && mode < 2; mode++) {
+      setenv("CLBOUND_FUSE", mode ? "off" : "on", 1);
+      double a = now_s();
+      for (int i = 0; !rc && i < batch; i++) {
+        if ((rc = feed(ctx, w, &dg, i, w == DEMO_WIDE_MLP ? 256 : -1, err, errlen)) != 0) break;
+        if ((st = clb_graph_run(dg.g)) != CLB_OK) {
+          snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+          rc = 1;
+        }
+      }
+      if (!rc && (st = clb_context_sync(ctx)) != CLB_OK) {
+        snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+        rc = 1;
+      }
+      if (r >= 0) t[mode][r] = 1e3 * (now_s() - a) / batch;
+    }
+  unsetenv("CLBOUND_FUSE");
+  if (!rc) {
+    sort_d(t[0], reps);
+    sort_d(t[1], reps);
+    *step_ms = t[0][reps / 2];
+    *eager_ms = t[1][reps / 2];
+  }
+  free(t[0]);
+  free(t[1]);
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}

@@ -60,4 +60,10 @@ int64_t demo_batch_size(demo_workload w, int i);
 int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
                    size_t errlen);
 
+/* One training step of workload w under the dynamic plan (wide-mlp at 256 rows),
+ * whole-step (fused kernels) and eager (the same plan op by op,
+ * CLBOUND_FUSE=off), interleaved rep by rep: `batch` steps enqueued, one sync,
+ * per-step median of reps. Returns 0 with both set. */
+int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen);
+
 #endif /* CLB_BENCH_WORKLOADS_H */

@@ -20,6 +20,13 @@ const clb_kernel_src *clb__kernel_src_find(const char *name);
 
 /* ---- program-cache.c ------------------------------------------------------ */
 
+/* An embedded kernel file, or a source generated in this context, by name. */
+const clb_kernel_src *clb__kernel_src_get(clb_context_t ctx, const char *name);
+/* Registers a generated kernel source (common.cl is prepended, as for a kernel
+ * file) under a name that clb__kernel_get then takes as `src`; the name must
+ * determine the text (e.g. carry its hash). A name already there is kept. */
+clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const char *text);
+
 /* The kernel `kernel` of the program made of common.cl + kernels/<src>.cl built
  * with `options`, building it (counted) the first time. Borrowed: the cache owns
  * it. `op` names the caller in error messages. The context's first call makes its

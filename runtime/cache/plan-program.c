@@ -278,9 +278,9 @@ static void put_defines(sbuf *b, const char *options, int undef) {
 static void section_suffix(int i, char *buf, size_t cap) { snprintf(buf, cap, "__s%d", i); }
 
 /* Appends section i to the merged source. */
-static int put_section(sbuf *b, int i, const collect_section *s) {
+static int put_section(clb_context_t ctx, sbuf *b, int i, const collect_section *s) {
   const clb_kernel_src *common = clb__kernel_src_find("common");
-  const clb_kernel_src *body = clb__kernel_src_find(s->src);
+  const clb_kernel_src *body = clb__kernel_src_get(ctx, s->src);
   if (!common || !body) return 0;
   names defs = {0}, macros = {0};
   scan_names(common->text, common->len, &defs, &macros);
@@ -325,7 +325,7 @@ clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build)
     put(&b, what);
     put(&b, " */\n");
     int ok = 1;
-    for (int i = 0; i < c->n && ok; i++) ok = put_section(&b, i, &c->s[i]);
+    for (int i = 0; i < c->n && ok; i++) ok = put_section(ctx, &b, i, &c->s[i]);
     if (!ok || b.oom) {
       free(b.p);
       collect_free(c);

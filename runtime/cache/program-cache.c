@@ -29,6 +29,8 @@ typedef struct clb_prog_entry {
 struct clb_progcache {
   clb_prog_entry *entries;
   size_t n, cap;
+  clb_kernel_src *gen; /* generated kernel sources (runtime/graph/fuse.c) */
+  size_t ngen, capgen;
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
@@ -63,6 +65,11 @@ static void progcache_free(clb_progcache *pc) {
     free(e->options);
   }
   free(pc->entries);
+  for (size_t i = 0; i < pc->ngen; i++) {
+    free((char *)pc->gen[i].name);
+    free((char *)pc->gen[i].text);
+  }
+  free(pc->gen);
   free(pc);
 }
 
@@ -122,6 +129,36 @@ const clb_kernel_src *clb__kernel_src_find(const char *name) {
   for (size_t i = 0; i < clb__kernel_source_count; i++)
     if (strcmp(clb__kernel_sources[i].name, name) == 0) return &clb__kernel_sources[i];
   return NULL;
+}
+
+const clb_kernel_src *clb__kernel_src_get(clb_context_t ctx, const char *name) {
+  const clb_kernel_src *s = clb__kernel_src_find(name);
+  clb_progcache *pc = ctx->programs;
+  for (size_t i = 0; !s && pc && i < pc->ngen; i++)
+    if (strcmp(pc->gen[i].name, name) == 0) s = &pc->gen[i];
+  return s;
+}
+
+clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const char *text) {
+  clb_status st = clb__cache_open(ctx);
+  if (st != CLB_OK) return st;
+  if (clb__kernel_src_get(ctx, name)) return CLB_OK;
+  clb_progcache *pc = ctx->programs;
+  if (pc->ngen == pc->capgen) {
+    size_t ncap = pc->capgen ? 2 * pc->capgen : 8;
+    clb_kernel_src *ng = realloc(pc->gen, ncap * sizeof *ng);
+    if (!ng) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "generated kernel %s: out of host memory", name);
+    pc->gen = ng;
+    pc->capgen = ncap;
+  }
+  char *n = dup_str(name), *t = dup_str(text);
+  if (!n || !t) {
+    free(n);
+    free(t);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "generated kernel %s: out of host memory", name);
+  }
+  pc->gen[pc->ngen++] = (clb_kernel_src){n, t, strlen(t)};
+  return CLB_OK;
 }
 
 /* The full key of a program: everything its binary depends on. `label` names
@@ -215,7 +252,7 @@ clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char 
 static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
                         cl_program *out, char **store_key) {
   const clb_kernel_src *common = clb__kernel_src_find("common");
-  const clb_kernel_src *body = clb__kernel_src_find(src);
+  const clb_kernel_src *body = clb__kernel_src_get(ctx, src);
   if (!common || !body)
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
   const char *texts[2] = {common->text, body->text};

@@ -119,4 +119,11 @@ void clb__graph_release_tensors(gnode *n);
  * kernels into one program (CLBOUND_PLAN_PROGRAMS=off turns it off). */
 int clb__graph_can_collect(clb_graph_t g);
 
+/* fuse.c */
+/* 0 when CLBOUND_FUSE=off: every op runs its own kernels. */
+int clb__graph_fusion_on(void);
+/* The SGD step of n parameters (velocities may be NULL) with the graph's lr and
+ * momentum, in one launch per dtype run of at most 16 parameters. */
+clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t *grads, clb_tensor_t *vel);
+
 #endif /* CLB_GRAPH_INTERNAL_H */

@@ -366,6 +366,23 @@ static void release_grads_of(clb_graph_t g, int m) {
   g->nodes[m].gsum = NULL;
 }
 
+/* Every parameter's SGD step in one generated kernel (runtime/graph/fuse.c). */
+static clb_status fused_sgd(clb_graph_t g, clb_status st) {
+  clb_tensor_t p[CLB_GRAPH_MAX_NODES], gr[CLB_GRAPH_MAX_NODES], v[CLB_GRAPH_MAX_NODES];
+  int idx[CLB_GRAPH_MAX_NODES], n = 0;
+  for (int i = 0; i < g->loss && st == CLB_OK; i++) {
+    gnode *nd = &g->nodes[i];
+    if (nd->kind != GN_PARAM || !nd->requires_grad) continue;
+    if ((st = grad_of(g, i, &gr[n])) != CLB_OK) break;
+    p[n] = nd->t;
+    v[n] = nd->vel;
+    idx[n++] = i;
+  }
+  if (st == CLB_OK && n > 0) st = clb__graph_fused_sgd(g, n, p, gr, v);
+  for (int k = 0; st == CLB_OK && k < n; k++) release_grads_of(g, idx[k]);
+  return st;
+}
+
 static clb_status train_step(clb_graph_t g) {
   clb_status st = CLB_OK;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
@@ -374,6 +391,7 @@ static clb_status train_step(clb_graph_t g) {
     if ((st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
   }
   set_suffix(g, g->nodes[g->loss].deps);
+  if (clb__graph_fusion_on()) return fused_sgd(g, st);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM || !n->requires_grad) continue;
