@@ -570,3 +570,26 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, 
   clb_context_free(ctx);
   return rc;
 }
+
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen) {
+  clb_context_t ctx = NULL;
+  clb_status st = clb_context_new(NULL, &ctx);
+  if (st != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
+    return 1;
+  }
+  demo_graph dg;
+  int rc = build_graph(ctx, w, policy, demo_default_lr(w), &dg, err, errlen);
+  if (!rc) rc = feed(ctx, w, &dg, 0, -1, err, errlen);
+  if (!rc && (st = clb_graph_warm(dg.g)) != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+    rc = 1;
+  }
+  clb_counters c;
+  counters(ctx, &c);
+  *built = c.program_builds;
+  *loaded = c.program_cache_hits_disk;
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}

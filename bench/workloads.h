@@ -66,4 +66,9 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
  * per-step median of reps. Returns 0 with both set. */
 int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen);
 
+/* `clbound cache warm`: builds (or finds on disk) and stores the program of
+ * workload w's first plan under `policy`, running nothing (clb_graph_warm).
+ * *built: programs built from source, *loaded: found in the disk cache. */
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen);
+
 #endif /* CLB_BENCH_WORKLOADS_H */

@@ -484,8 +484,9 @@ static clb_status forward(clb_graph_t g, int last, int release, const int *last_
   return st;
 }
 
-clb_status clb_graph_run(clb_graph_t g) {
-  static const char *op = "clb_graph_run";
+/* A step, or with warm_only the walk that builds the plan's program and nothing else. */
+static clb_status run_graph(clb_graph_t g, int warm_only) {
+  const char *op = warm_only ? "clb_graph_warm" : "clb_graph_run";
   if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
   if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
   clb_status st;
@@ -539,16 +540,22 @@ clb_status clb_graph_run(clb_graph_t g) {
   }
   /* a new plan whose counts stay on the device: walk its step once without
    * launching to collect every kernel, and build them as one program */
+  if (warm_only && !clb__graph_can_collect(g))
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s': only plans whose counts stay on the device "
+                          "(dynamic or automatic policy, no sync-exact matmul, CLBOUND_PLAN_PROGRAMS on) are built ahead", op, g->name);
   if (find_plan(g, &dec) == g->nplans && clb__graph_can_collect(g) && clb__plan_collect_begin(g->ctx) == CLB_OK) {
     char what[96];
     snprintf(what, sizeof what, "graph %s plan %zu", g->name, g->nplans);
     clb_status ws = forward(g, last, release, last_use);
     if (ws == CLB_OK && g->loss >= 0) ws = train_step(g);
-    if ((st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK)) != CLB_OK) {
+    st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK);
+    if (st == CLB_OK && warm_only) st = ws;
+    if (st != CLB_OK || warm_only) {
       g->ctx->build_suffix[0] = 0;
       return st;
     }
   }
+  if (warm_only) return CLB_OK; /* the plan was built before */
   st = forward(g, last, release, last_use);
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
@@ -557,4 +564,12 @@ clb_status clb_graph_run(clb_graph_t g) {
   g->stats.runs++;
   shape_log(g);
   return CLB_OK;
+}
+
+clb_status clb_graph_run(clb_graph_t g) { return run_graph(g, 0); }
+
+clb_status clb_graph_warm(clb_graph_t g) {
+  clb_status st = run_graph(g, 1);
+  if (st == CLB_OK) st = clb_context_store_programs(g->ctx);
+  return st;
 }
