@@ -55,13 +55,31 @@ clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char 
 clb_status clb__progcache_insert(clb_context_t ctx, const char *op, const char *src, const char *options, cl_program p,
                                  const char *suffix, char *store_key);
 
+/* The kernels a plan's walk asked for: one section per (kernel file, options). */
+#define MAX_SECTION_KERNELS 8
+
+typedef struct collect_section {
+  char *src, *options;
+  int nk;
+  char *kernels[MAX_SECTION_KERNELS];
+} collect_section;
+
+struct clb_plan_collect {
+  collect_section *s;
+  int n, cap;
+  int failed; /* out of host memory while noting: merge nothing */
+};
+
+/* program-cache.c: notes a request during a walk; frees a collection. */
+void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel);
+void clb__plan_collect_free(struct clb_plan_collect *c);
+
 /* ---- plan-program.c ------------------------------------------------------- */
 
 /* Starts noting the kernels asked for: until clb__plan_collect_end, a kernel
  * the context has no program for comes back NULL and clb__launch launches
  * nothing (a plan's first step is walked once this way). */
 clb_status clb__plan_collect_begin(clb_context_t ctx);
-void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel);
 /* Stops noting; with build, makes one program of everything noted (`what`
  * names the plan in logs and errors) and points the cache entries at it. */
 clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build);

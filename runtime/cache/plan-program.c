@@ -20,96 +20,14 @@
 
 #include "runtime/cache/cache.h"
 
-#define MAX_SECTION_KERNELS 8
-
-typedef struct collect_section {
-  char *src, *options;
-  int nk;
-  char *kernels[MAX_SECTION_KERNELS];
-} collect_section;
-
-struct clb_plan_collect {
-  collect_section *s;
-  int n, cap;
-  int failed; /* out of host memory while noting: merge nothing */
-};
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
-static void collect_free(struct clb_plan_collect *c) {
-  if (!c) return;
-  for (int i = 0; i < c->n; i++) {
-    free(c->s[i].src);
-    free(c->s[i].options);
-    for (int k = 0; k < c->s[i].nk; k++) free(c->s[i].kernels[k]);
-  }
-  free(c->s);
-  free(c);
-}
 
 clb_status clb__plan_collect_begin(clb_context_t ctx) {
   clb_status st = clb__cache_open(ctx);
   if (st != CLB_OK) return st;
-  collect_free(ctx->collect);
+  clb__plan_collect_free(ctx->collect);
   ctx->collect = calloc(1, sizeof *ctx->collect);
   if (!ctx->collect) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "plan program: out of host memory");
   return CLB_OK;
-}
-
-/* Options made only of -D NAME[=VALUE] can become #defines; anything else keeps
- * its program of its own. */
-static int defines_only(const char *options) {
-  const char *p = options;
-  while (*p) {
-    while (*p == ' ') p++;
-    if (!*p) break;
-    if (strncmp(p, "-D", 2) != 0) return 0;
-    p += 2;
-    while (*p == ' ') p++;
-    while (*p && *p != ' ') p++;
-  }
-  return 1;
-}
-
-void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel) {
-  struct clb_plan_collect *c = ctx->collect;
-  if (!c || c->failed || !defines_only(options)) return;
-  collect_section *s = NULL;
-  for (int i = 0; i < c->n && !s; i++)
-    if (strcmp(c->s[i].src, src) == 0 && strcmp(c->s[i].options, options) == 0) s = &c->s[i];
-  if (!s) {
-    if (c->n == c->cap) {
-      int ncap = c->cap ? 2 * c->cap : 16;
-      collect_section *ns = realloc(c->s, (size_t)ncap * sizeof *ns);
-      if (!ns) {
-        c->failed = 1;
-        return;
-      }
-      c->s = ns;
-      c->cap = ncap;
-    }
-    s = &c->s[c->n];
-    memset(s, 0, sizeof *s);
-    s->src = dup_str(src);
-    s->options = dup_str(options);
-    c->n++;
-    if (!s->src || !s->options) {
-      c->failed = 1;
-      return;
-    }
-  }
-  for (int k = 0; k < s->nk; k++)
-    if (strcmp(s->kernels[k], kernel) == 0) return;
-  if (s->nk == MAX_SECTION_KERNELS || !(s->kernels[s->nk] = dup_str(kernel))) {
-    c->failed = 1;
-    return;
-  }
-  s->nk++;
 }
 
 /* ---- the merged source ---------------------------------------------------------- */
@@ -328,7 +246,7 @@ clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build)
     for (int i = 0; i < c->n && ok; i++) ok = put_section(ctx, &b, i, &c->s[i]);
     if (!ok || b.oom) {
       free(b.p);
-      collect_free(c);
+      clb__plan_collect_free(c);
       return ok ? clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: merged program: out of host memory", what)
                 : clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: merged program: a kernel source is not embedded", what);
     }
@@ -348,6 +266,6 @@ clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build)
       clb__log(ctx, CLB_LOG_BUILDS, "%s: %d kernel file/option pairs in one program", what, c->n);
     }
   }
-  collect_free(c);
+  clb__plan_collect_free(c);
   return st;
 }

@@ -51,6 +51,70 @@ static double now_ms(void) {
   return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
+/* ---- kernels noted while a plan is walked (runtime/cache/plan-program.c) ---- */
+
+void clb__plan_collect_free(struct clb_plan_collect *c) {
+  if (!c) return;
+  for (int i = 0; i < c->n; i++) {
+    free(c->s[i].src);
+    free(c->s[i].options);
+    for (int k = 0; k < c->s[i].nk; k++) free(c->s[i].kernels[k]);
+  }
+  free(c->s);
+  free(c);
+}
+
+/* Options made only of -D NAME[=VALUE] can become #defines; anything else keeps
+ * its program of its own. */
+static int defines_only(const char *options) {
+  const char *p = options;
+  while (*p) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    if (strncmp(p, "-D", 2) != 0) return 0;
+    p += 2;
+    while (*p == ' ') p++;
+    while (*p && *p != ' ') p++;
+  }
+  return 1;
+}
+
+void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel) {
+  struct clb_plan_collect *c = ctx->collect;
+  if (!c || c->failed || !defines_only(options)) return;
+  collect_section *s = NULL;
+  for (int i = 0; i < c->n && !s; i++)
+    if (strcmp(c->s[i].src, src) == 0 && strcmp(c->s[i].options, options) == 0) s = &c->s[i];
+  if (!s) {
+    if (c->n == c->cap) {
+      int ncap = c->cap ? 2 * c->cap : 16;
+      collect_section *ns = realloc(c->s, (size_t)ncap * sizeof *ns);
+      if (!ns) {
+        c->failed = 1;
+        return;
+      }
+      c->s = ns;
+      c->cap = ncap;
+    }
+    s = &c->s[c->n];
+    memset(s, 0, sizeof *s);
+    s->src = dup_str(src);
+    s->options = dup_str(options);
+    c->n++;
+    if (!s->src || !s->options) {
+      c->failed = 1;
+      return;
+    }
+  }
+  for (int k = 0; k < s->nk; k++)
+    if (strcmp(s->kernels[k], kernel) == 0) return;
+  if (s->nk == MAX_SECTION_KERNELS || !(s->kernels[s->nk] = dup_str(kernel))) {
+    c->failed = 1;
+    return;
+  }
+  s->nk++;
+}
+
 static void progcache_free(clb_progcache *pc) {
   if (!pc) return;
   for (size_t i = 0; i < pc->n; i++) {
