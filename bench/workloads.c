@@ -476,17 +476,42 @@ void demo_result_free(demo_result *res) {
   res->ref_losses = NULL;
 }
 
-int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
-                   size_t errlen) {
-  clb_context_t ctx = NULL;
-  clb_status st = clb_context_new(NULL, &ctx);
+/* A fresh context with workload w's graph under `policy`; on failure the
+ * context is freed and err says why. */
+static int open_graph(demo_workload w, clb_policy_kind policy, clb_gemm_strategy gemm, clb_context_t *ctx,
+                      demo_graph *dg, char *err, size_t errlen) {
+  *ctx = NULL;
+  clb_status st = clb_context_new(NULL, ctx);
   if (st != CLB_OK) {
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
     return 1;
   }
+  clb_context_set_gemm_strategy(*ctx, gemm);
+  if (build_graph(*ctx, w, policy, demo_default_lr(w), dg, err, errlen) != 0) {
+    free_graph(dg);
+    clb_context_free(*ctx);
+    *ctx = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+static void sort_d(double *t, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1];
+      t[j - 1] = x;
+    }
+}
+
+int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
+                   size_t errlen) {
+  clb_context_t ctx;
   demo_graph dg;
-  clb_context_set_gemm_strategy(ctx, gemm);
-  int rc = build_graph(ctx, DEMO_WIDE_MLP, policy, demo_default_lr(DEMO_WIDE_MLP), &dg, err, errlen);
+  if (open_graph(DEMO_WIDE_MLP, policy, gemm, &ctx, &dg, err, errlen) != 0) return 1;
+  clb_status st;
+  int rc = 0;
   double *t = calloc((size_t)reps, sizeof *t);
   if (!t) rc = 1;
   for (int r = -2; !rc && r < reps; r++) {
@@ -501,12 +526,7 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
     if (r >= 0) t[r] = 1e3 * (now_s() - a);
   }
   if (!rc) {
-    for (int i = 1; i < reps; i++)
-      for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-        double x = t[j];
-        t[j] = t[j - 1];
-        t[j - 1] = x;
-      }
+    sort_d(t, reps);
     *ms = t[reps / 2];
   }
   free(t);
@@ -515,24 +535,13 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
   return rc;
 }
 
-static void sort_d(double *t, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = x;
-    }
-}
 
 int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen) {
-  clb_context_t ctx = NULL;
-  clb_status st = clb_context_new(NULL, &ctx);
-  if (st != CLB_OK) {
-    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
-    return 1;
-  }
+  clb_context_t ctx;
   demo_graph dg;
-  int rc = build_graph(ctx, w, CLB_POLICY_DYNAMIC, demo_default_lr(w), &dg, err, errlen);
+  if (open_graph(w, CLB_POLICY_DYNAMIC, CLB_GEMM_AUTO, &ctx, &dg, err, errlen) != 0) return 1;
+  clb_status st;
+  int rc = 0;
   double *t[2];
   t[0] = calloc((size_t)reps, sizeof(double));
   t[1] = calloc((size_t)reps, sizeof(double));
@@ -572,15 +581,11 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, 
 }
 
 int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen) {
-  clb_context_t ctx = NULL;
-  clb_status st = clb_context_new(NULL, &ctx);
-  if (st != CLB_OK) {
-    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
-    return 1;
-  }
+  clb_context_t ctx;
   demo_graph dg;
-  int rc = build_graph(ctx, w, policy, demo_default_lr(w), &dg, err, errlen);
-  if (!rc) rc = feed(ctx, w, &dg, 0, -1, err, errlen);
+  clb_status st;
+  if (open_graph(w, policy, CLB_GEMM_AUTO, &ctx, &dg, err, errlen) != 0) return 1;
+  int rc = feed(ctx, w, &dg, 0, -1, err, errlen);
   if (!rc && (st = clb_graph_warm(dg.g)) != CLB_OK) {
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
     rc = 1;
