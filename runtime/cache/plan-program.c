@@ -254,7 +254,14 @@ clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build)
     char *store_key = NULL;
     st = clb__program_from_text(ctx, what, "plan", b.p, b.len, "", &p, &store_key);
     free(b.p);
-    if (st == CLB_OK) {
+    if (st == CLB_ERR_BUILD) {
+      /* a kernel file this merging does not handle: not the caller's error; the
+       * step builds a program per kernel file and options, as without merging */
+      clb__log(ctx, CLB_LOG_BUILDS, "%s: the merged program did not build; a program per kernel file instead:\n%s", what,
+               ctx->errmsg);
+      ctx->errmsg[0] = 0;
+      st = CLB_OK;
+    } else if (st == CLB_OK) {
       ctx->counters.plan_programs++;
       for (int i = 0; i < c->n && st == CLB_OK; i++) {
         char suffix[16];
