@@ -496,14 +496,6 @@ static int open_graph(demo_workload w, clb_policy_kind policy, clb_gemm_strategy
   return 0;
 }
 
-static void sort_d(double *t, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = x;
-    }
-}
 
 int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
                    size_t errlen) {
@@ -526,8 +518,7 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
     if (r >= 0) t[r] = 1e3 * (now_s() - a);
   }
   if (!rc) {
-    sort_d(t, reps);
-    *ms = t[reps / 2];
+    *ms = clb_tool_median(t, reps);
   }
   free(t);
   free_graph(&dg);
@@ -568,10 +559,8 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, 
     }
   unsetenv("CLBOUND_FUSE");
   if (!rc) {
-    sort_d(t[0], reps);
-    sort_d(t[1], reps);
-    *step_ms = t[0][reps / 2];
-    *eager_ms = t[1][reps / 2];
+    *step_ms = clb_tool_median(t[0], reps);
+    *eager_ms = clb_tool_median(t[1], reps);
   }
   free(t[0]);
   free(t[1]);
