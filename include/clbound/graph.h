@@ -159,6 +159,13 @@ CLB_API clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *
  * any op's error. Device-side errors surface at the next host sync. */
 CLB_API clb_status clb_graph_run(clb_graph_t g);
 
+/* Builds (or loads) the one program of the plan that the fed inputs' sizes
+ * select and stores it in the persistent cache, launching nothing: a later
+ * process then starts with 0 builds from source. Inputs must be fed; only
+ * plans whose counts stay on the device (dynamic or automatic policy) can be
+ * built ahead (else CLB_ERR_INVALID_ARG). Parameters are not changed. */
+CLB_API clb_status clb_graph_warm(clb_graph_t g);
+
 /* The tensor holding node n's output after the last run (borrowed: valid until
  * the next run or clb_graph_free; under the memory plan its buffer is a
  * sub-buffer of the plan's arena that the next run reuses). Read it with clb_tensor_read. NULL when the

@@ -36,6 +36,9 @@ typedef struct clb_launch_rec {
 
 /* Owned by runtime/cache (opaque here): made on the context's first kernel. */
 typedef struct clb_progcache clb_progcache;
+/* Owned by runtime/cache (opaque here): the kernels a plan's first step asks
+ * for while it is walked without launching (runtime/cache/plan-program.c). */
+struct clb_plan_collect;
 
 /* Called when a context is freed, before its tensors and buffers go: layers above
  * core that keep per-context state register one (clb__context_on_release). */
@@ -109,6 +112,9 @@ struct clb_context {
   struct clb__dl_export *exports;
   clb_release_fn release_hooks[CLB_MAX_RELEASE_HOOKS];
   int n_release_hooks;
+  /* non-NULL while a graph plan's first step is walked to collect its kernels:
+   * clb__launch then launches nothing */
+  struct clb_plan_collect *collect;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */

@@ -213,6 +213,29 @@ clb_status clb_graph_input(clb_graph_t g, const char *name, clb_dtype dtype, int
   return CLB_OK;
 }
 
+/* A constant fill written from the host: no fill kernel (and no program) for
+ * the scalars and small constants a graph holds. 0 when too large. */
+static int host_fill(clb_graph_t g, clb_tensor_t t, int rank, const int64_t *dims, clb_dtype dtype, double v,
+                     clb_status *st) {
+  int64_t n = clb__numel(rank, dims);
+  size_t es = clb_dtype_size(dtype);
+  if (n > 4096 || es == 0) return 0;
+  unsigned char buf[4096 * 8];
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char *p = buf + (size_t)i * es;
+    switch (dtype) {
+    case CLB_DTYPE_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
+    case CLB_DTYPE_F64: memcpy(p, &v, 8); break;
+    case CLB_DTYPE_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case CLB_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+    case CLB_DTYPE_BOOL: *p = v != 0; break;
+    default: *p = (unsigned char)v; break;
+    }
+  }
+  *st = clb_tensor_write(g->ctx, t, dims, buf, (size_t)n * es);
+  return 1;
+}
+
 static clb_status add_param(clb_graph_t g, const char *op, gn_kind kind, const char *name, clb_dtype dtype, int rank,
                             const int64_t *dims, const void *init, size_t bytes, double fill, int trainable,
                             clb_node *out) {
@@ -233,7 +256,7 @@ static clb_status add_param(clb_graph_t g, const char *op, gn_kind kind, const c
   clb_tensor_t t = NULL;
   if ((st = clb_tensor_new(g->ctx, dtype, rank, dims, NULL, &t)) != CLB_OK) return st;
   if (init) st = clb_tensor_write(g->ctx, t, dims, init, bytes);
-  else st = clb_fill(g->ctx, t, fill);
+  else if (!host_fill(g, t, rank, dims, dtype, fill, &st)) st = clb_fill(g->ctx, t, fill);
   if (st != CLB_OK) {
     clb_tensor_free(t);
     return st;

@@ -132,4 +132,16 @@ void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s);
 /* Line i of the last run's plan's memory map (0: the summary); 0 past the end. */
 int clb__graph_mem_map_line(clb_graph_t g, size_t i, char *line, size_t cap);
 
+/* whole-step.c */
+/* 1 when a new plan's first step may be walked without launches to collect its
+ * kernels into one program (CLBOUND_PLAN_PROGRAMS=off turns it off). */
+int clb__graph_can_collect(clb_graph_t g);
+
+/* fuse.c */
+/* 0 when CLBOUND_FUSE=off: every op runs its own kernels. */
+int clb__graph_fusion_on(void);
+/* The SGD step of n parameters (velocities may be NULL) with the graph's lr and
+ * momentum, in one launch per dtype run of at most 16 parameters. */
+clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t *grads, clb_tensor_t *vel);
+
 #endif /* CLB_GRAPH_INTERNAL_H */
