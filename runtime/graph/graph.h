@@ -127,6 +127,8 @@ int clb__graph_mem_enabled(clb_graph_t g);
 clb_status clb__graph_mem_begin(clb_graph_t g, size_t input_plan);
 clb_status clb__graph_mem_resolved(clb_graph_t g);
 void clb__graph_mem_end(clb_graph_t g, clb_status st);
+/* The same for the walk of a new plan (run.c), laid out as plan index `plan`. */
+void clb__graph_mem_end_as(clb_graph_t g, clb_status st, int64_t plan);
 void clb__graph_mem_backward_done(clb_graph_t g, int i);
 void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s);
 /* Line i of the last run's plan's memory map (0: the summary); 0 past the end. */

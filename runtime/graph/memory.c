@@ -23,6 +23,10 @@ enum { STEP_POOL, STEP_RECORD, STEP_ARENA };
 
 typedef struct plan_mem {
   int laid_out;
+  /* the plan's key when it was laid out: a walk lays out a new plan before
+   * clb_graph_run records it (run.c), so the next step finds it by key */
+  size_t input_plan;
+  slot_val vals[CLB_GRAPH_MAX_SLOTS];
   size_t n;
   clb_plan_buf *bufs;
   clb_plan_result res;
@@ -214,9 +218,18 @@ static clb_status fit_arenas(clb_graph_t g, size_t p) {
   return CLB_OK;
 }
 
+/* 1 when plan slot p was laid out for this step's key. */
+static int key_matches(clb_graph_t g, size_t p) {
+  struct clb__graph_mem *m = g->mem;
+  return p < m->cap_plans && m->plans[p].laid_out && m->plans[p].input_plan == m->input_plan &&
+         memcmp(m->plans[p].vals, g->cur, sizeof g->cur) == 0;
+}
+
 static clb_status select_plan(clb_graph_t g) {
   struct clb__graph_mem *m = g->mem;
   int64_t p = find_plan(g);
+  /* a new plan laid out by the walk that built its program takes the next index */
+  if (p < 0 && key_matches(g, g->nplans)) p = (int64_t)g->nplans;
   m->clock = 0;
   m->seq = 0;
   m->nrec = 0;
@@ -263,19 +276,25 @@ clb_status clb__graph_mem_resolved(clb_graph_t g) {
   return CLB_OK;
 }
 
-void clb__graph_mem_end(clb_graph_t g, clb_status st) {
+void clb__graph_mem_end(clb_graph_t g, clb_status st) { clb__graph_mem_end_as(g, st, g->current_plan); }
+
+void clb__graph_mem_end_as(clb_graph_t g, clb_status st, int64_t plan) {
   struct clb__graph_mem *m = g->mem;
   if (!m || !m->enabled) return;
   g->ctx->mem_hook = (clb_mem_hook){0};
   int mode = m->mode;
   m->mode = STEP_POOL;
   if (mode == STEP_ARENA && m->seq != m->cur->n) m->fallbacks++;
-  if (mode != STEP_RECORD || st != CLB_OK || g->current_plan < 0) return;
-  size_t p = (size_t)g->current_plan, old = m->cap_plans;
+  if (mode != STEP_RECORD || st != CLB_OK || plan < 0) return;
+  size_t p = (size_t)plan, old = m->cap_plans;
   if (!grow((void **)&m->plans, &m->cap_plans, p + 1, sizeof *m->plans)) return;
   if (m->cap_plans > old) memset(m->plans + old, 0, (m->cap_plans - old) * sizeof *m->plans);
   plan_mem *pm = &m->plans[p];
-  if (pm->laid_out) return;
+  if (pm->laid_out && key_matches(g, p)) return;
+  if (pm->laid_out) { /* laid out by a walk whose run never recorded the plan */
+    free(pm->bufs);
+    memset(pm, 0, sizeof *pm);
+  }
   clb_plan_buf *bufs = malloc((m->nrec + 1) * sizeof *bufs);
   if (!bufs) return;
   memcpy(bufs, m->rec, m->nrec * sizeof *bufs);
@@ -291,6 +310,8 @@ void clb__graph_mem_end(clb_graph_t g, clb_status st) {
   pm->n = m->nrec;
   pm->pool_peak = clb__plan_pool_peak(bufs, m->nrec);
   pm->laid_out = 1;
+  pm->input_plan = m->input_plan;
+  memcpy(pm->vals, g->cur, sizeof g->cur);
   g->ctx->counters.arena_bytes += pm->res.total_bytes;
   g->ctx->counters.live_lower_bound_bytes += pm->res.lower_bound;
   g->ctx->counters.pool_peak_bytes += pm->pool_peak;

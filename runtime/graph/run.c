@@ -547,8 +547,12 @@ static clb_status run_graph(clb_graph_t g, int warm_only) {
   if (find_plan(g, &dec) == g->nplans && clb__graph_can_collect(g) && clb__plan_collect_begin(g->ctx) == CLB_OK) {
     char what[96];
     snprintf(what, sizeof what, "graph %s plan %zu", g->name, g->nplans);
-    clb_status ws = forward(g, last, release, last_use);
+    /* the walk is also the memory plan's recording step: no launches, the same
+     * allocations in the same order, so the first real step runs in the arena */
+    clb_status ws = clb__graph_mem_begin(g, dec.plan);
+    if (ws == CLB_OK) ws = forward(g, last, release, last_use);
     if (ws == CLB_OK && g->loss >= 0) ws = train_step(g);
+    clb__graph_mem_end_as(g, ws, (int64_t)g->nplans);
     st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK);
     if (st == CLB_OK && warm_only) st = ws;
     if (st != CLB_OK || warm_only) {
