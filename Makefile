@@ -15,12 +15,26 @@ all: build
 setup:
 	@sh scripts/setup.sh
 
+# Every step says what it does and prints as it goes (never quiet for long): a
+# first configure shows CMake's checks, a repeated one only warnings and errors;
+# the build shows CMake's [NN%] lines.
 configure: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then \
+	  echo "configure: cmake -S . -B $(BUILD) (already configured: warnings and errors only)"; \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) --log-level=WARNING; \
+	else \
+	  echo "configure: cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) (first time: about 10-30 s)"; \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE); \
+	fi
 
 build: configure
+	@echo "build: cmake --build $(BUILD) -j $(JOBS) (from scratch: about 1-3 minutes on 2 cores)"
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The demo prints a line per workload and policy as it starts and its progress
+# on stderr; a first run builds every program from source (about a minute on 2
+# cores), a second loads them from the disk cache. `clbound demo --full`: every
+# policy, 100 steps.
 demo: build
 	@mkdir -p $(POCL_CACHE_DIR)
 	$(BUILD)/bin/clbound info
@@ -41,7 +55,7 @@ bench: build
 	for i in 1 2 3; do $(BUILD)/bin/clbound bench ops --json | tee -a $(BENCH_DIR)/ops.jsonl || exit 1; done
 	$(BUILD)/bin/clbound bench gemm --json | tee $(BENCH_DIR)/gemm.jsonl
 	$(BUILD)/bin/clbound bench steps --json --reps 5 --sizes 64,128,256,512,1024,2048,4096 | tee $(BENCH_DIR)/steps.jsonl
-	$(BUILD)/bin/clbound demo --json | tee $(BENCH_DIR)/demo.jsonl
+	$(BUILD)/bin/clbound demo --full --json | tee $(BENCH_DIR)/demo.jsonl
 	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
 
 clean:
