@@ -37,7 +37,7 @@ static void status_text(const clb_progress *p, double now, char *buf, size_t len
   if (p->phase[0]) n += snprintf(buf + n, len - (size_t)n, "%s, ", p->phase);
   n += snprintf(buf + n, len - (size_t)n, "%.1f s", el);
   if (p->builds >= 0) n += snprintf(buf + n, len - (size_t)n, ", %lld programs built", p->builds);
-  if (p->total > 0 && p->done > 0 && p->done < p->total) {
+  if (p->total > 0 && 4 * p->done >= p->total && p->done < p->total) { /* early steps build programs */
     double eta = el / p->done * (p->total - p->done);
     snprintf(buf + n, len - (size_t)n, ", about %.0f s left", eta < 1 ? 1 : eta);
   }

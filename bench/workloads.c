@@ -19,7 +19,7 @@
 
 enum { XLA_BOUND = 10, WIDE_ROWS = 4096, WIDE_IN = 256, WIDE_H1 = 512, WIDE_H2 = 256, WIDE_MIN = 64 };
 #define XLA_DEFAULT_LR 1.0
-#define WIDE_DEFAULT_LR 0.5
+#define WIDE_DEFAULT_LR 0.05
 
 static double now_s(void) { return 1e-3 * clb_tool_now_ms(); }
 
@@ -31,8 +31,11 @@ const char *demo_policy_name(clb_policy_kind p) {
 }
 
 /* PyTorch/XLA's test takes one step at lr 1e-3, where the loss of this model
- * stays at 0.693 for hundreds of steps; at these rates it visibly falls within
- * the demo's few dozen steps. */
+ * stays at 0.693 for thousands of steps; at lr 1 it falls within a few dozen
+ * (and float32 still follows the float64 reference over 30,000 steps).
+ * wide-mlp keeps 0.05: larger rates learn faster but leave the reference
+ * sooner (tools/cmd-demo.c, loss_tolerance); the demo's short run passes its
+ * own. */
 double demo_default_lr(demo_workload w) { return w == DEMO_XLA_MLP ? XLA_DEFAULT_LR : WIDE_DEFAULT_LR; }
 
 /* ---- data ------------------------------------------------------------------- */
@@ -50,7 +53,7 @@ static double uniform01(uint64_t *s) { return (double)(mix(s) >> 11) * (1.0 / 90
  * (a plan and its programs per size) stays within a minute on a first run:
  * xla-mlp the first sizes of its schedule, wide-mlp small and medium batches
  * (the double reference costs in proportion to the rows). */
-static const int64_t SHORT_SIZES[DEMO_WORKLOAD_COUNT][DEMO_MAX_SHORT_SIZES] = {{1, 8, 5, 2}, {64, 256, 1024, 512}};
+static const int64_t SHORT_SIZES[DEMO_WORKLOAD_COUNT][DEMO_MAX_SHORT_SIZES] = {{1, 8, 5, 2}, {64, 128, 256, 512}};
 
 int64_t demo_batch_size_in(demo_workload w, int i, int sizes) {
   if (sizes <= 0) return demo_batch_size(w, i);
