@@ -8,7 +8,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # cache with another build or PoCL version.
 export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build tool demo test bench clean
+# the sub-makes of CMake's build need not announce every directory
+MAKEFLAGS += --no-print-directory
 
 all: build
 
@@ -28,14 +30,19 @@ configure: setup
 	fi
 
 build: configure
-	@echo "build: cmake --build $(BUILD) -j $(JOBS) (from scratch: about 1-3 minutes on 2 cores)"
+	@echo "build: cmake --build $(BUILD) -j $(JOBS) (everything, tests included; from scratch: about 2-4 minutes on 2 cores)"
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The library and the clbound command only: what the demo needs.
+tool: configure
+	@echo "build: cmake --build $(BUILD) --target clbound_tool (the library and the command; from scratch: about 1 minute on 2 cores)"
+	@cmake --build $(BUILD) -j $(JOBS) --target clbound_tool
 
 # The demo prints a line per workload and policy as it starts and its progress
 # on stderr; a first run builds every program from source (about a minute on 2
 # cores), a second loads them from the disk cache. `clbound demo --full`: every
 # policy, 100 steps.
-demo: build
+demo: tool
 	@mkdir -p $(POCL_CACHE_DIR)
 	$(BUILD)/bin/clbound info
 	$(BUILD)/bin/clbound demo
