@@ -8,20 +8,41 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # cache with another build or PoCL version.
 export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build tool demo test bench clean
+# the sub-makes of CMake's build need not announce every directory
+MAKEFLAGS += --no-print-directory
 
 all: build
 
 setup:
 	@sh scripts/setup.sh
 
+# Every step says what it does and prints as it goes (never quiet for long): a
+# first configure shows CMake's checks, a repeated one only warnings and errors;
+# the build shows CMake's [NN%] lines.
 configure: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@if [ -f $(BUILD)/CMakeCache.txt ]; then \
+	  echo "configure: cmake -S . -B $(BUILD) (already configured: warnings and errors only)"; \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) --log-level=WARNING; \
+	else \
+	  echo "configure: cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) (first time: about 10-30 s)"; \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE); \
+	fi
 
 build: configure
+	@echo "build: cmake --build $(BUILD) -j $(JOBS) (everything, tests included; from scratch: about 2-4 minutes on 2 cores)"
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The library and the clbound command only: what the demo needs.
+tool: configure
+	@echo "build: cmake --build $(BUILD) --target clbound_tool (the library and the command; from scratch: about 1 minute on 2 cores)"
+	@cmake --build $(BUILD) -j $(JOBS) --target clbound_tool
+
+# The demo prints a line per workload and policy as it starts and its progress
+# on stderr; a first run builds every program from source (about a minute on 2
+# cores), a second loads them from the disk cache. `clbound demo --full`: every
+# policy, 100 steps.
+demo: tool
 	@mkdir -p $(POCL_CACHE_DIR)
 	$(BUILD)/bin/clbound info
 	$(BUILD)/bin/clbound demo
@@ -42,7 +63,7 @@ bench: build
 	$(BUILD)/bin/clbound bench gemm --json | tee $(BENCH_DIR)/gemm.jsonl
 	$(BUILD)/bin/clbound bench steps --json --reps 5 --sizes 64,128,256,512,1024,2048,4096 | tee $(BENCH_DIR)/steps.jsonl
 	$(BUILD)/bin/clbound bench whole-step --json | tee $(BENCH_DIR)/whole-step.jsonl
-	$(BUILD)/bin/clbound demo --json | tee $(BENCH_DIR)/demo.jsonl
+	$(BUILD)/bin/clbound demo --full --json | tee $(BENCH_DIR)/demo.jsonl
 	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
 
 clean:

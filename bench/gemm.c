@@ -8,8 +8,12 @@
 
 #include "clbound/clbound.h"
 #include "clbound/nn.h"
+#include "bench/args.h"
 #include "bench/bench.h"
+#include "bench/progress.h"
 #include "bench/timing.h"
+
+#define CMD "clbound bench gemm"
 
 #define BOUND_M 4096
 
@@ -79,23 +83,31 @@ static void report(int json, const char *trans, int64_t m, int64_t n, int64_t k,
 }
 
 int clb_bench_gemm(int argc, char **argv) {
-  int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1;
+  int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0;
   for (int i = 0; i < argc; i++) {
+    const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
-    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--trans") == 0 && i + 1 < argc) {
-      const char *t = argv[++i];
-      do_nn = strstr(t, "nn") != NULL;
-      do_nt = strstr(t, "nt") != NULL;
+    else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
+    else if (strcmp(argv[i], "--reps") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 64, &reps)) return 2;
+    } else if (strcmp(argv[i], "--trans") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
+      do_nn = strcmp(v, "nn") == 0 || strcmp(v, "nn,nt") == 0 || strcmp(v, "nt,nn") == 0;
+      do_nt = strcmp(v, "nt") == 0 || strcmp(v, "nn,nt") == 0 || strcmp(v, "nt,nn") == 0;
+      if (!do_nn && !do_nt) {
+        fprintf(stderr, CMD ": --trans must be nn, nt or nn,nt, not \"%s\"\n", v);
+        return 2;
+      }
     } else {
-      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--reps N] [--trans nn,nt]\n"
+      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps 1..64] [--trans nn,nt]\n"
                       "  C[M, N] = A[M, K] B (nn) or A B^T (nt, as linear does), M bounded by %d;\n"
                       "  each strategy against CLBlast at the exact M with every size on the host\n", BOUND_M);
       return 2;
     }
   }
   if (reps <= 0) reps = quick ? 3 : 7;
+  clb_progress_mode pm = clb_progress_mode_for(quiet);
   clb_context_t ctx = NULL;
   clb_status st = clb_context_new(NULL, &ctx);
   if (st != CLB_OK) {
@@ -121,6 +133,7 @@ int clb_bench_gemm(int argc, char **argv) {
            "syncs");
   }
   int rc = 0;
+  clb_progress *pr = NULL;
   for (int t = 0; t < 2 && rc == 0; t++) {
     int tb = t;
     if ((tb == 0 && !do_nn) || (tb == 1 && !do_nt)) continue;
@@ -133,6 +146,9 @@ int clb_bench_gemm(int argc, char **argv) {
       if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ab, ady, &a)) != CLB_OK) goto fail;
       if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bb, NULL, &b)) != CLB_OK) goto fail;
       if ((st = fill_random(ctx, a, ab)) != CLB_OK || (st = fill_random(ctx, b, bb)) != CLB_OK) goto fail;
+      char label[64];
+      snprintf(label, sizeof label, "bench gemm %s K=%lld N=%lld", trans, (long long)k, (long long)n);
+      pr = clb_progress_begin(pm, label, nm);
       for (int mi = 0; mi < nm; mi++) {
         int64_t m = ms[mi], sd[2] = {m, k};
         /* the reference: static tensors of the exact size, so CLBlast runs directly */
@@ -144,19 +160,28 @@ int clb_bench_gemm(int argc, char **argv) {
         clb_tensor_free(ax);
         clb_tensor_free(ox);
         if (st != CLB_OK) goto fail;
+        clb_progress_hold(pr);
         report(json, trans, m, n, k, "clblast-exact(ref)", ref, ref.ms);
+        clb_progress_release(pr);
         if ((st = clb_tensor_set_sizes(ctx, a, sd)) != CLB_OK) goto fail;
         for (int s = 1; s < CLB_GEMM_STRATEGY_COUNT; s++) {
           timing tm;
           if ((st = time_matmul(ctx, (clb_gemm_strategy)s, a, b, tb, &o, reps, &tm)) != CLB_OK) goto fail;
+          clb_progress_hold(pr);
           report(json, trans, m, n, k, SNAME[s], tm, ref.ms);
+          clb_progress_release(pr);
         }
+        clb_progress_update(pr, mi + 1, -1);
       }
+      clb_progress_end(pr);
+      pr = NULL;
       clb_tensor_free(a);
       clb_tensor_free(b);
       clb_tensor_free(o);
       continue;
     fail:
+      clb_progress_end(pr);
+      pr = NULL;
       fprintf(stderr, "clbound bench gemm: %s: %s\n", clb_status_str(st), clb_context_errmsg(ctx));
       rc = 1;
     }

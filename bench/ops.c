@@ -8,9 +8,13 @@
 #include <time.h>
 
 #include "clbound/clbound.h"
+#include "bench/args.h"
 #include "bench/bench.h"
 #include "bench/copy.h"
+#include "bench/progress.h"
 #include "bench/timing.h"
+
+#define CMD "clbound bench ops"
 
 static clb_counters counters_of(clb_context_t ctx) {
   clb_counters c;
@@ -318,8 +322,9 @@ static void report(int json, const char *style, bop op, const bset *s, double de
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: clbound bench ops [--json] [--quick] [--n N] [--reps N] [--style auto|cpu|gpu]\n"
-          "                         [--op nonzero|masked_select|masked_scatter] [--density D]\n"
+          "usage: clbound bench ops [--json] [--quick] [--quiet] [--n 1..2147483648] [--reps 1..10000]\n"
+          "                         [--style auto|cpu|gpu] [--op nonzero|masked_select|masked_scatter]\n"
+          "                         [--density 0..1]\n"
           "  nonzero (bool and f32 input), masked_select and masked_scatter (f32 values, bool mask)\n"
           "  at N elements (default 16777216 = 4096x4096) and at 4096 (64x64), densities 1%%, 50%%, 99%%;\n"
           "  each against a copy kernel over the same bytes and a plain host loop, in the same run\n");
@@ -331,19 +336,24 @@ int clb_bench_ops(int argc, char **argv) {
     fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps)\n", argc > 0 ? argv[0] : "(none)");
     return 2;
   }
-  int json = 0, quick = 0, reps = 0;
+  int json = 0, quick = 0, reps = 0, quiet = 0;
   const char *only_op = NULL;
   double only_density = -1;
   int64_t big = 4096 * 4096;
   clb_kernel_style style = CLB_KERNEL_STYLE_AUTO;
   for (int i = 1; i < argc; i++) {
+    const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
-    else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) big = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) only_op = argv[++i];
-    else if (strcmp(argv[i], "--density") == 0 && i + 1 < argc) only_density = atof(argv[++i]);
-    else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
+    else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
+    else if (strcmp(argv[i], "--n") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_i64(CMD, "--n", v, 1, (int64_t)1 << 31, &big)) return 2;
+    } else if (strcmp(argv[i], "--reps") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 10000, &reps)) return 2;
+    } else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) only_op = argv[++i];
+    else if (strcmp(argv[i], "--density") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_f64(CMD, "--density", v, 0, 1, &only_density)) return 2;
+    } else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
       const char *s = argv[++i];
       if (strcmp(s, "cpu") == 0) style = CLB_KERNEL_STYLE_CPU;
       else if (strcmp(s, "gpu") == 0) style = CLB_KERNEL_STYLE_GPU;
@@ -353,11 +363,12 @@ int clb_bench_ops(int argc, char **argv) {
       return usage();
     }
   }
-  if (big < 1 || big > ((int64_t)1 << 31) || only_density > 1) return usage();
+
   if (only_op && strcmp(only_op, "nonzero") != 0 && strcmp(only_op, "masked_select") != 0 &&
       strcmp(only_op, "masked_scatter") != 0)
     return usage();
   if (reps <= 0) reps = quick ? 3 : 11;
+  clb_progress_mode pm = clb_progress_mode_for(quiet);
   clb_context_options o;
   clb_context_options_init(&o);
   o.kernel_style = style;
@@ -409,7 +420,11 @@ int clb_bench_ops(int argc, char **argv) {
         rc = 1;
         break;
       }
+      char label[80];
+      snprintf(label, sizeof label, "bench ops n=%lld density %.2f", (long long)sizes[si], densities[di]);
+      clb_progress *pr = clb_progress_begin(pm, label, OP_COUNT);
       for (int op = 0; op < OP_COUNT && rc == 0; op++) {
+        clb_progress_update(pr, op, -1);
         if (only_op && strcmp(only_op, OP_NAME[op]) != 0) continue;
         result res;
         st = bench_one(ctx, &cp, (bop)op, &s, r, &res, err, sizeof err);
@@ -419,13 +434,16 @@ int clb_bench_ops(int argc, char **argv) {
           rc = 1;
           break;
         }
+        clb_progress_hold(pr);
         report(json, sname, (bop)op, &s, densities[di], r, &res);
+        clb_progress_release(pr);
         if (!res.ok) {
           fprintf(stderr, "clbound bench ops: %s %s at density %.2f: the device result differs from the host's\n",
                   OP_NAME[op], OP_DTYPE[op], densities[di]);
           rc = 1;
         }
       }
+      clb_progress_end(pr);
     }
     set_free(&s);
   }

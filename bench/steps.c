@@ -5,28 +5,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/args.h"
 #include "bench/bench.h"
+#include "bench/progress.h"
 #include "bench/workloads.h"
+
+#define CMD "clbound bench steps"
 
 /* `clbound bench steps`: the time of one wide-mlp training step (forward,
  * backward, SGD) at actual batch size n, under a plan that bounds n (dynamic),
  * a plan built for exactly n (static) and a plan for n's power-of-two bucket. */
 int clb_bench_steps(int argc, char **argv) {
-  int json = 0, reps = 7;
+  int json = 0, reps = 7, quiet = 0;
   int64_t sizes[16] = {256, 1024, 4096};
   int nsizes = 3;
   for (int i = 0; i < argc; i++) {
+    const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
-    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
-      nsizes = 0;
-      for (char *tok = strtok(argv[++i], ","); tok && nsizes < 16; tok = strtok(NULL, ",")) sizes[nsizes++] = atoll(tok);
+    else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
+    else if (strcmp(argv[i], "--reps") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 1000, &reps)) return 2;
+    } else if (strcmp(argv[i], "--sizes") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_i64_list(CMD, "--sizes", v, 1, 4096, sizes, 16, &nsizes))
+        return 2;
     } else {
-      fprintf(stderr, "usage: clbound bench steps [--json] [--reps N] [--sizes n1,n2,...]\n");
+      fprintf(stderr, "usage: clbound bench steps [--json] [--quiet] [--reps 1..1000] [--sizes n1,n2,... (1..4096, up to 16)]\n");
       return 2;
     }
   }
-  if (reps < 1) reps = 1;
+  clb_progress_mode pm = clb_progress_mode_for(quiet);
   if (!json)
     printf("wide-mlp training step (256-512-256-1, forward + backward + SGD), median of %d steps, ms\n"
            "static: a plan built for exactly n (CLBlast GEMMs, as host-known sizes run by default;\n"
@@ -38,17 +45,19 @@ int clb_bench_steps(int argc, char **argv) {
   static const clb_gemm_strategy gemms[4] = {CLB_GEMM_AUTO, CLB_GEMM_DEVICE, CLB_GEMM_AUTO, CLB_GEMM_AUTO};
   for (int s = 0; s < nsizes; s++) {
     double ms[4];
-    if (sizes[s] < 1 || sizes[s] > 4096) {
-      fprintf(stderr, "clbound bench steps: n = %lld is outside 1..4096\n", (long long)sizes[s]);
-      return 2;
-    }
+    char label[64];
+    snprintf(label, sizeof label, "bench steps n=%lld, 4 plans", (long long)sizes[s]);
+    clb_progress *pr = clb_progress_begin(pm, label, 4);
     for (int p = 0; p < 4; p++) {
       char err[1024];
       if (demo_time_step(pols[p], gemms[p], sizes[s], reps, &ms[p], err, sizeof err) != 0) {
+        clb_progress_end(pr);
         fprintf(stderr, "clbound bench steps: n = %lld under %s: %s\n", (long long)sizes[s], demo_policy_name(pols[p]), err);
         return 1;
       }
+      clb_progress_update(pr, p + 1, -1);
     }
+    clb_progress_end(pr);
     if (json)
       printf("{\"bench\":\"steps\",\"workload\":\"wide-mlp\",\"n\":%lld,\"static_ms\":%.4f,\"static_device_gemm_ms\":%.4f,"
              "\"dynamic_ms\":%.4f,\"bucketed_ms\":%.4f,\"dynamic_over_static\":%.4f,\"dynamic_over_static_device_gemm\":%.4f,"

@@ -15,8 +15,10 @@ typedef struct demo_config {
   clb_policy_kind policy;
   int iterations;
   double lr;        /* < 0: the workload's default */
-  int progress;     /* print live progress to stderr */
+  int progress;     /* a clb_progress_mode (bench/progress.h): progress on stderr */
   int check;        /* compute the double reference and compare */
+  int sizes;        /* 1..DEMO_MAX_SHORT_SIZES: the batch sizes cycle through that many
+                       sizes of the demo's short run; 0: the workload's whole schedule */
 } demo_config;
 
 typedef struct demo_result {
@@ -36,7 +38,8 @@ typedef struct demo_result {
    * the most bytes each step had live at once, what the pool would hold; the
    * largest plan's arenas; cl_mem created for arenas */
   uint64_t arena_bytes, live_lower_bound_bytes, pool_peak_bytes, arena_max_bytes, arena_allocations;
-  double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
+  double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-2) (tools/cmd-demo.c
+                                        says why); -1 without check */
   float *losses;             /* iterations entries; malloc'd */
   double *ref_losses;        /* iterations entries or NULL; malloc'd */
   char last_reason[512];
@@ -53,9 +56,14 @@ void demo_result_free(demo_result *res);
 
 /* The double reference alone: losses[iterations]. Returns 0 on success. */
 int demo_reference(demo_workload w, int iterations, double lr, double *losses);
+/* The same for a run's configuration (its schedule, lr and progress). */
+int demo_reference_cfg(const demo_config *cfg, double *losses);
 
-/* The batch size of iteration i (the host's own schedule, for the reference). */
+/* The batch size of iteration i (the host's own schedule, for the reference);
+ * with sizes > 0, of the short run's cycle of that many sizes. */
+#define DEMO_MAX_SHORT_SIZES 4
 int64_t demo_batch_size(demo_workload w, int i);
+int64_t demo_batch_size_in(demo_workload w, int i, int sizes);
 
 /* wide-mlp: time one training step of a graph under `policy` at batch size n
  * (median of reps steps after warm-up) with the context's GEMM strategy `gemm`,

@@ -2,7 +2,8 @@
 # setup.sh: makes sure the Debian packages clbound builds and tests with are
 # installed. As root it installs what is missing; otherwise it prints the exact
 # command to run and fails. Called by `make demo`, `make test` and `make bench`;
-# extra package names given as arguments are checked too.
+# extra package names given as arguments are checked too. It says what it
+# installs and roughly how long that takes, and lets apt-get print its progress.
 set -eu
 
 # Build: compiler, CMake, pkg-config. OpenCL: the ICD loader and headers, PoCL
@@ -18,11 +19,15 @@ if ! command -v dpkg-query >/dev/null 2>&1; then
   exit 0
 fi
 
+echo "setup: checking $(echo $PACKAGES | wc -w) Debian packages"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+  echo "setup: all installed"
+  exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
   echo "setup: clbound needs Debian packages that are not installed. Run:" >&2
@@ -30,7 +35,13 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-echo "setup: installing$missing"
+n=$(echo $missing | wc -w)
+echo "setup: installing $n package(s):$missing"
+echo "setup: on a fresh Debian machine (all of them, with clang, LLVM for PoCL and valgrind) apt-get"
+echo "       downloads a few hundred MB and takes roughly 1-5 minutes; its progress follows"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "setup: apt-get update"
+apt-get update -q
+echo "setup: apt-get install"
+apt-get install -y -q --no-install-recommends $missing
+echo "setup: done"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/args.h"
 #include "bench/timing.h"
 #include "clbound/clbound.h"
 #include "commands.h"
@@ -26,16 +27,20 @@ static double now_s(void) { return 1e-3 * clb_tool_now_ms(); }
  * actual row count read from shape records: one build per kernel, then none. */
 int clb_cmd_demo_chain(int argc, char **argv) {
   int iterations = 12, json = 0;
+  static const char *const cmd = "clbound demo --workload chain";
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) iterations = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--json") == 0) json = 1;
+    const char *v;
+    if (strcmp(argv[i], "--iterations") == 0) {
+      if (!(v = clb_arg_value(cmd, argc, argv, &i)) || clb_arg_int(cmd, "--iterations", v, 1, 1000000, &iterations))
+        return 2;
+    } else if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--quiet") == 0) continue; /* its lines are its progress */
     else {
       fprintf(stderr, "clbound demo --workload chain: unknown option %s\n"
-                      "usage: clbound demo --workload chain [--iterations N] [--json]\n", argv[i]);
+                      "usage: clbound demo --workload chain [--iterations 1..1000000] [--json] [--quiet]\n", argv[i]);
       return 2;
     }
   }
-  if (iterations < 1) iterations = 1;
   enum { BOUND = 4096, COLS = 16 };
   int rc = 0;
   clb_context_t ctx = NULL;

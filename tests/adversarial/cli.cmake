@@ -1,0 +1,95 @@
+# CLI numbers (docs/failure-behaviour.md, section 4): every numeric option of
+# `clbound demo` and `clbound bench` takes the whole string or nothing. A bad
+# value exits with code 2 and a message naming the option and its range; the
+# edge values of each range are accepted; --json output is JSON lines.
+set(CLB_CLI_CHECK ${CMAKE_CURRENT_LIST_DIR}/cli-check.sh)
+
+# clb_cli_bad(NAME MESSAGE ARGS...): `clbound ARGS` exits 2 saying MESSAGE.
+function(clb_cli_bad name message)
+  add_test(NAME adversarial/cli-${name}
+    COMMAND sh ${CLB_CLI_CHECK} 2 "${message}" $<TARGET_FILE:clbound_tool> ${ARGN})
+  set_tests_properties(adversarial/cli-${name} PROPERTIES LABELS host TIMEOUT 60)
+endfunction()
+
+# Each bad value of each numeric option.
+set(iter "--iterations must be an integer in 1..1000000")
+set(n 0)
+foreach(v 1e3 3x 4294967297 0 -5 1000001 0x10 " 7" "7 " 1.5)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(demo-iterations-${n} "${iter}" demo --iterations "${v}")
+  clb_cli_bad(demo-chain-iterations-${n} "${iter}" demo --workload chain --iterations "${v}")
+endforeach()
+set(n 0)
+foreach(v abc inf -inf nan -1 1e400 0x1p3 1001 "1,5" 1e-3x)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(demo-lr-${n} "--lr must be a finite number in 0..1000" demo --lr "${v}")
+endforeach()
+set(n 0)
+foreach(v 0 3x 1001 -1 1e2)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-steps-reps-${n} "--reps must be an integer in 1..1000" bench steps --reps "${v}")
+endforeach()
+set(n 0)
+foreach(v ",,," "1,,2" "0" "4097" "1,2,x" "256," ",256" "1e3" "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17")
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-steps-sizes-${n} "--sizes must be a comma-separated list of 1 to 16 integers, each in 1..4096"
+    bench steps --sizes "${v}")
+endforeach()
+set(n 0)
+foreach(v 0 65 1e3 2x)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-gemm-reps-${n} "--reps must be an integer in 1..64" bench gemm --reps "${v}")
+endforeach()
+set(n 0)
+foreach(v 0 2147483649 1e6 16M -1)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-ops-n-${n} "--n must be an integer in 1..2147483648" bench ops --n "${v}")
+endforeach()
+set(n 0)
+foreach(v 0 abc 10001)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-ops-reps-${n} "--reps must be an integer in 1..10000" bench ops --reps "${v}")
+endforeach()
+set(n 0)
+foreach(v 1.5 -0.1 nan inf abc 50%)
+  math(EXPR n "${n} + 1")
+  clb_cli_bad(bench-ops-density-${n} "--density must be a finite number in 0..1" bench ops --density "${v}")
+endforeach()
+clb_cli_bad(bench-gemm-trans "--trans must be nn, nt or nn,nt" bench gemm --trans xx)
+# an option at the end with no value
+clb_cli_bad(demo-iterations-missing "--iterations needs a value" demo --iterations)
+clb_cli_bad(demo-lr-missing "--lr needs a value" demo --lr)
+clb_cli_bad(bench-steps-sizes-missing "--sizes needs a value" bench steps --sizes)
+clb_cli_bad(bench-ops-n-missing "--n needs a value" bench ops --n)
+
+# The edge values of each range are accepted: the parse goes on to the next
+# option, whose bad value is the one refused.
+clb_cli_bad(edge-demo-iterations-max "--lr must be" demo --iterations 1000000 --lr x)
+clb_cli_bad(edge-demo-lr-max "--iterations must be" demo --lr 1000 --iterations 0)
+clb_cli_bad(edge-demo-lr-min "--iterations must be" demo --lr 0 --iterations 0)
+clb_cli_bad(edge-demo-lr-exp "--iterations must be" demo --lr 1e-3 --iterations 0)
+clb_cli_bad(edge-steps-sizes "--reps must be" bench steps --sizes 1,4096,+7 --reps 0)
+clb_cli_bad(edge-steps-sizes-16 "--reps must be" bench steps --sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --reps 0)
+clb_cli_bad(edge-steps-reps "--sizes must be" bench steps --reps 1000 --sizes 0)
+clb_cli_bad(edge-gemm-reps "--trans must be" bench gemm --reps 64 --trans xx)
+clb_cli_bad(edge-ops-n "--reps must be" bench ops --n 2147483648 --reps 0)
+clb_cli_bad(edge-ops-reps "--density must be" bench ops --reps 10000 --density 2)
+clb_cli_bad(edge-ops-density "--n must be" bench ops --density 0 --density 1 --n 0)
+
+# The low edges run, and --json writes JSON lines (progress stays on stderr).
+find_program(CLB_ADVERSARIAL_PYTHON3 NAMES python3)
+if(CLB_ADVERSARIAL_PYTHON3)
+  function(clb_cli_json name rc)
+    add_test(NAME adversarial/cli-json-${name}
+      COMMAND sh ${CLB_CLI_CHECK} --json ${CLB_ADVERSARIAL_PYTHON3} ${rc} $<TARGET_FILE:clbound_tool> ${ARGN})
+    set_tests_properties(adversarial/cli-json-${name} PROPERTIES LABELS opencl TIMEOUT 300
+      ENVIRONMENT "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;CLBOUND_CACHE_DIR=${PROJECT_BINARY_DIR}/clbound-cache")
+  endfunction()
+  clb_cli_json(demo-low 0 demo --workload xla-mlp --policy dynamic --iterations 1 --lr 0 --json)
+  clb_cli_json(demo-lr-high any demo --workload xla-mlp --policy dynamic --iterations 3 --lr 1000 --json)
+  clb_cli_json(demo-lr-exp 0 demo --workload xla-mlp --policy dynamic --iterations 2 --lr 1e-3 --json)
+  clb_cli_json(demo-chain 0 demo --workload chain --iterations 1 --json)
+  clb_cli_json(bench-steps 0 bench steps --sizes 1 --reps 1 --json)
+  clb_cli_json(bench-ops 0 bench ops --n 1 --reps 1 --density 1 --op nonzero --json)
+  clb_cli_json(bench-gemm 0 bench gemm --quick --reps 1 --trans nt --json)
+endif()
