@@ -26,11 +26,7 @@ static clb_status fill_random(clb_context_t ctx, clb_tensor_t t, const int64_t *
   int64_t n = dims[0] * dims[1];
   float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (!v) return CLB_ERR_HOST_OOM;
-  uint32_t s = 12345;
-  for (int64_t i = 0; i < n; i++) {
-    s = s * 1664525u + 1013904223u;
-    v[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
-  }
+  bench_rand_fill(v, n);
   clb_status st = clb_tensor_write(ctx, t, dims, v, (size_t)n * sizeof(float));
   free(v);
   return st;
@@ -43,14 +39,16 @@ typedef struct timing {
   double syncs;
 } timing;
 
+/* With blas non-NULL, a direct BLAS call of the same sizes runs after each timed
+ * matmul, and its median goes to *blas_ms: the two are interleaved rep by rep. */
 static clb_status time_matmul_t(clb_context_t ctx, clb_gemm_strategy s, clb_tensor_t a, int ta, clb_tensor_t b,
-                                int tb, clb_tensor_t *out, int reps, timing *res) {
+                                int tb, clb_tensor_t *out, int reps, timing *res, bench_blas *blas, double *blas_ms) {
   clb_status st = clb_context_set_gemm_strategy(ctx, s);
   if (st != CLB_OK) return st;
   cl_command_queue q = clb_context_cl_queue(ctx);
   if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st; /* warm-up: first-call compiles */
   clFinish(q);
-  double t[64];
+  double t[64], tb2[64];
   if (reps > 64) reps = 64;
   uint64_t s0 = syncs_of(ctx);
   for (int r = 0; r < reps; r++) {
@@ -58,15 +56,17 @@ static clb_status time_matmul_t(clb_context_t ctx, clb_gemm_strategy s, clb_tens
     if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st;
     clFinish(q);
     t[r] = clb_tool_now_ms() - t0;
+    if (blas) tb2[r] = bench_blas_once_ms(blas);
   }
   res->syncs = (double)(syncs_of(ctx) - s0) / reps;
   res->ms = clb_tool_median(t, reps);
+  if (blas) *blas_ms = clb_tool_median(tb2, reps);
   return clb_context_sync(ctx); /* a deferred error would make the figures meaningless */
 }
 
 static clb_status time_matmul(clb_context_t ctx, clb_gemm_strategy s, clb_tensor_t a, clb_tensor_t b, int tb,
                               clb_tensor_t *out, int reps, timing *res) {
-  return time_matmul_t(ctx, s, a, 0, b, tb, out, reps, res);
+  return time_matmul_t(ctx, s, a, 0, b, tb, out, reps, res, NULL, NULL);
 }
 
 static const char *const SNAME[CLB_GEMM_STRATEGY_COUNT] = {"auto", "clblast-bound", "sync-exact", "device",
@@ -118,7 +118,8 @@ static void report_shape(int json, const gshape *g, const char *strategy, timing
 static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
   if (!json) {
     printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
-           "blas = CBLAS (OpenBLAS) on host memory at the same sizes, same run%s\n",
+           "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
+           "call (interleaved)%s\n",
            BOUND_M, bench_blas_available() ? "" : " (not in this build: 0)");
     printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
            "blas GF/s", "of blas", "syncs");
@@ -142,26 +143,30 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
     }
     clb_tensor_t a = NULL, b = NULL, o = NULL, as = NULL, bs = NULL, os = NULL;
     timing t;
-    double blas = bench_blas_ms(g->ta, g->tb, g->m, g->n, g->k, reps);
     if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ab, ay, &a)) != CLB_OK) break;
     if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bbd, by, &b)) != CLB_OK) break;
     if ((st = fill_random(ctx, a, ad)) != CLB_OK || (st = fill_random(ctx, b, bd)) != CLB_OK) break;
+    bench_blas *ref = bench_blas_new(g->ta, g->tb, g->m, g->n, g->k);
+    double blas = 0;
+    if (ref) bench_blas_once_ms(ref); /* warm-up: OpenBLAS's threads start */
     static const clb_gemm_strategy strat[] = {CLB_GEMM_HOST_BLAS, CLB_GEMM_DEVICE};
     static const char *const sname[] = {"host-blas", "kernel"};
     for (int s = 0; s < 2 && st == CLB_OK; s++) {
       clb_context_set_gemm_strategy(ctx, strat[s]);
       if (clb_context_gemm_strategy(ctx) != (int)strat[s]) continue; /* host BLAS not here */
-      if ((st = time_matmul_t(ctx, strat[s], a, g->ta, b, g->tb, &o, reps, &t)) == CLB_OK)
+      if ((st = time_matmul_t(ctx, strat[s], a, g->ta, b, g->tb, &o, reps, &t, ref, &blas)) == CLB_OK)
         report_shape(json, g, sname[s], t, blas);
     }
     /* CLBlast at the exact sizes, every size on the host */
     if (st == CLB_OK && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ad, NULL, &as)) == CLB_OK &&
         (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bd, NULL, &bs)) == CLB_OK &&
         (st = fill_random(ctx, as, ad)) == CLB_OK && (st = fill_random(ctx, bs, bd)) == CLB_OK &&
-        (st = time_matmul_t(ctx, CLB_GEMM_CLBLAST_BOUND, as, g->ta, bs, g->tb, &os, quick ? 1 : reps, &t)) == CLB_OK)
+        (st = time_matmul_t(ctx, CLB_GEMM_CLBLAST_BOUND, as, g->ta, bs, g->tb, &os, quick ? 1 : reps, &t, ref, &blas)) ==
+            CLB_OK)
       report_shape(json, g, "clblast", t, blas);
     clb_tensor_t all[] = {a, b, o, as, bs, os};
     for (int j = 0; j < 6; j++) clb_tensor_free(all[j]);
+    bench_blas_free(ref);
     if (st != CLB_OK) break;
   }
   if (st != CLB_OK) {

@@ -19,8 +19,10 @@ static int usage(FILE *f) {
           "                   MLP training on batches sized on the device, per policy\n"
           "  bench ops [--json] [--quick]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
-          "  bench gemm [--json] [--quick]\n"
-          "                   matmul with a bounded M: three strategies against CLBlast\n"
+          "  bench gemm [--json] [--quick] [--sweep]\n"
+          "                   an MLP's matmuls with a bounded batch: host BLAS, clbound's kernel\n"
+          "                   and CLBlast against a direct BLAS call (--sweep: every strategy\n"
+          "                   against CLBlast at M = 64..4096)\n"
           "  bench steps [--json] [--reps N] [--sizes n1,n2]\n"
           "                   a wide-mlp training step per policy against batch size\n"
           "  shapes FILE [--buckets N]\n"
@@ -29,7 +31,9 @@ static int usage(FILE *f) {
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
-          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache, CLBOUND_METRICS_FILE,\n  CLBOUND_SHAPE_LOG\n");
+          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm, CLBOUND_METRICS_FILE,\n"
+          "  CLBOUND_SHAPE_LOG, CLBOUND_GEMM=auto|host-blas|kernel|clblast-bound|sync-exact,\n"
+          "  CLBOUND_BLAS_THREADS (OpenBLAS threads of host BLAS in the queue)\n");
   return f == stderr ? 2 : 0;
 }
 

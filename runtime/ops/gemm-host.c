@@ -168,29 +168,17 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
   blasint M = (blasint)m, N = (blasint)n, K = (blasint)k;
   blasint lda = (blasint)(a1 > 0 ? a1 : 1), ldb = (blasint)(b1 > 0 ? b1 : 1);
   enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
-  if (g->f64) {
-    double *c = g->c;
-    const double *bias = g->has_bias ? g->bias : NULL;
-    double beta = 0.0;
-    if (bias) {
-      for (int64_t i = 0; i < m; i++) memcpy(c + i * n, bias, (size_t)n * sizeof *c);
-      beta = 1.0;
-    } else if (k == 0) {
-      memset(c, 0, (size_t)(m * n) * sizeof *c);
-    }
-    if (k > 0) cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, beta, c, N);
-  } else {
-    float *c = g->c;
-    const float *bias = g->has_bias ? g->bias : NULL;
-    float beta = 0.0f;
-    if (bias) {
-      for (int64_t i = 0; i < m; i++) memcpy(c + i * n, bias, (size_t)n * sizeof *c);
-      beta = 1.0f;
-    } else if (k == 0) {
-      memset(c, 0, (size_t)(m * n) * sizeof *c);
-    }
-    if (k > 0) cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, beta, c, N);
-  }
+  /* a bias row in every row of C, then C += op(A) op(B); zeros when K is 0 */
+  size_t es = g->f64 ? sizeof(double) : sizeof(float), row = (size_t)n * es;
+  if (g->has_bias)
+    for (int64_t i = 0; i < m; i++) memcpy((char *)g->c + (size_t)i * row, g->bias, row);
+  else if (k == 0)
+    memset(g->c, 0, (size_t)m * row);
+  if (k == 0) return;
+  if (g->f64)
+    cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
+  else
+    cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
 }
 
 /* OpenBLAS's threads against PoCL's: measured in docs/gemm.md. */
