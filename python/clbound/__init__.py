@@ -35,7 +35,7 @@ _UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "cop
 _BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
 _REDUCE = {"sum": 0, "mean": 1, "max": 2}
 _LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
-_GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3}
+_GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3, "host_blas": 4}
 _MAX_RANK = 8
 
 
@@ -284,7 +284,7 @@ class Context:
         return tuple(self._wrap(hs[k]) if k in need else None for k in ("dx", "dw", "dbias"))
 
     def set_gemm_strategy(self, strategy):
-        """How matmuls with device-only sizes run: auto, clblast_bound, sync_exact, device."""
+        """How matmuls run: auto, host_blas, clblast_bound, sync_exact, device (docs/gemm.md)."""
         if strategy not in _GEMM:
             raise ValueError(f"gemm strategy {strategy!r} is not one of {sorted(_GEMM)}")
         self._check(_set_gemm(self._h, _GEMM[strategy]))
