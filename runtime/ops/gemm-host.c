@@ -9,6 +9,7 @@
  * Built without OpenBLAS (CLBOUND_HAVE_OPENBLAS undefined), host BLAS is
  * unavailable and AUTO resolves to clbound's kernel. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,29 @@ static int64_t host_dim(const host_gemm_args *g, int64_t v, int64_t bound) {
   return v < 0 ? 0 : bound;
 }
 
+/* OpenBLAS's threads against PoCL's (docs/gemm.md, Threads): a product under
+ * SMALL_FLOPS runs on one thread, the PoCL worker that runs the native kernel
+ * (measured: with two threads such a product waits for the second thread to be
+ * scheduled, 10-100x slower on a busy 2-core machine); a larger one on
+ * OpenBLAS's own count (every core). CLBOUND_BLAS_THREADS=n fixes the count for
+ * every product. The count is OpenBLAS's global setting, set only when it must
+ * change; the in-order queue runs one native kernel at a time. */
+#define SMALL_FLOPS (32.0 * 1024 * 1024)
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static int blas_fixed, blas_many; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count */
+static void blas_init(void) {
+  const char *env = getenv("CLBOUND_BLAS_THREADS");
+  blas_fixed = env && *env ? atoi(env) : 0;
+  blas_many = openblas_get_num_threads();
+  if (blas_fixed > 0) openblas_set_num_threads(blas_fixed);
+}
+
+static void blas_threads_for(double flops) {
+  if (blas_fixed > 0) return;
+  int want = flops < SMALL_FLOPS ? 1 : blas_many;
+  if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
+}
+
 static void CL_CALLBACK host_gemm_fn(void *p) {
   const host_gemm_args *g = p;
   const int64_t *sa = g->sa, *sb = g->sb;
@@ -175,18 +199,11 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
   else if (k == 0)
     memset(g->c, 0, (size_t)m * row);
   if (k == 0) return;
+  blas_threads_for(2.0 * (double)m * (double)n * (double)k);
   if (g->f64)
     cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
   else
     cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
-}
-
-/* OpenBLAS's threads against PoCL's: measured in docs/gemm.md. */
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static void blas_init(void) {
-  const char *env = getenv("CLBOUND_BLAS_THREADS");
-  int n = env && *env ? atoi(env) : 0;
-  if (n > 0) openblas_set_num_threads(n);
 }
 
 /* The native kernel gets its buffers as host pointers of non-blocking maps
@@ -200,6 +217,10 @@ static void blas_init(void) {
 
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
                           clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out) {
+  for (int d = 0; d < 2; d++)
+    if (a->bound[d] > INT_MAX || b->bound[d] > INT_MAX)
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
+                            "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
   pthread_once(&blas_once, blas_init);
   host_gemm_args g;
   memset(&g, 0, sizeof g);
