@@ -451,6 +451,11 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->recompiles = c.recompiles;
   res->kernel_launches = c.kernel_launches;
   res->peak_device_bytes = c.peak_device_bytes;
+  res->arena_bytes = c.arena_bytes;
+  res->live_lower_bound_bytes = c.live_lower_bound_bytes;
+  res->pool_peak_bytes = c.pool_peak_bytes;
+  res->arena_max_bytes = c.arena_max_bytes;
+  res->arena_allocations = c.arena_allocations;
   res->host_syncs = c1.host_syncs - c0.host_syncs;
   res->builds_after_first = c1.program_builds - cf.program_builds;
   res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;

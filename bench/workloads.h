@@ -28,6 +28,10 @@ typedef struct demo_result {
   uint64_t programs_after_first; /* programs built or loaded from disk after it */
   uint64_t kernel_launches;
   uint64_t peak_device_bytes;
+  /* the memory plan (docs/graph.md), summed over the run's plans: their arenas,
+   * the most bytes each step had live at once, what the pool would hold; the
+   * largest plan's arenas; cl_mem created for arenas */
+  uint64_t arena_bytes, live_lower_bound_bytes, pool_peak_bytes, arena_max_bytes, arena_allocations;
   double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
   float *losses;             /* iterations entries; malloc'd */
   double *ref_losses;        /* iterations entries or NULL; malloc'd */

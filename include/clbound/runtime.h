@@ -69,6 +69,7 @@ typedef struct clb_device_info {
   uint64_t max_alloc_bytes;
   int has_fp64;
   int has_int64_atomics;       /* cl_khr_int64_base_atomics */
+  uint32_t mem_base_addr_align_bits; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN: sub-buffer offsets are multiples of it */
 } clb_device_info;
 
 /* Number of devices over all platforms. Returns CLB_ERR_NO_DEVICE (with a message
@@ -202,6 +203,13 @@ typedef struct clb_counters {
   uint64_t peak_device_bytes;     /* the most held at once */
   uint64_t buffers_fresh;         /* cl_mem created */
   uint64_t buffers_reused;        /* requests served from the pool */
+  /* Graph plans' memory (docs/graph.md, "Memory plan"), summed over every plan
+   * whose arena was laid out: */
+  uint64_t arena_bytes;            /* the planned arenas */
+  uint64_t live_lower_bound_bytes; /* the most bytes live at once in each plan's step */
+  uint64_t pool_peak_bytes;        /* what the pool would hold for the same steps */
+  uint64_t arena_allocations;      /* cl_mem created for arenas */
+  uint64_t arena_max_bytes;        /* the largest single plan's arenas */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

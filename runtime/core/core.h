@@ -42,6 +42,17 @@ typedef struct clb_progcache clb_progcache;
 typedef void (*clb_release_fn)(clb_context_t ctx);
 #define CLB_MAX_RELEASE_HOOKS 8
 
+/* Where a tensor's data buffer comes from while a graph runs a plan's step
+ * (runtime/graph/memory.c sets it, core calls it: a registered callback, since
+ * core may not call up). get() fills `out` with a buffer it placed (a sub-buffer
+ * of the plan's arena), or leaves out->mem NULL to let the pool serve; put() is
+ * told when a data buffer goes back (before the pool or the arena takes it). */
+typedef struct clb_mem_hook {
+  clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
+  void (*put)(void *user, const clb_buf *b);
+  void *user;
+} clb_mem_hook;
+
 struct clb_tensor {
   clb_context_t ctx;
   clb_dtype dtype;
@@ -66,6 +77,7 @@ struct clb_context {
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
   clb_pool *pool;
+  clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
   cl_mem scratch;      /* partial results of reductions: max_groups * 16 bytes */

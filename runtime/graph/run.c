@@ -254,7 +254,8 @@ static clb_status run_node(clb_graph_t g, gnode *n) {
     g->cur[n->slot].kind = SLOT_UNRESOLVED;
     clb_status st = n->kind == GN_NONZERO ? clb_nonzero(ctx, x, &n->raw) : clb_masked_select(ctx, x, y, &n->raw);
     if (st != CLB_OK) return st;
-    return materialize(g, n);
+    if ((st = materialize(g, n)) != CLB_OK) return st;
+    return clb__graph_mem_resolved(g); /* the plan's arena, once every compiled-in count is known */
   }
   set_suffix(g, n->deps);
   ensure_key(g, n);
@@ -369,8 +370,8 @@ static clb_status train_step(clb_graph_t g) {
   clb_status st = CLB_OK;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
     gnode *n = &g->nodes[i];
-    if (n->kind == GN_PARAM || !n->requires_grad) continue;
-    if ((st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    if (n->kind != GN_PARAM && n->requires_grad && (st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    if (st == CLB_OK) clb__graph_mem_backward_done(g, i);
   }
   set_suffix(g, g->nodes[g->loss].deps);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
@@ -494,7 +495,7 @@ clb_status clb_graph_run(clb_graph_t g) {
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++) last_use[g->nodes[i].in[k]] = i;
   }
-  st = CLB_OK;
+  if ((st = clb__graph_mem_begin(g, dec.plan)) != CLB_OK) return st;
   for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
     if (!(i <= last || g->loss < 0)) continue;
     st = run_node(g, &g->nodes[i]);
@@ -508,6 +509,7 @@ clb_status clb_graph_run(clb_graph_t g) {
   }
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
+  clb__graph_mem_end(g, st);
   g->ctx->build_suffix[0] = 0;
   if (st != CLB_OK) return st;
   g->stats.runs++;
