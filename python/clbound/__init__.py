@@ -313,7 +313,7 @@ class Context:
 
     def set_log(self, categories: Union[str, Iterable[str]] = "all",
                 callback: Optional[Callable[[str, str], None]] = None) -> None:
-        """Logs events of `categories` ("recompiles", "syncs", "builds", "cache",
+        """Logs events of `categories` ("recompiles", "syncs", "builds", "cache", "gemm",
         a list of them, "all", or "none"/[] to stop): each as one call
         callback(category, line), or on stderr when callback is None
         (clb_context_set_log; CLBOUND_LOG sets the same for new contexts)."""

@@ -170,7 +170,7 @@ REDUCE = {"sum": 0, "mean": 1, "max": 2}
 LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
 GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3, "host_blas": 4}
 KERNEL_STYLES = {"auto": 0, "cpu": 1, "gpu": 2}
-LOG = {"recompiles": 1, "syncs": 2, "builds": 4, "cache": 8}
+LOG = {"recompiles": 1, "syncs": 2, "builds": 4, "cache": 8, "gemm": 16}
 
 
 def dtype_code(dtype: Any, what: str = "dtype") -> int:
