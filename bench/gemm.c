@@ -10,6 +10,7 @@
 #include "clbound/nn.h"
 #include "bench/args.h"
 #include "bench/bench.h"
+#include "bench/blas-ref.h"
 #include "bench/progress.h"
 #include "bench/timing.h"
 
@@ -29,11 +30,7 @@ static clb_status fill_random(clb_context_t ctx, clb_tensor_t t, const int64_t *
   int64_t n = dims[0] * dims[1];
   float *v = malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (!v) return CLB_ERR_HOST_OOM;
-  uint32_t s = 12345;
-  for (int64_t i = 0; i < n; i++) {
-    s = s * 1664525u + 1013904223u;
-    v[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
-  }
+  bench_rand_fill(v, n);
   clb_status st = clb_tensor_write(ctx, t, dims, v, (size_t)n * sizeof(float));
   free(v);
   return st;
@@ -46,28 +43,38 @@ typedef struct timing {
   double syncs;
 } timing;
 
-static clb_status time_matmul(clb_context_t ctx, clb_gemm_strategy s, clb_tensor_t a, clb_tensor_t b, int tb,
-                              clb_tensor_t *out, int reps, timing *res) {
+/* With blas non-NULL, a direct BLAS call of the same sizes runs after each timed
+ * matmul, and its median goes to *blas_ms: the two are interleaved rep by rep. */
+static clb_status time_matmul_t(clb_context_t ctx, clb_gemm_strategy s, clb_tensor_t a, int ta, clb_tensor_t b,
+                                int tb, clb_tensor_t *out, int reps, timing *res, bench_blas *blas, double *blas_ms) {
   clb_status st = clb_context_set_gemm_strategy(ctx, s);
   if (st != CLB_OK) return st;
   cl_command_queue q = clb_context_cl_queue(ctx);
-  if ((st = clb_matmul(ctx, a, 0, b, tb, out)) != CLB_OK) return st; /* warm-up: first-call compiles */
+  if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st; /* warm-up: first-call compiles */
   clFinish(q);
-  double t[64];
+  double t[64], tb2[64];
   if (reps > 64) reps = 64;
   uint64_t s0 = syncs_of(ctx);
   for (int r = 0; r < reps; r++) {
     double t0 = clb_tool_now_ms();
-    if ((st = clb_matmul(ctx, a, 0, b, tb, out)) != CLB_OK) return st;
+    if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st;
     clFinish(q);
     t[r] = clb_tool_now_ms() - t0;
+    if (blas) tb2[r] = bench_blas_once_ms(blas);
   }
   res->syncs = (double)(syncs_of(ctx) - s0) / reps;
   res->ms = clb_tool_median(t, reps);
+  if (blas) *blas_ms = clb_tool_median(tb2, reps);
   return clb_context_sync(ctx); /* a deferred error would make the figures meaningless */
 }
 
-static const char *const SNAME[CLB_GEMM_STRATEGY_COUNT] = {"auto", "clblast-bound", "sync-exact", "device"};
+static clb_status time_matmul(clb_context_t ctx, clb_gemm_strategy s, clb_tensor_t a, clb_tensor_t b, int tb,
+                              clb_tensor_t *out, int reps, timing *res) {
+  return time_matmul_t(ctx, s, a, 0, b, tb, out, reps, res, NULL, NULL);
+}
+
+static const char *const SNAME[CLB_GEMM_STRATEGY_COUNT] = {"auto", "clblast-bound", "sync-exact", "device",
+                                                            "host-blas"};
 
 static void report(int json, const char *trans, int64_t m, int64_t n, int64_t k, const char *strategy, timing t,
                    double ref_ms) {
@@ -82,11 +89,103 @@ static void report(int json, const char *trans, int64_t m, int64_t n, int64_t k,
   fflush(stdout);
 }
 
+/* The matmuls of an MLP step, as in issue 15 (M x N x K): the batch dim (M, or K
+ * for dW = dy^T x) is bounded by BOUND_M and known only on the device. Each
+ * strategy against a direct CBLAS call on host memory of the same sizes, timed
+ * in the same run (blas_gflops). */
+typedef struct gshape {
+  int64_t m, n, k;
+  int ta, tb;
+} gshape;
+static const gshape SHAPES[] = {
+    {512, 512, 256, 0, 1}, {512, 256, 512, 0, 0}, {4096, 512, 256, 0, 1}, {512, 256, 4096, 1, 0},
+    {1024, 1024, 1024, 0, 0}, {64, 512, 256, 0, 1}, {64, 256, 512, 0, 0}, {1, 512, 256, 0, 1}, {256, 512, 64, 1, 0}};
+#define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+static const char *trans_name(int ta, int tb) { return ta ? (tb ? "tt" : "tn") : (tb ? "nt" : "nn"); }
+
+static void report_shape(int json, const gshape *g, const char *strategy, timing t, double blas_ms) {
+  double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+  double gflops = t.ms > 0 ? fl / (t.ms * 1e6) : 0, bg = blas_ms > 0 ? fl / (blas_ms * 1e6) : 0;
+  if (json)
+    printf("{\"bench\":\"gemm\",\"shape\":\"%lldx%lldx%lld\",\"trans\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+           "\"bound\":%d,\"strategy\":\"%s\",\"ms\":%.4f,\"gflops\":%.3f,\"blas_ms\":%.4f,\"blas_gflops\":%.3f,"
+           "\"of_blas\":%.4f,\"host_syncs_per_call\":%.2f}\n",
+           (long long)g->m, (long long)g->n, (long long)g->k, trans_name(g->ta, g->tb), (long long)g->m, (long long)g->n,
+           (long long)g->k, BOUND_M, strategy, t.ms, gflops, blas_ms, bg, bg > 0 ? gflops / bg : 0, t.syncs);
+  else
+    printf("%5lld %5lld %5lld %-3s %-14s %9.3f %9.2f %10.2f %8.2f %7.2f\n", (long long)g->m, (long long)g->n,
+           (long long)g->k, trans_name(g->ta, g->tb), strategy, t.ms, gflops, bg, bg > 0 ? gflops / bg : 0, t.syncs);
+  fflush(stdout);
+}
+
+static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
+  if (!json) {
+    printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
+           "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
+           "call (interleaved)%s\n",
+           BOUND_M, bench_blas_available() ? "" : " (not in this build: 0)");
+    printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
+           "blas GF/s", "of blas", "syncs");
+  }
+  clb_status st = CLB_OK;
+  for (size_t i = 0; i < NSHAPES; i++) {
+    const gshape *g = &SHAPES[i];
+    if (quick && i != 0 && i != 3 && i != 5) continue;
+    /* a: [M, K] or [K, M]; b: [K, N] or [N, K]; the batch dim is dynamic */
+    int64_t ad[2] = {g->ta ? g->k : g->m, g->ta ? g->m : g->k}, bd[2] = {g->tb ? g->n : g->k, g->tb ? g->k : g->n};
+    int64_t ab[2] = {ad[0], ad[1]}, bbd[2] = {bd[0], bd[1]};
+    uint8_t ay[2] = {0, 0}, by[2] = {0, 0};
+    if (g->ta) { /* dW = dy^T x: K is the batch, dim 0 of both */
+      ab[0] = BOUND_M;
+      ay[0] = 1;
+      bbd[0] = BOUND_M;
+      by[0] = 1;
+    } else {
+      ab[0] = BOUND_M;
+      ay[0] = 1;
+    }
+    clb_tensor_t a = NULL, b = NULL, o = NULL, as = NULL, bs = NULL, os = NULL;
+    timing t;
+    if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ab, ay, &a)) != CLB_OK) break;
+    if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bbd, by, &b)) != CLB_OK) break;
+    if ((st = fill_random(ctx, a, ad)) != CLB_OK || (st = fill_random(ctx, b, bd)) != CLB_OK) break;
+    bench_blas *ref = bench_blas_new(g->ta, g->tb, g->m, g->n, g->k);
+    double blas = 0;
+    if (ref) bench_blas_once_ms(ref); /* warm-up: OpenBLAS's threads start */
+    static const clb_gemm_strategy strat[] = {CLB_GEMM_HOST_BLAS, CLB_GEMM_DEVICE};
+    static const char *const sname[] = {"host-blas", "kernel"};
+    for (int s = 0; s < 2 && st == CLB_OK; s++) {
+      clb_context_set_gemm_strategy(ctx, strat[s]);
+      if (clb_context_gemm_strategy(ctx) != (int)strat[s]) continue; /* host BLAS not here */
+      if ((st = time_matmul_t(ctx, strat[s], a, g->ta, b, g->tb, &o, reps, &t, ref, &blas)) == CLB_OK)
+        report_shape(json, g, sname[s], t, blas);
+    }
+    /* CLBlast at the exact sizes, every size on the host */
+    if (st == CLB_OK && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ad, NULL, &as)) == CLB_OK &&
+        (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bd, NULL, &bs)) == CLB_OK &&
+        (st = fill_random(ctx, as, ad)) == CLB_OK && (st = fill_random(ctx, bs, bd)) == CLB_OK &&
+        (st = time_matmul_t(ctx, CLB_GEMM_CLBLAST_BOUND, as, g->ta, bs, g->tb, &os, quick ? 1 : reps, &t, ref, &blas)) ==
+            CLB_OK)
+      report_shape(json, g, "clblast", t, blas);
+    clb_tensor_t all[] = {a, b, o, as, bs, os};
+    for (int j = 0; j < 6; j++) clb_tensor_free(all[j]);
+    bench_blas_free(ref);
+    if (st != CLB_OK) break;
+  }
+  if (st != CLB_OK) {
+    fprintf(stderr, "clbound bench gemm: %s: %s\n", clb_status_str(st), clb_context_errmsg(ctx));
+    return 1;
+  }
+  return 0;
+}
+
 int clb_bench_gemm(int argc, char **argv) {
-  int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0;
+  int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0, sweep = 0;
   for (int i = 0; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--sweep") == 0) sweep = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
     else if (strcmp(argv[i], "--reps") == 0) {
@@ -100,9 +199,11 @@ int clb_bench_gemm(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps 1..64] [--trans nn,nt]\n"
-                      "  C[M, N] = A[M, K] B (nn) or A B^T (nt, as linear does), M bounded by %d;\n"
-                      "  each strategy against CLBlast at the exact M with every size on the host\n", BOUND_M);
+      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--sweep [--trans nn,nt]]\n"
+                      "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
+                      "  (host-blas, kernel, clblast) against a direct CBLAS call at the same sizes;\n"
+                      "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
+                      "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
       return 2;
     }
   }
@@ -117,6 +218,12 @@ int clb_bench_gemm(int argc, char **argv) {
   cl_device_id dev = clb_context_cl_device(ctx);
   char name[128] = "";
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
+  if (!sweep) {
+    if (!json) printf("clbound bench gemm on %s, f32, median of %d runs\n", name, reps);
+    int r = bench_shapes(ctx, json, quick, reps);
+    clb_context_free(ctx);
+    return r;
+  }
   /* (K, N): square, then the MLP's 256 -> 512 -> 256 layers */
   static const int64_t full_kn[][2] = {{256, 256}, {512, 512}, {1024, 1024}, {256, 512}, {512, 256}};
   static const int64_t quick_kn[][2] = {{256, 256}, {256, 512}};
@@ -156,7 +263,7 @@ int clb_bench_gemm(int argc, char **argv) {
         if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, sd, NULL, &ax)) != CLB_OK) goto fail;
         if ((st = fill_random(ctx, ax, sd)) != CLB_OK) goto fail;
         timing ref;
-        st = time_matmul(ctx, CLB_GEMM_AUTO, ax, b, tb, &ox, reps, &ref);
+        st = time_matmul(ctx, CLB_GEMM_CLBLAST_BOUND, ax, b, tb, &ox, reps, &ref);
         clb_tensor_free(ax);
         clb_tensor_free(ox);
         if (st != CLB_OK) goto fail;

@@ -7,6 +7,7 @@
 
 #include "bench/args.h"
 #include "bench/bench.h"
+#include "bench/blas-ref.h"
 #include "bench/progress.h"
 #include "bench/workloads.h"
 
@@ -36,11 +37,12 @@ int clb_bench_steps(int argc, char **argv) {
   clb_progress_mode pm = clb_progress_mode_for(quiet);
   if (!json)
     printf("wide-mlp training step (256-512-256-1, forward + backward + SGD), median of %d steps, ms\n"
-           "static: a plan built for exactly n (CLBlast GEMMs, as host-known sizes run by default;\n"
-           "static-dev: the same with clbound's GEMM kernel); dynamic: the one plan bounded by 4096;\n"
-           "bucketed: the plan of n's power-of-two bucket\n"
-           "%6s %10s %11s %10s %10s %16s %20s %17s\n", reps, "n", "static", "static-dev", "dynamic", "bucketed",
-           "dynamic/static", "dynamic/static-dev", "bucketed/static");
+           "static: a plan built for exactly n (the device's GEMM strategy, AUTO; static-dev: the same\n"
+           "with clbound's GEMM kernel); dynamic: the one plan bounded by 4096; bucketed: the plan of\n"
+           "n's power-of-two bucket; floor: the sum of the step's GEMMs as direct CBLAS calls on host\n"
+           "memory, same run (0: no OpenBLAS in this build)\n"
+           "%6s %10s %11s %10s %10s %16s %20s %17s %9s %14s\n", reps, "n", "static", "static-dev", "dynamic", "bucketed",
+           "dynamic/static", "dynamic/static-dev", "bucketed/static", "floor", "dynamic/floor");
   static const clb_policy_kind pols[4] = {CLB_POLICY_STATIC, CLB_POLICY_STATIC, CLB_POLICY_DYNAMIC, CLB_POLICY_BUCKETED};
   static const clb_gemm_strategy gemms[4] = {CLB_GEMM_AUTO, CLB_GEMM_DEVICE, CLB_GEMM_AUTO, CLB_GEMM_AUTO};
   for (int s = 0; s < nsizes; s++) {
@@ -58,14 +60,17 @@ int clb_bench_steps(int argc, char **argv) {
       clb_progress_update(pr, p + 1, -1);
     }
     clb_progress_end(pr);
+    double floor_ms = bench_mlp_gemm_floor_ms(sizes[s], reps), over = floor_ms > 0 ? ms[2] / floor_ms : 0;
+    if (floor_ms < 0) floor_ms = 0;
     if (json)
       printf("{\"bench\":\"steps\",\"workload\":\"wide-mlp\",\"n\":%lld,\"static_ms\":%.4f,\"static_device_gemm_ms\":%.4f,"
              "\"dynamic_ms\":%.4f,\"bucketed_ms\":%.4f,\"dynamic_over_static\":%.4f,\"dynamic_over_static_device_gemm\":%.4f,"
-             "\"bucketed_over_static\":%.4f,\"reps\":%d}\n",
-             (long long)sizes[s], ms[0], ms[1], ms[2], ms[3], ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0], reps);
+             "\"bucketed_over_static\":%.4f,\"gemm_floor_ms\":%.4f,\"dynamic_over_floor\":%.4f,\"reps\":%d}\n",
+             (long long)sizes[s], ms[0], ms[1], ms[2], ms[3], ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0], floor_ms, over,
+             reps);
     else
-      printf("%6lld %10.3f %11.3f %10.3f %10.3f %16.3f %20.3f %17.3f\n", (long long)sizes[s], ms[0], ms[1], ms[2], ms[3],
-             ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0]);
+      printf("%6lld %10.3f %11.3f %10.3f %10.3f %16.3f %20.3f %17.3f %9.3f %14.3f\n", (long long)sizes[s], ms[0], ms[1],
+             ms[2], ms[3], ms[2] / ms[0], ms[2] / ms[1], ms[3] / ms[0], floor_ms, over);
     fflush(stdout);
   }
   return 0;

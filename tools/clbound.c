@@ -20,9 +20,16 @@ static int usage(FILE *f) {
           "                   static in about a minute; --full: every policy, 100 steps\n"
           "  bench ops [--json] [--quick] [--quiet]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
-          "  bench gemm [--json] [--quick] [--quiet]\n"
-          "                   matmul with a bounded M: three strategies against CLBlast\n"
-          "  bench steps [--json] [--quiet] [--reps N] [--sizes n1,n2]\n"
+          "  bench gemm [--json] [--quick] [--quiet] [--sweep]
+"
+          "                   an MLP's matmuls with a bounded batch: host BLAS, clbound's kernel
+"
+          "                   and CLBlast against a direct BLAS call (--sweep: every strategy
+"
+          "                   against CLBlast at M = 64..4096)
+"
+          "  bench steps [--json] [--quiet] [--reps N] [--sizes n1,n2]
+"
           "                   a wide-mlp training step per policy against batch size\n"
           "  shapes FILE [--buckets N]\n"
           "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
@@ -32,7 +39,9 @@ static int usage(FILE *f) {
           "  version          print the library version\n"
           "long commands show progress on stderr (a live line on a terminal); --quiet: none\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
-          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache, CLBOUND_METRICS_FILE,\n  CLBOUND_SHAPE_LOG\n");
+          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm, CLBOUND_METRICS_FILE,\n"
+          "  CLBOUND_SHAPE_LOG, CLBOUND_GEMM=auto|host-blas|kernel|clblast-bound|sync-exact,\n"
+          "  CLBOUND_BLAS_THREADS (OpenBLAS threads of host BLAS in the queue)\n");
   return f == stderr ? 2 : 0;
 }
 

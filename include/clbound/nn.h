@@ -18,21 +18,31 @@ extern "C" {
 
 /* ---- GEMM ------------------------------------------------------------------ */
 
-/* How a matmul runs when one of its sizes is only known on the device. */
+/* How a matmul runs. CLBOUND_GEMM (auto, host-blas, kernel, clblast-bound,
+ * sync-exact) forces one for a context left at AUTO (docs/gemm.md). */
 typedef enum clb_gemm_strategy {
-  CLB_GEMM_AUTO = 0,          /* the default measured fastest: DEVICE (docs/gemm.md) */
+  CLB_GEMM_AUTO = 0,          /* measured per device class (docs/gemm.md): HOST_BLAS on a device that
+                                 runs native kernels in a library built with OpenBLAS, else DEVICE */
   CLB_GEMM_CLBLAST_BOUND = 1, /* CLBlast over the bounds, the slack zeroed first */
   CLB_GEMM_SYNC_EXACT = 2,    /* one counted host sync reads the sizes, then CLBlast exactly */
   CLB_GEMM_DEVICE = 3,        /* clbound's kernel reads the sizes on the device, skips tiles past them;
                                  set explicitly, it also runs matmuls whose sizes are all host-known
                                  (which otherwise go to CLBlast) */
-  CLB_GEMM_STRATEGY_COUNT = 4
+  CLB_GEMM_HOST_BLAS = 4,     /* CPU devices: a native kernel in the queue reads the sizes from the
+                                 shape records and calls CBLAS (OpenBLAS) on the buffers, every
+                                 matmul; where that is unavailable, DEVICE runs instead (logged) */
+  CLB_GEMM_STRATEGY_COUNT = 5
 } clb_gemm_strategy;
 
 /* Sets the strategy of the context's matmuls (AUTO by default). A matmul whose
- * sizes are all static runs CLBlast directly whatever the strategy. An unknown
- * value is CLB_ERR_INVALID_ARG. */
+ * sizes are all static runs CLBlast directly unless the strategy is DEVICE or
+ * HOST_BLAS (or AUTO resolves to HOST_BLAS). An unknown value is
+ * CLB_ERR_INVALID_ARG. */
 CLB_API clb_status clb_context_set_gemm_strategy(clb_context_t ctx, clb_gemm_strategy s);
+
+/* The strategy a context's matmuls run with now: AUTO and a forced HOST_BLAS
+ * that cannot run resolved (never CLB_GEMM_AUTO), or -1 when ctx is NULL. */
+CLB_API int clb_context_gemm_strategy(clb_context_t ctx);
 
 /* out = op(a) @ op(b), op(x) = x^T when trans_x. f32, or f64 where the device has
  * it. op(a) is [M, K], op(b) is [K, N]: any of them may be dynamic; K's bounds

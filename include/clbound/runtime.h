@@ -151,7 +151,8 @@ typedef enum clb_log_category {
   CLB_LOG_SYNCS = 1u << 1,      /* a host sync, with the op that forced it */
   CLB_LOG_BUILDS = 1u << 2,     /* a program built from source or loaded from disk, and why */
   CLB_LOG_CACHE = 1u << 3,      /* persistent cache entries rejected, written, disabled */
-  CLB_LOG_ALL = 0xfu
+  CLB_LOG_GEMM = 1u << 4,       /* the GEMM strategy a context uses, and why a faster one cannot run */
+  CLB_LOG_ALL = 0x1fu
 } clb_log_category;
 
 /* Receives one line per event (no trailing newline). `category` is the lowercase

@@ -313,7 +313,7 @@ class Context:
 
     def set_log(self, categories: Union[str, Iterable[str]] = "all",
                 callback: Optional[Callable[[str, str], None]] = None) -> None:
-        """Logs events of `categories` ("recompiles", "syncs", "builds", "cache",
+        """Logs events of `categories` ("recompiles", "syncs", "builds", "cache", "gemm",
         a list of them, "all", or "none"/[] to stop): each as one call
         callback(category, line), or on stderr when callback is None
         (clb_context_set_log; CLBOUND_LOG sets the same for new contexts)."""
@@ -341,8 +341,9 @@ class Context:
         L.ctx_set_log(self._live(), mask, self._log_cb, None)
 
     def set_gemm_strategy(self, strategy: str) -> None:
-        """How matmuls with device-only sizes run: "auto", "clblast_bound",
-        "sync_exact" (one counted host sync per matmul) or "device"."""
+        """How matmuls run: "auto", "host_blas" (CPU devices: OpenBLAS inside the queue),
+        "clblast_bound", "sync_exact" (one counted host sync per matmul) or "device"
+        (docs/gemm.md)."""
         self._check(L.set_gemm(self._live(), L.choice(L.GEMM, strategy, "gemm strategy")))
 
     # ---- tensors ----

@@ -168,9 +168,9 @@ UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
 REDUCE = {"sum": 0, "mean": 1, "max": 2}
 LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
-GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3}
+GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3, "host_blas": 4}
 KERNEL_STYLES = {"auto": 0, "cpu": 1, "gpu": 2}
-LOG = {"recompiles": 1, "syncs": 2, "builds": 4, "cache": 8}
+LOG = {"recompiles": 1, "syncs": 2, "builds": 4, "cache": 8, "gemm": 16}
 
 
 def dtype_code(dtype: Any, what: str = "dtype") -> int:

@@ -214,7 +214,7 @@ def test_masked_scatter_mask_larger_than_x_raises(ctx):
 
 # ---------------------------------------------------------------- matmul / linear
 
-@pytest.mark.parametrize("strategy", ["auto", "clblast_bound", "sync_exact", "device"])
+@pytest.mark.parametrize("strategy", ["auto", "clblast_bound", "sync_exact", "device", "host_blas"])
 def test_matmul_transposes_dynamic_dims(ctx, rng, strategy):
     ctx.set_gemm_strategy(strategy)
     try:

@@ -107,6 +107,9 @@ struct clb_context {
   /* clb_gemm_strategy (clbound/nn.h) of the context's matmuls; 0 (AUTO) from
    * calloc. Set by clb_context_set_gemm_strategy (runtime/ops/gemm.c). */
   int gemm_strategy;
+  /* what runtime/ops/gemm-host.c resolved for this context (AUTO, CLBOUND_GEMM,
+   * and whether host BLAS can run): 0 until the first matmul */
+  int gemm_resolved;
   /* DLPack device exports still held by a consumer (runtime/interop): cut loose
    * from the context by its release hook when the context is freed */
   struct clb__dl_export *exports;
@@ -156,6 +159,9 @@ typedef struct clb_arg {
 } clb_arg;
 #define CLB_ARG(v) ((clb_arg){sizeof(v), &(v)})
 
+/* Takes the next launch id and records op and what under it in the launch ring,
+ * for work that is enqueued other than by clb__launch (a native kernel). */
+uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what);
 /* Sets the args and enqueues a 1-D launch of `groups` work-groups of `local`
  * work-items, recording it in the launch ring (what: bounds, for messages).
  * Returns the launch id through *id when id is not NULL, before setting args,

@@ -21,16 +21,21 @@ const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len) {
   return buf;
 }
 
-clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
-                       const clb_arg *args, int nargs, int id_arg, size_t groups,
-                       size_t local) {
-  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
+uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what) {
   uint32_t id = ctx->next_launch_id++;
   if (id == 0) id = ctx->next_launch_id++;
   clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
   r->id = id;
   r->op = op;
   snprintf(r->what, sizeof r->what, "%s", what ? what : "");
+  return id;
+}
+
+clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
+                       const clb_arg *args, int nargs, int id_arg, size_t groups,
+                       size_t local) {
+  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
+  uint32_t id = clb__launch_record(ctx, op, what);
   for (int i = 0; i < nargs; i++) {
     cl_uint idv = id;
     cl_int e = i == id_arg ? clSetKernelArg(k, (cl_uint)i, sizeof idv, &idv)

@@ -7,10 +7,7 @@
 
 #include "clbound/nn.h"
 #include "runtime/cache/cache.h"
-
-/* What AUTO resolves to, chosen by `clbound bench gemm` on PoCL (docs/gemm.md):
- * clbound's kernel needs no host sync and does no work past the actual M. */
-#define GEMM_AUTO_CHOICE CLB_GEMM_DEVICE
+#include "runtime/ops/gemm-host.h"
 
 /* CPU-style blocks: RM rows x RN columns per work-item, RN a vector width along
  * N; work-groups of CPU_LOCAL work-items (measured on PoCL, docs/gemm.md). */
@@ -359,9 +356,12 @@ static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
 static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   clb_status st = gemm_setup(ctx, g, out);
   if (st != CLB_OK) return st;
+  /* AUTO and CLBOUND_GEMM resolved per device (gemm-host.c, docs/gemm.md) */
+  int forced, s = clb__gemm_resolve(ctx, &forced);
+  if (s == CLB_GEMM_HOST_BLAS) return clb__gemm_host(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->out);
   /* host-known sizes go to CLBlast, unless the caller chose clbound's kernel */
-  if (!g->dm && !g->dn && !g->dk && ctx->gemm_strategy != CLB_GEMM_DEVICE) return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
-  int s = ctx->gemm_strategy == CLB_GEMM_AUTO ? GEMM_AUTO_CHOICE : ctx->gemm_strategy;
+  if (!g->dm && !g->dn && !g->dk && !(forced && s == CLB_GEMM_DEVICE))
+    return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
   switch (s) {
   case CLB_GEMM_CLBLAST_BOUND: return run_clblast_bound(ctx, g);
   case CLB_GEMM_SYNC_EXACT: return run_sync_exact(ctx, g);

@@ -1,11 +1,12 @@
 /* test-gemm.c: matmul under every strategy and transpose with dynamic M, N and K
  * against a double-precision reference, canaries after outputs, zero-sized
  * dims, errors, and the build and host-sync counts. */
+#define _POSIX_C_SOURCE 200809L
 #include "cl-test.h"
 #include "clbound/nn.h"
 
 static int has_fp64;
-static const char *const SNAME[] = {"auto", "clblast-bound", "sync-exact", "device"};
+static const char *const SNAME[] = {"auto", "clblast-bound", "sync-exact", "device", "host-blas"};
 
 static double rnd(void) { return (double)(clb_test_next() % 2001) / 1000.0 - 1.0; }
 
@@ -126,12 +127,98 @@ static void sweep(clb_context_t ctx, const char *label, clb_gemm_strategy s, clb
     }
 }
 
-/* Every size on the host: CLBlast directly, zero-sized dims included. */
+/* Every size on the host, zero-sized dims included: CLBlast directly (under
+ * clblast-bound), host BLAS, clbound's kernel, and what AUTO picks. */
 static void static_cases(clb_context_t ctx) {
   static const gcase S[] = {{17, 18, 19, 0, 0, 0}, {0, 5, 3, 0, 0, 0}, {4, 0, 3, 0, 0, 0}, {4, 5, 0, 0, 0, 0}};
-  for (int i = 0; i < 4; i++)
-    for (int t = 0; t < 4; t++)
-      check_one(ctx, "static", CLB_GEMM_AUTO, CLB_DTYPE_F32, t & 1, t >> 1, &S[i], S[i].mb, S[i].nb, S[i].kb);
+  static const clb_gemm_strategy ss[] = {CLB_GEMM_AUTO, CLB_GEMM_CLBLAST_BOUND, CLB_GEMM_HOST_BLAS, CLB_GEMM_DEVICE};
+  for (int si = 0; si < 4; si++)
+    for (int i = 0; i < 4; i++)
+      for (int t = 0; t < 4; t++)
+        check_one(ctx, "static", ss[si], CLB_DTYPE_F32, t & 1, t >> 1, &S[i], S[i].mb, S[i].nb, S[i].kb);
+}
+
+/* Which strategy runs: AUTO is host BLAS on a device with native kernels in a
+ * build with OpenBLAS, else clbound's kernel; a forced host BLAS that cannot run
+ * falls back to the kernel; CLBOUND_GEMM forces one for a context left at AUTO
+ * and the API overrides it. */
+static void resolution(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  cl_device_exec_capabilities caps = 0;
+  clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL);
+#ifdef CLBOUND_HAVE_OPENBLAS
+  int host = (caps & CL_EXEC_NATIVE_KERNEL) != 0;
+#else
+  int host = 0;
+#endif
+  int want = host ? CLB_GEMM_HOST_BLAS : CLB_GEMM_DEVICE;
+  EXPECT_EQ_I(clb_context_gemm_strategy(ctx), want);
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_HOST_BLAS));
+  EXPECT_EQ_I(clb_context_gemm_strategy(ctx), want);
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_SYNC_EXACT));
+  EXPECT_EQ_I(clb_context_gemm_strategy(ctx), CLB_GEMM_SYNC_EXACT);
+  clb_context_free(ctx);
+  EXPECT_EQ_I(clb_context_gemm_strategy(NULL), -1);
+  static const struct {
+    const char *env;
+    int want;
+  } E[] = {{"kernel", CLB_GEMM_DEVICE}, {"clblast-bound", CLB_GEMM_CLBLAST_BOUND}, {"sync-exact", CLB_GEMM_SYNC_EXACT},
+           {"host-blas", -1}, {"no-such-strategy", -1}};
+  for (size_t i = 0; i < sizeof E / sizeof E[0]; i++) {
+    REQUIRE_TRUE(setenv("CLBOUND_GEMM", E[i].env, 1) == 0);
+    ctx = clb_test_context(NULL);
+    EXPECT_EQ_I(clb_context_gemm_strategy(ctx), E[i].want < 0 ? want : E[i].want);
+    CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_SYNC_EXACT)); /* the API wins */
+    EXPECT_EQ_I(clb_context_gemm_strategy(ctx), CLB_GEMM_SYNC_EXACT);
+    clb_context_free(ctx);
+  }
+  REQUIRE_TRUE(unsetenv("CLBOUND_GEMM") == 0);
+}
+
+/* Host BLAS reads the sizes from the shape records in queue order: a record
+ * written behind the library's back (as a device op would) is what it uses; a
+ * record past its bound is clamped, raises the sticky bound bit, and nothing
+ * is written past the bound. */
+static void host_blas_records(clb_context_t ctx) {
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_HOST_BLAS));
+  if (clb_context_gemm_strategy(ctx) != CLB_GEMM_HOST_BLAS) return; /* resolution() checked why */
+  int64_t ab[2] = {64, 8}, bb[2] = {8, 5}, full[2] = {64, 8};
+  uint8_t ay[2] = {1, 0};
+  clb_tensor_t a = NULL, b = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ab, ay, &a));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bb, NULL, &b));
+  double va[64 * 8], vb[8 * 5], got[64 * 5];
+  for (int i = 0; i < 64 * 8; i++) va[i] = rnd();
+  for (int i = 0; i < 8 * 5; i++) vb[i] = rnd();
+  clb_test_write(ctx, a, full, va);
+  clb_test_write(ctx, b, bb, vb);
+  cl_command_queue q = clb_context_cl_queue(ctx);
+  static const cl_long recs[][2] = {{5, 8}, {80, 8}};
+  for (int r = 0; r < 2; r++) {
+    o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, (int64_t[2]){64, 5}, ay, &o));
+    clb_test_canary_fill(ctx, o);
+    REQUIRE_TRUE(clEnqueueWriteBuffer(q, clb_tensor_shape_mem(a), CL_FALSE, 0, sizeof recs[r], recs[r], 0, NULL,
+                                      NULL) == CL_SUCCESS);
+    CL_OK(ctx, clb_matmul(ctx, a, 0, b, 0, &o));
+    int64_t m = r == 0 ? 5 : 64;
+    if (r == 1) EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_BOUND_EXCEEDED, "size 80 exceeds its bound 64");
+    int64_t dims[2];
+    clb_test_read(ctx, o, dims, got, 64 * 5);
+    EXPECT_EQ_I(dims[0], m);
+    EXPECT_EQ_I(dims[1], 5);
+    for (int64_t i = 0; i < m; i++)
+      for (int j = 0; j < 5; j++) {
+        double ref = 0;
+        for (int q2 = 0; q2 < 8; q2++) ref += va[i * 8 + q2] * vb[q2 * 5 + j];
+        EXPECT_NEAR(got[i * 5 + j], ref);
+      }
+    clb_test_canary_check(ctx, o, (size_t)(m * 5) * sizeof(float), "host-blas record");
+    clb_tensor_free(o);
+  }
+  CL_OK(ctx, clb_context_sync(ctx));
+  clb_tensor_free(a);
+  clb_tensor_free(b);
 }
 
 /* A K that differs between the operands: a deferred check under the device
@@ -272,6 +359,7 @@ int main(void) {
   if (has_fp64)
     for (int s = 1; s < CLB_GEMM_STRATEGY_COUNT; s++) sweep(ctx, "cpu-style", (clb_gemm_strategy)s, CLB_DTYPE_F64, 0);
   k_mismatch(ctx);
+  host_blas_records(ctx);
   errors(ctx);
   counters(ctx);
   clb_context_free(ctx);
@@ -284,5 +372,6 @@ int main(void) {
   sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F32, 1);
   if (has_fp64) sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F64, 0);
   clb_context_free(ctx);
+  resolution();
   return clb_test_finish("nn/gemm");
 }

@@ -33,7 +33,7 @@ static double f_b(void *u, double *v) { lin *p = u; return lin_dot(p, p->x, p->w
 
 static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb, int64_t in, int64_t f, int64_t m,
                 int with_bias, int check_fd) {
-  static const char *const SN[] = {"auto", "clblast-bound", "sync-exact", "device"};
+  static const char *const SN[] = {"auto", "clblast-bound", "sync-exact", "device", "host-blas"};
   char what[160];
   snprintf(what, sizeof what, "linear %s %s m=%lld/%lld in=%lld f=%lld%s", SN[s], clb_dtype_name(dt), (long long)m,
            (long long)mb, (long long)in, (long long)f, with_bias ? "" : " no bias");
