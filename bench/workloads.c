@@ -500,7 +500,6 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   }
   res->seconds = now_s() - t0;
   res->first_iteration_s = first_done_at > 0 ? first_done_at - t0 : -1;
-  clb_progress_end(pr);
   clb_counters c;
   counters(ctx, &c);
   res->program_builds = c.program_builds;
@@ -524,9 +523,14 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;
   res->final_loss = iters > 0 ? res->losses[iters - 1] : NAN;
   snprintf(res->last_reason, sizeof res->last_reason, "%s", clb_graph_last_reason(dg.g));
+  /* the context's release stores the programs built from source in the disk
+   * cache (PoCL compiles each kernel again to hand out a binary): seconds,
+   * so the progress line stays up through it */
+  clb_progress_phase(pr, "storing the built programs in the disk cache");
   clb_tensor_free(losses);
   free_graph(&dg);
   clb_context_free(ctx);
+  clb_progress_end(pr);
   return rc;
 }
 

@@ -20,16 +20,11 @@ static int usage(FILE *f) {
           "                   static in about a minute; --full: every policy, 100 steps\n"
           "  bench ops [--json] [--quick] [--quiet]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
-          "  bench gemm [--json] [--quick] [--quiet] [--sweep]
-"
-          "                   an MLP's matmuls with a bounded batch: host BLAS, clbound's kernel
-"
-          "                   and CLBlast against a direct BLAS call (--sweep: every strategy
-"
-          "                   against CLBlast at M = 64..4096)
-"
-          "  bench steps [--json] [--quiet] [--reps N] [--sizes n1,n2]
-"
+          "  bench gemm [--json] [--quick] [--quiet] [--sweep]\n"
+          "                   an MLP's matmuls with a bounded batch: host BLAS, clbound's kernel\n"
+          "                   and CLBlast against a direct BLAS call (--sweep: every strategy\n"
+          "                   against CLBlast at M = 64..4096)\n"
+          "  bench steps [--json] [--quiet] [--reps N] [--sizes n1,n2]\n"
           "                   a wide-mlp training step per policy against batch size\n"
           "  shapes FILE [--buckets N]\n"
           "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
