@@ -65,6 +65,8 @@ struct clb_context {
   clb_kernel_style style;
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
+  size_t kernel_limit; /* test hook (CLBOUND_GEOMETRY kernel_limit=N): every
+                        * kernel's work-group limit taken as at most N; 0: none */
   clb_pool *pool;
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
@@ -97,6 +99,11 @@ struct clb_context {
   struct clb__dl_export *exports;
   clb_release_fn release_hooks[CLB_MAX_RELEASE_HOOKS];
   int n_release_hooks;
+  /* staging copies of host writes still queued (clb__write_async), oldest
+   * first: freed once done, found at the next write or host sync, no callbacks */
+  struct clb__staging *staging;
+  size_t n_staging, cap_staging;
+  uint64_t staging_bytes;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -146,6 +153,19 @@ typedef struct clb_arg {
 clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
                        const clb_arg *args, int nargs, int id_arg, size_t groups,
                        size_t local);
+/* The launch geometry: the device's (local size 64 and 8 work-groups per compute
+ * unit on CPUs, 256 and 16 on GPUs) unless CLBOUND_GEOMETRY forces another
+ * (docs/portability.md). */
+typedef struct clb_geometry {
+  clb_kernel_style style; /* the default style of the preset; AUTO: the device's */
+  size_t local, per_cu;
+  uint32_t cu;            /* compute units to assume; 0: the device's */
+  size_t kernel_limit;    /* 0: none */
+} clb_geometry;
+/* Sets ctx's style (`style`, or the geometry's when AUTO), local size, group
+ * count and kernel limit; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
+ * CLB_ERR_INVALID_ARG. */
+clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
 /* Work-groups for a grid-stride loop over up to n items. */
 size_t clb__groups_for(clb_context_t ctx, int64_t n);
 /* Formats a tensor's bounds as "[<=8, 3]" into buf. */
@@ -167,9 +187,15 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
                              const uint8_t *dyn, clb_tensor_t *out);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
-/* Enqueues a non-blocking write from a private copy of `host` (freed when done). */
+/* Enqueues a non-blocking write from a private copy of `host`, a staging copy
+ * freed by clb__staging_reap once the write is done. While more than
+ * CLB_STAGING_MAX_BYTES are staged, a write first waits for the oldest. */
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);
+#define CLB_STAGING_MAX_BYTES (256u << 20)
+/* Frees the staging copies whose writes are done (all of them when `all`: the
+ * caller has seen the queue finish, e.g. at a host sync). */
+void clb__staging_reap(clb_context_t ctx, int all);
 
 /* ---- context.c ------------------------------------------------------------ */
 

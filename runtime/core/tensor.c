@@ -19,15 +19,50 @@ clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name
   return CLB_OK;
 }
 
-static void free_staging(cl_event ev, cl_int status, void *p) {
-  (void)ev;
-  (void)status;
-  free(p);
+/* A staging copy and the event of its write. */
+struct clb__staging {
+  void *copy;
+  size_t bytes;
+  cl_event ev;
+};
+
+void clb__staging_reap(clb_context_t ctx, int all) {
+  size_t done = 0;
+  for (; done < ctx->n_staging; done++) {
+    struct clb__staging *s = &ctx->staging[done];
+    cl_int state = CL_QUEUED;
+    if (!all && clGetEventInfo(s->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) != CL_SUCCESS)
+      clWaitForEvents(1, &s->ev); /* cannot tell: wait for it */
+    else if (!all && state > CL_COMPLETE) /* queued, submitted or running (an error is < 0: done) */
+      break; /* the queue is in order: the later ones are not done either */
+    clReleaseEvent(s->ev);
+    free(s->copy);
+    ctx->staging_bytes -= s->bytes;
+  }
+  ctx->n_staging -= done;
+  memmove(ctx->staging, ctx->staging + done, ctx->n_staging * sizeof *ctx->staging);
+  if (all && !ctx->n_staging) {
+    free(ctx->staging);
+    ctx->staging = NULL;
+    ctx->cap_staging = 0;
+  }
 }
 
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes) {
   if (bytes == 0) return CLB_OK;
+  clb__staging_reap(ctx, 0);
+  while (ctx->n_staging && ctx->staging_bytes + bytes > CLB_STAGING_MAX_BYTES) {
+    clWaitForEvents(1, &ctx->staging[0].ev); /* bounded: wait for the oldest write */
+    clb__staging_reap(ctx, 0);
+  }
+  if (ctx->n_staging == ctx->cap_staging) {
+    size_t ncap = ctx->cap_staging ? 2 * ctx->cap_staging : 16;
+    struct clb__staging *n = realloc(ctx->staging, ncap * sizeof *n);
+    if (!n) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging list of %zu writes", op, ncap);
+    ctx->staging = n;
+    ctx->cap_staging = ncap;
+  }
   void *copy = malloc(bytes);
   if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
   memcpy(copy, host, bytes);
@@ -37,12 +72,8 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
     free(copy);
     return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
   }
-  e = clSetEventCallback(ev, CL_COMPLETE, free_staging, copy);
-  if (e != CL_SUCCESS) { /* cannot free it later: wait now */
-    clWaitForEvents(1, &ev);
-    free(copy);
-  }
-  clReleaseEvent(ev);
+  ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev};
+  ctx->staging_bytes += bytes;
   ctx->counters.bytes_to_device += bytes;
   return CLB_OK;
 }
@@ -218,7 +249,9 @@ static clb_status read_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, 
   cl_int e = clEnqueueReadBuffer(ctx->queue, t->shape.mem, CL_FALSE, 0, SHAPE_BYTES, rec, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading sizes", op);
   ctx->counters.bytes_to_host += SHAPE_BYTES;
-  return clb__sync(ctx, op); /* the in-order queue has finished the read too */
+  clb_status st = clb__sync(ctx, op); /* the in-order queue has finished the read too */
+  if (st != CLB_OK) clFinish(ctx->queue); /* unless the wait failed: rec is the caller's stack */
+  return st;
 }
 
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims) {
