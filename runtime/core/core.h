@@ -65,8 +65,6 @@ struct clb_context {
   clb_kernel_style style;
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
-  size_t kernel_limit; /* test hook (CLBOUND_GEOMETRY kernel_limit=N): every
-                        * kernel's work-group limit taken as at most N; 0: none */
   clb_pool *pool;
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
@@ -160,10 +158,9 @@ typedef struct clb_geometry {
   clb_kernel_style style; /* the default style of the preset; AUTO: the device's */
   size_t local, per_cu;
   uint32_t cu;            /* compute units to assume; 0: the device's */
-  size_t kernel_limit;    /* 0: none */
 } clb_geometry;
-/* Sets ctx's style (`style`, or the geometry's when AUTO), local size, group
- * count and kernel limit; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
+/* Sets ctx's style (`style`, or the geometry's when AUTO), local size and group
+ * count; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
  * CLB_ERR_INVALID_ARG. */
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
 /* Work-groups for a grid-stride loop over up to n items. */

@@ -7,7 +7,7 @@
 #include "runtime/core/core.h"
 
 /* Reads "<preset>,key=value,..." (docs/portability.md): preset gpu or cpu, keys
- * local, per_cu, cu and kernel_limit. Unknown text is an error, so a typo never
+ * local, per_cu and cu. Unknown text is an error, so a typo never
  * silently tests the device's own geometry. */
 static clb_status parse_geometry(const char *env, clb_geometry *g) {
   const char *p = env;
@@ -31,7 +31,6 @@ static clb_status parse_geometry(const char *env, clb_geometry *g) {
       if (strcmp(item, "local") == 0) g->local = (size_t)v;
       else if (strcmp(item, "per_cu") == 0) g->per_cu = (size_t)v;
       else if (strcmp(item, "cu") == 0) g->cu = (uint32_t)v;
-      else if (strcmp(item, "kernel_limit") == 0) g->kernel_limit = (size_t)v;
       else goto bad;
     } else if (n) {
       goto bad;
@@ -42,12 +41,12 @@ static clb_status parse_geometry(const char *env, clb_geometry *g) {
   return CLB_OK;
 bad:
   return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
-                        "CLBOUND_GEOMETRY=\"%s\": expected gpu or cpu, then local=N, per_cu=N, cu=N, kernel_limit=N "
+                        "CLBOUND_GEOMETRY=\"%s\": expected gpu or cpu, then local=N, per_cu=N, cu=N "
                         "(comma-separated, N > 0)", env);
 }
 
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
-  clb_geometry g = {CLB_KERNEL_STYLE_AUTO, ctx->info.is_cpu ? 64 : 256, ctx->info.is_cpu ? 8 : 16, 0, 0};
+  clb_geometry g = {CLB_KERNEL_STYLE_AUTO, ctx->info.is_cpu ? 64 : 256, ctx->info.is_cpu ? 8 : 16, 0};
   const char *env = getenv("CLBOUND_GEOMETRY");
   if (env && *env) {
     clb_status st = parse_geometry(env, &g);
@@ -64,7 +63,6 @@ clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   ctx->local_size = pow2;
   uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   ctx->max_groups = (size_t)cu * g.per_cu;
-  ctx->kernel_limit = g.kernel_limit;
   return CLB_OK;
 }
 
