@@ -184,6 +184,8 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
                              const uint8_t *dyn, clb_tensor_t *out);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
+/* ---- staging.c ------------------------------------------------------------ */
+
 /* Enqueues a non-blocking write from a private copy of `host`, a staging copy
  * freed by clb__staging_reap once the write is done. While more than
  * CLB_STAGING_MAX_BYTES are staged, a write first waits for the oldest. */
