@@ -51,6 +51,12 @@ inline long clb_numel(__global const long *shape, int rank) {
 
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
 
+/* Whether an op's first work-item may store its output's shape record `so`: not
+ * when `so` is the record of an input `si` that the launch reads (an in-place op,
+ * out == input). In every legal call the stored sizes would equal the record's,
+ * and the store would race with every other work-item's reads of it. */
+#define CLB_OWN_RECORD(so, si) ((__global const long *)(so) != (__global const long *)(si))
+
 #if defined(SEL_NONZERO) || defined(SEL_SELECT) || defined(SEL_SCATTER)
 /* Shared by kernels/select-cpu.cl and kernels/select-gpu.cl. */
 #define SEL_CAT_(a, b) a##b

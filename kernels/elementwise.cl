@@ -71,7 +71,7 @@ __kernel void ew_unary(__global const TA *a, __global const long *sa, int rank,
                        __global TOUT *out, __global long *so,
                        __global int *st, uint launch) {
   long n = clb_numel(sa, rank);
-  if (clb_first_item())
+  if (clb_first_item() && CLB_OWN_RECORD(so, sa))
     for (int d = 0; d < rank; d++) so[d] = sa[d];
   CLB_FOR_CHUNK(i, n) {
     TA x = a[i];
@@ -116,7 +116,9 @@ __kernel void ew_binary(__global const TA *a, __global const long *sa, int ra,
     acc_a *= da;
     acc_b *= db;
   }
-  if (clb_first_item())
+  /* in place (out is a or b): the record stays as it is; it equals od[] unless a
+   * deferred check failed above, which the next sync reports */
+  if (clb_first_item() && CLB_OWN_RECORD(so, sa) && CLB_OWN_RECORD(so, sb))
     for (int d = 0; d < RANK; d++) so[d] = od[d];
 #ifdef FLAT
   CLB_FOR_CHUNK(i, n) {

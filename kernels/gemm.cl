@@ -38,8 +38,10 @@
 /* The first work-item writes out's shape record and raises the K check. */
 #define GEMM_HEAD                                                           \
   if (clb_first_item()) {                                                   \
-    sc[0] = m;                                                              \
-    sc[1] = n;                                                              \
+    if (CLB_OWN_RECORD(sc, sa) && CLB_OWN_RECORD(sc, sb)) {                 \
+      sc[0] = m;                                                            \
+      sc[1] = n;                                                            \
+    }                                                                       \
     if (ka != kb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, ka, kb);      \
   }
 
@@ -186,7 +188,7 @@ __kernel void gemm_unpad(__global const T *src, long C, __global T *out, __globa
  * shape record gets [c, r]. 32 x 32 blocks keep both sides in cache. */
 __kernel void gemm_transpose(__global const T *x, __global const long *sx, __global T *dst, __global long *sd) {
   long r = sx[0], c = sx[1];
-  if (clb_first_item()) {
+  if (clb_first_item() && CLB_OWN_RECORD(sd, sx)) {
     sd[0] = c;
     sd[1] = r;
   }

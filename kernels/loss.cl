@@ -47,7 +47,8 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
   long n = clb_numel(sp, rp), nt = clb_numel(stt, rt);
   if (clb_first_item()) {
 #ifdef HAS_GRAD
-    for (int d = 0; d < rp; d++) sg[d] = sp[d];
+    if (CLB_OWN_RECORD(sg, sp) && CLB_OWN_RECORD(sg, stt))
+      for (int d = 0; d < rp; d++) sg[d] = sp[d];
 #endif
     if (n != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nt);
   }
@@ -77,8 +78,10 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
   long rows = sp[0], c = sp[1], nt = stt[0];
   if (clb_first_item()) {
 #ifdef HAS_GRAD
-    sg[0] = sp[0];
-    sg[1] = sp[1];
+    if (CLB_OWN_RECORD(sg, sp) && CLB_OWN_RECORD(sg, stt)) {
+      sg[0] = sp[0];
+      sg[1] = sp[1];
+    }
 #endif
     if (rows != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, rows, nt);
   }

@@ -30,7 +30,8 @@ __kernel void nn_unary_bwd(__global const T *v, __global const long *sv, __globa
                            __global int *st, uint launch) {
   long n = clb_numel(sd, rank), nv = clb_numel(sv, rank);
   if (clb_first_item()) {
-    for (int d = 0; d < rank; d++) sx[d] = sd[d];
+    if (CLB_OWN_RECORD(sx, sd) && CLB_OWN_RECORD(sx, sv))
+      for (int d = 0; d < rank; d++) sx[d] = sd[d];
     if (nv != n) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nv);
   }
   n = min(n, nv);
@@ -54,7 +55,7 @@ __kernel void nn_unary_bwd(__global const T *v, __global const long *sv, __globa
 __kernel void nn_softmax(__global const T *x, __global const long *sx, int rank, __global T *y,
                          __global long *sy) {
   ROWS(sx, rank, rows, c)
-  if (clb_first_item())
+  if (clb_first_item() && CLB_OWN_RECORD(sy, sx))
     for (int d = 0; d < rank; d++) sy[d] = sx[d];
   CLB_FOR_CHUNK(r, rows) {
     __global const T *p = x + r * c;
@@ -83,7 +84,8 @@ __kernel void nn_softmax_bwd(__global const T *y, __global const long *sy, __glo
   ROWS(sd, rank, rows, c)
   long ny = clb_numel(sy, rank);
   if (clb_first_item()) {
-    for (int d = 0; d < rank; d++) sx[d] = sd[d];
+    if (CLB_OWN_RECORD(sx, sd) && CLB_OWN_RECORD(sx, sy))
+      for (int d = 0; d < rank; d++) sx[d] = sd[d];
     if (ny != rows * c) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, rows * c, ny);
   }
   if (ny < rows * c) rows = c > 0 ? ny / c : 0;

@@ -46,13 +46,14 @@ __kernel void red_dim(__global const TA *a, __global const long *sa, __global TO
   long nout = outer * inner;
   if (clb_first_item()) {
     int o = 0;
-    for (int d = 0; d < RANK; d++) {
-      if (d == dim) {
-        if (keepdim) so[o++] = 1;
-      } else {
-        so[o++] = sa[d];
+    if (CLB_OWN_RECORD(so, sa))
+      for (int d = 0; d < RANK; d++) {
+        if (d == dim) {
+          if (keepdim) so[o++] = 1;
+        } else {
+          so[o++] = sa[d];
+        }
       }
-    }
 #ifdef RED_MAX
     if (k == 0 && nout > 0) clb_raise(st, launch, CLB_STF_EMPTY_REDUCE, 0, 0);
 #endif

@@ -278,6 +278,8 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   }
   memcpy(build_opts, options, olen);
   memcpy(build_opts + olen, " -w", 4);
+  /* logged before too: a build that never returns is the last line */
+  clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source", label, options, op);
   double tb = now_ms();
   e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
   free(build_opts);

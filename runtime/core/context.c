@@ -17,16 +17,8 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   ctx->info.struct_size = sizeof ctx->info;
   clb_status st = clb__device_describe(ctx->platform, ctx->device, &ctx->info);
   if (st != CLB_OK) return clb__set_error(NULL, st, "context: cannot describe the device");
-  clb_kernel_style style = opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO;
-  if (style == CLB_KERNEL_STYLE_AUTO) style = ctx->info.is_cpu ? CLB_KERNEL_STYLE_CPU : CLB_KERNEL_STYLE_GPU;
-  ctx->style = style;
-  size_t local = ctx->info.is_cpu ? 64 : 256;
-  if (local > ctx->info.max_work_group_size) local = ctx->info.max_work_group_size;
-  size_t pow2 = 1; /* reductions use a tree over the work-group: keep it a power of two */
-  while (pow2 * 2 <= local) pow2 *= 2;
-  ctx->local_size = pow2;
-  uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-  ctx->max_groups = (size_t)cu * (ctx->info.is_cpu ? 8 : 16);
+  st = clb__geometry_init(ctx, opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO);
+  if (st != CLB_OK) return st;
   uint64_t limit = opts && opts->device_memory_limit ? opts->device_memory_limit : ctx->info.global_mem_bytes;
   st = clb__pool_new(ctx->cl, limit, ctx->info.max_alloc_bytes, &ctx->pool);
   if (st != CLB_OK) return clb__set_error(NULL, st, "context: out of host memory");
@@ -126,6 +118,7 @@ void clb_context_free(clb_context_t ctx) {
   /* the hooks first: the program cache stores its pending programs there, and
    * the metrics file counts that time */
   for (int i = ctx->n_release_hooks - 1; i >= 0; i--) ctx->release_hooks[i](ctx);
+  clb__staging_reap(ctx, 1);
   if (ctx->pool) clb__metrics_write_env(ctx);
   for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);
   free(ctx->recompile_reasons);

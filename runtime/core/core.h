@@ -118,6 +118,11 @@ struct clb_context {
   /* non-NULL while a graph plan's first step is walked to collect its kernels:
    * clb__launch then launches nothing */
   struct clb_plan_collect *collect;
+  /* staging copies of host writes still queued (clb__write_async), oldest
+   * first: freed once done, found at the next write or host sync, no callbacks */
+  struct clb__staging *staging;
+  size_t n_staging, cap_staging;
+  uint64_t staging_bytes;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -170,6 +175,18 @@ uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what)
 clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
                        const clb_arg *args, int nargs, int id_arg, size_t groups,
                        size_t local);
+/* The launch geometry: the device's (local size 64 and 8 work-groups per compute
+ * unit on CPUs, 256 and 16 on GPUs) unless CLBOUND_GEOMETRY forces another
+ * (docs/portability.md). */
+typedef struct clb_geometry {
+  clb_kernel_style style; /* the default style of the preset; AUTO: the device's */
+  size_t local, per_cu;
+  uint32_t cu;            /* compute units to assume; 0: the device's */
+} clb_geometry;
+/* Sets ctx's style (`style`, or the geometry's when AUTO), local size and group
+ * count; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
+ * CLB_ERR_INVALID_ARG. */
+clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
 /* Work-groups for a grid-stride loop over up to n items. */
 size_t clb__groups_for(clb_context_t ctx, int64_t n);
 /* Formats a tensor's bounds as "[<=8, 3]" into buf. */
@@ -191,9 +208,17 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
                              const uint8_t *dyn, clb_tensor_t *out);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
-/* Enqueues a non-blocking write from a private copy of `host` (freed when done). */
+/* ---- staging.c ------------------------------------------------------------ */
+
+/* Enqueues a non-blocking write from a private copy of `host`, a staging copy
+ * freed by clb__staging_reap once the write is done. While more than
+ * CLB_STAGING_MAX_BYTES are staged, a write first waits for the oldest. */
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);
+#define CLB_STAGING_MAX_BYTES (256u << 20)
+/* Frees the staging copies whose writes are done (all of them when `all`: the
+ * caller has seen the queue finish, e.g. at a host sync). */
+void clb__staging_reap(clb_context_t ctx, int all);
 
 /* ---- context.c ------------------------------------------------------------ */
 

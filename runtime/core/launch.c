@@ -1,8 +1,70 @@
-/* launch.c: kernel launches with fixed geometry, recorded for error messages. */
+/* launch.c: the launch geometry of a context (CLBOUND_GEOMETRY), and kernel
+ * launches with fixed geometry, recorded for error messages. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/core/core.h"
+
+/* Reads "<preset>,key=value,..." (docs/portability.md): preset gpu or cpu, keys
+ * local, per_cu and cu. Unknown text is an error, so a typo never
+ * silently tests the device's own geometry. */
+static clb_status parse_geometry(const char *env, clb_geometry *g) {
+  const char *p = env;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    char item[64];
+    if (n >= sizeof item) n = sizeof item - 1;
+    memcpy(item, p, n);
+    item[n] = 0;
+    char *eq = strchr(item, '=');
+    if (strcmp(item, "gpu") == 0 || strcmp(item, "cpu") == 0) {
+      int gpu = item[0] == 'g';
+      g->style = gpu ? CLB_KERNEL_STYLE_GPU : CLB_KERNEL_STYLE_CPU;
+      g->local = gpu ? 256 : 64;
+      g->per_cu = gpu ? 16 : 8;
+    } else if (eq) {
+      *eq = 0;
+      char *end = NULL;
+      unsigned long long v = strtoull(eq + 1, &end, 10);
+      if (!end || *end || end == eq + 1 || v == 0 || v > (1u << 20)) goto bad;
+      if (strcmp(item, "local") == 0) g->local = (size_t)v;
+      else if (strcmp(item, "per_cu") == 0) g->per_cu = (size_t)v;
+      else if (strcmp(item, "cu") == 0) g->cu = (uint32_t)v;
+      else goto bad;
+    } else if (n) {
+      goto bad;
+    }
+    p += n;
+    while (*p == ',') p++;
+  }
+  return CLB_OK;
+bad:
+  return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
+                        "CLBOUND_GEOMETRY=\"%s\": expected gpu or cpu, then local=N, per_cu=N, cu=N "
+                        "(comma-separated, N > 0)", env);
+}
+
+clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
+  clb_geometry g = {CLB_KERNEL_STYLE_AUTO, ctx->info.is_cpu ? 64 : 256, ctx->info.is_cpu ? 8 : 16, 0};
+  const char *env = getenv("CLBOUND_GEOMETRY");
+  if (env && *env) {
+    clb_status st = parse_geometry(env, &g);
+    if (st != CLB_OK) return st;
+  }
+  if (g.cu) ctx->info.compute_units = g.cu; /* as if the device had that many */
+  if (style == CLB_KERNEL_STYLE_AUTO) style = g.style;
+  if (style == CLB_KERNEL_STYLE_AUTO) style = ctx->info.is_cpu ? CLB_KERNEL_STYLE_CPU : CLB_KERNEL_STYLE_GPU;
+  ctx->style = style;
+  size_t local = g.local;
+  if (local > ctx->info.max_work_group_size) local = ctx->info.max_work_group_size;
+  size_t pow2 = 1; /* reductions use a tree over the work-group: keep it a power of two */
+  while (pow2 * 2 <= local) pow2 *= 2;
+  ctx->local_size = pow2;
+  uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
+  ctx->max_groups = (size_t)cu * g.per_cu;
+  return CLB_OK;
+}
 
 size_t clb__groups_for(clb_context_t ctx, int64_t n) {
   if (n <= 0) return 1;

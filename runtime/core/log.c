@@ -1,8 +1,10 @@
 /* log.c: the counters, event logging by category (CLBOUND_LOG), recompile
  * reasons, and the metrics JSON (CLBOUND_METRICS_FILE). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/core/core.h"
 #include "clbound/version.h"
@@ -46,8 +48,18 @@ void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  if (ctx->log_fn) ctx->log_fn(ctx->log_user, name, line);
-  else fprintf(stderr, "clbound[%s]: %s\n", name, line);
+  if (ctx->log_fn) {
+    ctx->log_fn(ctx->log_user, name, line);
+  } else {
+    /* time-stamped (seconds since the process's first line): when a run stalls,
+     * the last line says what it was doing and since when */
+    static double t0 = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    if (t0 < 0) t0 = now;
+    fprintf(stderr, "clbound[%s]: %9.3f s: %s\n", name, now - t0, line);
+  }
 }
 
 void clb__note_recompile(clb_context_t ctx, const char *reason) {

@@ -61,6 +61,7 @@ clb_status clb__sync(clb_context_t ctx, const char *why) {
   clb__log(ctx, CLB_LOG_SYNCS, "host sync #%llu: %s", (unsigned long long)ctx->counters.host_syncs, why);
   cl_int e = clEnqueueReadBuffer(ctx->queue, ctx->status, CL_TRUE, 0, sizeof w, w, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: waiting for the device", why);
+  clb__staging_reap(ctx, 1); /* the in-order queue is done with every earlier write */
   if (w[0] == 0) return CLB_OK;
   e = clb__status_clear(ctx);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: clearing the status word", why);

@@ -19,34 +19,6 @@ clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name
   return CLB_OK;
 }
 
-static void free_staging(cl_event ev, cl_int status, void *p) {
-  (void)ev;
-  (void)status;
-  free(p);
-}
-
-clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
-                            const void *host, size_t bytes) {
-  if (bytes == 0) return CLB_OK;
-  void *copy = malloc(bytes);
-  if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
-  memcpy(copy, host, bytes);
-  cl_event ev = NULL;
-  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, copy, 0, NULL, &ev);
-  if (e != CL_SUCCESS) {
-    free(copy);
-    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
-  }
-  e = clSetEventCallback(ev, CL_COMPLETE, free_staging, copy);
-  if (e != CL_SUCCESS) { /* cannot free it later: wait now */
-    clWaitForEvents(1, &ev);
-    free(copy);
-  }
-  clReleaseEvent(ev);
-  ctx->counters.bytes_to_device += bytes;
-  return CLB_OK;
-}
-
 /* A tensor's data buffer: from the running plan's arena when its hook places
  * it, else from the pool. Shape records always come from the pool. */
 static clb_status get_data(clb_context_t ctx, size_t bytes, clb_buf *out, char *err, size_t errlen) {
@@ -233,7 +205,9 @@ static clb_status read_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, 
   cl_int e = clEnqueueReadBuffer(ctx->queue, t->shape.mem, CL_FALSE, 0, SHAPE_BYTES, rec, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading sizes", op);
   ctx->counters.bytes_to_host += SHAPE_BYTES;
-  return clb__sync(ctx, op); /* the in-order queue has finished the read too */
+  clb_status st = clb__sync(ctx, op); /* the in-order queue has finished the read too */
+  if (st != CLB_OK) clFinish(ctx->queue); /* unless the wait failed: rec is the caller's stack */
+  return st;
 }
 
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims) {

@@ -1,5 +1,6 @@
 /* gemm.c: matmul (CLBlast where every size is on the host, else one of three
  * strategies for sizes only the device knows), linear and its gradients. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +51,32 @@ static const char *clblast_name(CLBlastStatusCode c) {
   }
 }
 
+/* CLBlast keeps its compiled programs in a process-wide cache that retains
+ * their OpenCL contexts, and its static destructors release them after the
+ * OpenCL runtime may have gone at exit. So the cache is cleared when the last
+ * context that used CLBlast is freed: each such context registers a release
+ * hook and is counted here, under a lock (contexts may live on other threads). */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+static int clblast_contexts;
+
+static void clblast_release(clb_context_t ctx) {
+  (void)ctx;
+  pthread_mutex_lock(&clblast_lock);
+  if (--clblast_contexts == 0) CLBlastClearCache();
+  pthread_mutex_unlock(&clblast_lock);
+}
+
+/* Counts ctx once, before its first CLBlast call. */
+static clb_status clblast_use(clb_context_t ctx) {
+  for (int i = 0; i < ctx->n_release_hooks; i++)
+    if (ctx->release_hooks[i] == clblast_release) return CLB_OK;
+  pthread_mutex_lock(&clblast_lock);
+  clb_status st = clb__context_on_release(ctx, clblast_release);
+  if (st == CLB_OK) clblast_contexts++;
+  pthread_mutex_unlock(&clblast_lock);
+  return st;
+}
+
 /* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. */
 static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt, int ta, int tb, size_t m,
                                size_t n, size_t k, cl_mem a, size_t lda, cl_mem b, size_t ldb, cl_mem c,
@@ -58,6 +85,8 @@ static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt
   CLBlastTranspose ctb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   CLBlastStatusCode rc;
+  clb_status st = clblast_use(ctx);
+  if (st != CLB_OK) return st;
   if (dt == CLB_DTYPE_F64)
     rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a, 0, lda, b, 0, ldb, 0.0, c, 0, ldc,
                       &ctx->queue, NULL);
@@ -179,7 +208,10 @@ static clb_status run_sync_exact(clb_context_t ctx, gemm_job *g) {
   }
   ctx->counters.bytes_to_host += 2 * bytes;
   clb_status st = clb__sync(ctx, "matmul: reading M, N and K (gemm strategy sync-exact)");
-  if (st != CLB_OK) return st;
+  if (st != CLB_OK) {
+    clFinish(ctx->queue); /* a failed wait may leave the reads pending into ra and rb */
+    return st;
+  }
   for (int d = 0; d < 2; d++)
     if (ra[d] < 0 || ra[d] > g->a->bound[d] || rb[d] < 0 || rb[d] > g->b->bound[d])
       return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: shape records hold [%lld, %lld] and [%lld, %lld]", g->op,

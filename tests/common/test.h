@@ -52,6 +52,28 @@ static long clb_test_checks = 0;
 #define REQUIRE_TRUE(c)                                                 \
   do { if (!(c)) { CLB_FAIL_AT("required %s", #c); exit(1); } } while (0)
 
+/* stdout and stderr line-buffered before main: when a test stalls (a GPU hang),
+ * its log ends at the case it was on, even through a pipe. */
+__attribute__((constructor)) static void clb_test_line_buffered(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  setvbuf(stderr, NULL, _IOLBF, 0);
+}
+
+/* Prints the case a test is starting ("case: ..."), so a stall shows where. */
+#define CLB_TEST_CASE(...)                                              \
+  do {                                                                  \
+    printf("case: ");                                                   \
+    printf(__VA_ARGS__);                                                \
+    putchar('\n');                                                      \
+  } while (0)
+
+/* Reduced sizes (CLBOUND_TEST_SMALL=1, set by the oclgrind label, whose
+ * simulated device runs thousands of times slower): a short list of cases. */
+static inline int clb_test_small(void) {
+  const char *e = getenv("CLBOUND_TEST_SMALL");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
 /* Prints how many checks ran and failed; returns the process exit code. A test
  * that ran no check fails: it proved nothing. */
 static inline int clb_test_finish(const char *name) {

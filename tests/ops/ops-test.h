@@ -35,8 +35,12 @@ static inline int ops_run_styles(const char *name, const long *cases, void (*per
     int fp64 = ops_has_fp64(ctx);
     for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
       if (dt == CLB_DTYPE_F64 && !fp64) continue;
+      /* reduced sizes: one dtype of each element size the kernels specialize on */
+      if (clb_test_small() && dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_I64 && dt != CLB_DTYPE_BOOL) continue;
+      CLB_TEST_CASE("%s style %s: dtype %s", name, ops_style_names[style], clb_dtype_name((clb_dtype)dt));
       per_dtype(ctx, (clb_dtype)dt, dt == CLB_DTYPE_F32);
     }
+    CLB_TEST_CASE("%s style %s: the other cases", name, ops_style_names[style]);
     once(ctx);
     CL_OK(ctx, clb_context_sync(ctx));
     printf("%s style: %ld cases\n", ops_style_names[style], *cases);
@@ -44,6 +48,16 @@ static inline int ops_run_styles(const char *name, const long *cases, void (*per
   }
   return clb_test_finish(name);
 }
+
+/* The first and last of a test's four densities to run: all of them, or 0.5
+ * alone with reduced sizes. */
+static inline size_t ops_density_first(void) { return clb_test_small() ? 2 : 0; }
+static inline size_t ops_density_end(void) { return clb_test_small() ? 3 : 4; }
+
+/* With reduced sizes, whether a size is one of the few kept: empty, one, around
+ * the CPU work-group (64) and past the GPU one (256), and 70000, past LOCAL
+ * GPU work-groups of 256. */
+static inline int ops_small_size(int64_t n) { return n == 0 || n == 65 || n == 129 || n == 70000; }
 
 /* A uniform double in [0, 1). */
 static inline double ops_uniform(void) { return (double)(clb_test_next() >> 11) * (1.0 / 9007199254740992.0); }

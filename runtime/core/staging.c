@@ -1,0 +1,66 @@
+/* staging.c: host writes from staging copies, freed once written: found at the
+ * next write (by polling the write's event) or host sync, with no event
+ * callbacks (their delivery is the least uniform part of vendor drivers). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/core/core.h"
+
+/* A staging copy and the event of its write. */
+struct clb__staging {
+  void *copy;
+  size_t bytes;
+  cl_event ev;
+};
+
+void clb__staging_reap(clb_context_t ctx, int all) {
+  size_t done = 0;
+  for (; done < ctx->n_staging; done++) {
+    struct clb__staging *s = &ctx->staging[done];
+    cl_int state = CL_QUEUED;
+    if (!all && clGetEventInfo(s->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state, NULL) != CL_SUCCESS)
+      clWaitForEvents(1, &s->ev); /* cannot tell: wait for it */
+    else if (!all && state > CL_COMPLETE) /* queued, submitted or running (an error is < 0: done) */
+      break; /* the queue is in order: the later ones are not done either */
+    clReleaseEvent(s->ev);
+    free(s->copy);
+    ctx->staging_bytes -= s->bytes;
+  }
+  ctx->n_staging -= done;
+  memmove(ctx->staging, ctx->staging + done, ctx->n_staging * sizeof *ctx->staging);
+  if (all && !ctx->n_staging) {
+    free(ctx->staging);
+    ctx->staging = NULL;
+    ctx->cap_staging = 0;
+  }
+}
+
+clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
+                            const void *host, size_t bytes) {
+  if (bytes == 0) return CLB_OK;
+  clb__staging_reap(ctx, 0);
+  while (ctx->n_staging && ctx->staging_bytes + bytes > CLB_STAGING_MAX_BYTES) {
+    clWaitForEvents(1, &ctx->staging[0].ev); /* bounded: wait for the oldest write */
+    clb__staging_reap(ctx, 0);
+  }
+  if (ctx->n_staging == ctx->cap_staging) {
+    size_t ncap = ctx->cap_staging ? 2 * ctx->cap_staging : 16;
+    struct clb__staging *n = realloc(ctx->staging, ncap * sizeof *n);
+    if (!n) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging list of %zu writes", op, ncap);
+    ctx->staging = n;
+    ctx->cap_staging = ncap;
+  }
+  void *copy = malloc(bytes);
+  if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
+  memcpy(copy, host, bytes);
+  cl_event ev = NULL;
+  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, copy, 0, NULL, &ev);
+  if (e != CL_SUCCESS) {
+    free(copy);
+    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
+  }
+  ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev};
+  ctx->staging_bytes += bytes;
+  ctx->counters.bytes_to_device += bytes;
+  return CLB_OK;
+}
