@@ -1,0 +1,6 @@
+# tests/adversarial/capi.cmake: the C API under abuse: contexts from many threads
+# at once, forged and odd program cache entries, argument edges, failed outputs.
+find_package(Threads REQUIRED)
+clb_add_test(adversarial/threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-threads.c
+  LIBS clbound Threads::Threads LABELS opencl TIMEOUT 900)
+set_tests_properties(adversarial/threads PROPERTIES SKIP_RETURN_CODE 77)
