@@ -17,6 +17,7 @@ typedef struct clb_prog_entry {
   char *src;      /* kernel file name */
   char *options;  /* build options as given */
   cl_program program;
+  int from_disk; /* loaded from the disk cache: rebuilt when a kernel is missing */
   int nkernels;
   struct {
     char *name;
@@ -104,8 +105,10 @@ static char *full_key(clb_context_t ctx, const clb_kernel_src *common, const clb
   return key;
 }
 
+/* Builds (or loads, when use_disk) the program of src + options; *from_disk
+ * says which happened. */
 static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
-                        cl_program *out) {
+                        int use_disk, cl_program *out, int *from_disk) {
   const clb_kernel_src *common = clb__kernel_src_find("common");
   const clb_kernel_src *body = clb__kernel_src_find(src);
   if (!common || !body)
@@ -114,18 +117,24 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
   char *key = full_key(ctx, common, body, options);
   if (!key) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache key", op);
   cl_program cached = NULL;
-  clb__disk_cache_load(ctx, key, &cached);
+  *from_disk = 0;
+  if (use_disk) clb__disk_cache_load(ctx, key, &cached);
   if (cached) {
+    *from_disk = 1;
     ctx->counters.program_cache_hits_disk++;
     clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: loaded from the disk cache in %.1f ms", src, options, op, now_ms() - t0);
     free(key);
     *out = cached;
     return CLB_OK;
   }
-  const char *texts[2] = {common->text, body->text};
-  size_t lens[2] = {common->len, body->len};
+  /* the identity kernel: a program loaded from disk must expose it */
+  char id[CLB_PROGRAM_ID_MAX], idsrc[CLB_PROGRAM_ID_MAX + 64];
+  clb__program_identity(key, id, sizeof id);
+  snprintf(idsrc, sizeof idsrc, "\n__kernel void %s(void) {}\n", id);
+  const char *texts[3] = {common->text, body->text, idsrc};
+  size_t lens[3] = {common->len, body->len, strlen(idsrc)};
   cl_int e = CL_SUCCESS;
-  cl_program p = clCreateProgramWithSource(ctx->cl, 2, texts, lens, &e);
+  cl_program p = clCreateProgramWithSource(ctx->cl, 3, texts, lens, &e);
   if (e != CL_SUCCESS) {
     free(key);
     return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
@@ -200,11 +209,13 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
       pc->cap = ncap;
     }
     cl_program p = NULL;
-    clb_status st = build(ctx, op, src, options, &p);
+    int from_disk = 0;
+    clb_status st = build(ctx, op, src, options, 1, &p, &from_disk);
     if (st != CLB_OK) return st;
     e = &pc->entries[pc->n];
     memset(e, 0, sizeof *e);
     e->hash = h;
+    e->from_disk = from_disk;
     e->src = dup_str(src);
     e->options = dup_str(options);
     e->program = p;
@@ -225,6 +236,26 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: too many kernels in %s.cl", op, src);
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(e->program, kernel, &err);
+  if (err != CL_SUCCESS && e->from_disk) {
+    /* a program from disk that lacks a kernel of its source: drop the entry and
+     * build from source (kernels made from the old program keep it alive) */
+    const clb_kernel_src *common = clb__kernel_src_find("common"), *body = clb__kernel_src_find(src);
+    char *key = common && body ? full_key(ctx, common, body, options) : NULL;
+    if (key) {
+      char why[160];
+      snprintf(why, sizeof why, "clCreateKernel(%s) failed (%s)", kernel, clb__cl_error_name(err));
+      clb__disk_cache_drop(ctx, key, why);
+      free(key);
+    }
+    cl_program p = NULL;
+    int from_disk = 0;
+    clb_status st = build(ctx, op, src, options, 0, &p, &from_disk);
+    if (st != CLB_OK) return st;
+    clReleaseProgram(e->program);
+    e->program = p;
+    e->from_disk = 0;
+    k = clCreateKernel(e->program, kernel, &err);
+  }
   if (err != CL_SUCCESS) return clb__cl_error(ctx, err, "%s: clCreateKernel(%s) in %s.cl", op, kernel, src);
   char *name = dup_str(kernel);
   if (!name) {

@@ -44,6 +44,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
                         ? opts->cache_dir : NULL;
   if (dir) {
     size_t n = strlen(dir) + 1;
+    if (n > sizeof ctx->cache_dir)
+      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "context: options.cache_dir is %zu characters long; the limit is %zu",
+                            n - 1, sizeof ctx->cache_dir - 1);
     ctx->cache_dir_option = malloc(n);
     if (!ctx->cache_dir_option) return clb__set_error(NULL, CLB_ERR_HOST_OOM, "context: out of host memory");
     memcpy(ctx->cache_dir_option, dir, n);
