@@ -41,7 +41,8 @@ static int is_off(const char *s) {
 }
 
 clb_status clb_cache_default_dir(char *buf, size_t cap) {
-  if (!buf || cap == 0) return CLB_ERR_NULL;
+  if (!buf || cap == 0)
+    return clb__set_error(NULL, CLB_ERR_NULL, "clb_cache_default_dir: %s", buf ? "cap is 0" : "buf is NULL");
   buf[0] = 0;
   const char *env = getenv("CLBOUND_CACHE_DIR");
   int n;

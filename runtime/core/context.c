@@ -18,6 +18,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   clb_status st = clb__device_describe(ctx->platform, ctx->device, &ctx->info);
   if (st != CLB_OK) return clb__set_error(NULL, st, "context: cannot describe the device");
   clb_kernel_style style = opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO;
+  if (style != CLB_KERNEL_STYLE_AUTO && style != CLB_KERNEL_STYLE_CPU && style != CLB_KERNEL_STYLE_GPU)
+    return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
+                          "context: options.kernel_style %d is not a clb_kernel_style (AUTO 0, CPU 1, GPU 2)", (int)style);
   if (style == CLB_KERNEL_STYLE_AUTO) style = ctx->info.is_cpu ? CLB_KERNEL_STYLE_CPU : CLB_KERNEL_STYLE_GPU;
   ctx->style = style;
   size_t local = ctx->info.is_cpu ? 64 : 256;
