@@ -41,6 +41,7 @@ bench: build
 	for i in 1 2 3; do $(BUILD)/bin/clbound bench ops --json | tee -a $(BENCH_DIR)/ops.jsonl || exit 1; done
 	$(BUILD)/bin/clbound bench gemm --json | tee $(BENCH_DIR)/gemm.jsonl
 	$(BUILD)/bin/clbound bench steps --json --reps 5 --sizes 64,128,256,512,1024,2048,4096 | tee $(BENCH_DIR)/steps.jsonl
+	$(BUILD)/bin/clbound bench whole-step --json | tee $(BENCH_DIR)/whole-step.jsonl
 	$(BUILD)/bin/clbound demo --json | tee $(BENCH_DIR)/demo.jsonl
 	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
 

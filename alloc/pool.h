@@ -24,6 +24,9 @@ typedef struct clb_buf {
   cl_mem mem;
   size_t bytes;    /* what was asked for */
   size_t capacity; /* what the cl_mem holds */
+  uint8_t exact;   /* made by clb__pool_get_exact: released when put, never kept */
+  uint8_t sub;     /* a sub-buffer of an arena (runtime/graph/memory.c): put releases
+                    * the sub-buffer object; the arena's bytes are not the pool's */
 } clb_buf;
 
 typedef struct clb_pool_stats {
@@ -32,6 +35,7 @@ typedef struct clb_pool_stats {
   uint64_t peak_bytes;   /* the most held at once */
   uint64_t fresh;        /* cl_mem created */
   uint64_t reused;       /* requests served from the free list */
+  uint64_t exact;        /* cl_mem created by clb__pool_get_exact (arenas) */
 } clb_pool_stats;
 
 /* Creates a pool over `cl` (retained). `limit` caps held bytes (0: no cap);
@@ -44,7 +48,14 @@ void clb__pool_free(clb_pool *p);
  * cl_mem). On failure returns CLB_ERR_OOM or CLB_ERR_CL and writes the reason
  * into err[errlen]; the pool stays usable. */
 clb_status clb__pool_get(clb_pool *p, size_t bytes, clb_buf *out, char *err, size_t errlen);
-/* Returns a buffer to the free list. A zeroed clb_buf is a no-op. */
+/* One cl_mem of exactly `bytes` (an arena), counted in the statistics and the
+ * limit like any other, never kept for reuse: clb__pool_put or
+ * clb__pool_release frees it at once. Errors as clb__pool_get. */
+clb_status clb__pool_get_exact(clb_pool *p, size_t bytes, clb_buf *out, char *err, size_t errlen);
+/* Frees a buffer now instead of keeping it. A zeroed clb_buf is a no-op. */
+void clb__pool_release(clb_pool *p, clb_buf *b);
+/* Returns a buffer to the free list (an exact buffer is released, a
+ * sub-buffer's object released). A zeroed clb_buf is a no-op. */
 void clb__pool_put(clb_pool *p, clb_buf *b);
 /* Releases the free (not live) buffers. */
 void clb__pool_trim(clb_pool *p);

@@ -5,6 +5,7 @@
 
 int clb_bench_main(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "steps") == 0) return clb_bench_steps(argc - 1, argv + 1);
+  if (argc > 0 && strcmp(argv[0], "whole-step") == 0) return clb_bench_whole_step(argc - 1, argv + 1);
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) return clb_bench_gemm(argc - 1, argv + 1);
   return clb_bench_ops(argc, argv);
 }

@@ -14,5 +14,7 @@ int clb_bench_ops(int argc, char **argv);
 int clb_bench_gemm(int argc, char **argv);
 /* `bench steps`: a wide-mlp training step per policy against batch size (steps.c). */
 int clb_bench_steps(int argc, char **argv);
+/* `clbound bench whole-step`: bench/whole-step.c */
+int clb_bench_whole_step(int argc, char **argv);
 
 #endif /* CLB_BENCH_INTERNAL_H */

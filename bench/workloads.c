@@ -399,16 +399,19 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
     rc = 1;
   }
-  clb_counters c0, c1, cf;
+  clb_counters c0, c1, cf, s0, s1;
   counters(ctx, &c0);
   cf = c0;
+  s0 = s1 = c0;
   for (int i = 0; !rc && i < iters; i++) {
     if ((rc = feed(ctx, cfg->workload, &dg, i, -1, err, errlen)) != 0) break;
+    if (i == 1) counters(ctx, &s0);
     if ((st = clb_graph_run(dg.g)) != CLB_OK) {
       snprintf(err, errlen, "iteration %d: %s: %s", i, clb_status_str(st), clb_context_errmsg(ctx));
       rc = 1;
       break;
     }
+    if (i == 1) counters(ctx, &s1);
     /* the loss stays on the device: copied into slot i, read once at the end */
     cl_event ev = NULL;
     cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(clb_graph_tensor(dg.g, dg.loss)),
@@ -450,7 +453,16 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->plans_compiled = c.plans_compiled;
   res->recompiles = c.recompiles;
   res->kernel_launches = c.kernel_launches;
+  res->kernels_compiled = c.kernels_compiled;
+  res->programs_built = c.program_builds + c.program_cache_hits_disk;
+  res->launches_per_step = s1.kernel_launches - s0.kernel_launches;
+  res->steps_replayed = c.steps_replayed;
   res->peak_device_bytes = c.peak_device_bytes;
+  res->arena_bytes = c.arena_bytes;
+  res->live_lower_bound_bytes = c.live_lower_bound_bytes;
+  res->pool_peak_bytes = c.pool_peak_bytes;
+  res->arena_max_bytes = c.arena_max_bytes;
+  res->arena_allocations = c.arena_allocations;
   res->host_syncs = c1.host_syncs - c0.host_syncs;
   res->builds_after_first = c1.program_builds - cf.program_builds;
   res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;
@@ -469,17 +481,34 @@ void demo_result_free(demo_result *res) {
   res->ref_losses = NULL;
 }
 
-int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
-                   size_t errlen) {
-  clb_context_t ctx = NULL;
-  clb_status st = clb_context_new(NULL, &ctx);
+/* A fresh context with workload w's graph under `policy`; on failure the
+ * context is freed and err says why. */
+static int open_graph(demo_workload w, clb_policy_kind policy, clb_gemm_strategy gemm, clb_context_t *ctx,
+                      demo_graph *dg, char *err, size_t errlen) {
+  *ctx = NULL;
+  clb_status st = clb_context_new(NULL, ctx);
   if (st != CLB_OK) {
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_last_errmsg());
     return 1;
   }
+  clb_context_set_gemm_strategy(*ctx, gemm);
+  if (build_graph(*ctx, w, policy, demo_default_lr(w), dg, err, errlen) != 0) {
+    free_graph(dg);
+    clb_context_free(*ctx);
+    *ctx = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+
+int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
+                   size_t errlen) {
+  clb_context_t ctx;
   demo_graph dg;
-  clb_context_set_gemm_strategy(ctx, gemm);
-  int rc = build_graph(ctx, DEMO_WIDE_MLP, policy, demo_default_lr(DEMO_WIDE_MLP), &dg, err, errlen);
+  if (open_graph(DEMO_WIDE_MLP, policy, gemm, &ctx, &dg, err, errlen) != 0) return 1;
+  clb_status st;
+  int rc = 0;
   double *t = calloc((size_t)reps, sizeof *t);
   if (!t) rc = 1;
   for (int r = -2; !rc && r < reps; r++) {
@@ -494,15 +523,71 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
     if (r >= 0) t[r] = 1e3 * (now_s() - a);
   }
   if (!rc) {
-    for (int i = 1; i < reps; i++)
-      for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-        double x = t[j];
-        t[j] = t[j - 1];
-        t[j - 1] = x;
-      }
-    *ms = t[reps / 2];
+    *ms = clb_tool_median(t, reps);
   }
   free(t);
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}
+
+
+int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen) {
+  clb_context_t ctx;
+  demo_graph dg;
+  if (open_graph(w, CLB_POLICY_DYNAMIC, CLB_GEMM_AUTO, &ctx, &dg, err, errlen) != 0) return 1;
+  clb_status st;
+  int rc = 0;
+  double *t[2];
+  t[0] = calloc((size_t)reps, sizeof(double));
+  t[1] = calloc((size_t)reps, sizeof(double));
+  if (!t[0] || !t[1]) rc = 1;
+  /* the same graph and plan, rep by rep: `batch` steps enqueued then one sync,
+   * whole-step (fused kernels) and eager (CLBOUND_FUSE=off: op by op) in turn;
+   * two warm-up reps of each build and compile everything first */
+  for (int r = -2; !rc && r < reps; r++)
+    for (int mode = 0; !rc && mode < 2; mode++) {
+      setenv("CLBOUND_FUSE", mode ? "off" : "on", 1);
+      double a = now_s();
+      for (int i = 0; !rc && i < batch; i++) {
+        if ((rc = feed(ctx, w, &dg, i, w == DEMO_WIDE_MLP ? 256 : -1, err, errlen)) != 0) break;
+        if ((st = clb_graph_run(dg.g)) != CLB_OK) {
+          snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+          rc = 1;
+        }
+      }
+      if (!rc && (st = clb_context_sync(ctx)) != CLB_OK) {
+        snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+        rc = 1;
+      }
+      if (r >= 0) t[mode][r] = 1e3 * (now_s() - a) / batch;
+    }
+  unsetenv("CLBOUND_FUSE");
+  if (!rc) {
+    *step_ms = clb_tool_median(t[0], reps);
+    *eager_ms = clb_tool_median(t[1], reps);
+  }
+  free(t[0]);
+  free(t[1]);
+  free_graph(&dg);
+  clb_context_free(ctx);
+  return rc;
+}
+
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen) {
+  clb_context_t ctx;
+  demo_graph dg;
+  clb_status st;
+  if (open_graph(w, policy, CLB_GEMM_AUTO, &ctx, &dg, err, errlen) != 0) return 1;
+  int rc = feed(ctx, w, &dg, 0, -1, err, errlen);
+  if (!rc && (st = clb_graph_warm(dg.g)) != CLB_OK) {
+    snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+    rc = 1;
+  }
+  clb_counters c;
+  counters(ctx, &c);
+  *built = c.program_builds;
+  *loaded = c.program_cache_hits_disk;
   free_graph(&dg);
   clb_context_free(ctx);
   return rc;

@@ -27,7 +27,15 @@ typedef struct demo_result {
   uint64_t builds_after_first; /* program builds after the first iteration */
   uint64_t programs_after_first; /* programs built or loaded from disk after it */
   uint64_t kernel_launches;
+  uint64_t kernels_compiled;   /* distinct kernels created from built or loaded programs */
+  uint64_t programs_built;     /* programs made in the run: built from source or loaded from disk */
+  uint64_t launches_per_step;  /* kernel launches of the second training step */
+  uint64_t steps_replayed;     /* steps replayed from a recorded command buffer */
   uint64_t peak_device_bytes;
+  /* the memory plan (docs/graph.md), summed over the run's plans: their arenas,
+   * the most bytes each step had live at once, what the pool would hold; the
+   * largest plan's arenas; cl_mem created for arenas */
+  uint64_t arena_bytes, live_lower_bound_bytes, pool_peak_bytes, arena_max_bytes, arena_allocations;
   double final_loss, max_loss_error; /* max |loss - ref| / max(|ref|, 1e-6); -1 without check */
   float *losses;             /* iterations entries; malloc'd */
   double *ref_losses;        /* iterations entries or NULL; malloc'd */
@@ -55,5 +63,16 @@ int64_t demo_batch_size(demo_workload w, int i);
  * Returns 0 with *ms set. */
 int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, int reps, double *ms, char *err,
                    size_t errlen);
+
+/* One training step of workload w under the dynamic plan (wide-mlp at 256 rows),
+ * whole-step (fused kernels) and eager (the same plan op by op,
+ * CLBOUND_FUSE=off), interleaved rep by rep: `batch` steps enqueued, one sync,
+ * per-step median of reps. Returns 0 with both set. */
+int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen);
+
+/* `clbound cache warm`: builds (or finds on disk) and stores the program of
+ * workload w's first plan under `policy`, running nothing (clb_graph_warm).
+ * *built: programs built from source, *loaded: found in the disk cache. */
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen);
 
 #endif /* CLB_BENCH_WORKLOADS_H */

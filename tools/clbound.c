@@ -26,6 +26,7 @@ static int usage(FILE *f) {
           "  shapes FILE [--buckets N]\n"
           "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
           "  cache info|clear [DIR]\n"
+          "  cache warm [--workload W] [--policy P]   build and store the demo plans' programs\n"
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
           "  version          print the library version\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"

@@ -2,12 +2,53 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/workloads.h"
 #include "clbound/clbound.h"
 #include "commands.h"
 
+/* `clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]`:
+ * builds and stores the demo graphs' plan programs ahead of time, so the next
+ * run starts with 0 builds from source. */
+static int cache_warm(int argc, char **argv) {
+  int wl_all = 1;
+  demo_workload wl = DEMO_XLA_MLP;
+  clb_policy_kind pol = CLB_POLICY_DYNAMIC;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "xla-mlp") == 0) wl = DEMO_XLA_MLP, wl_all = 0;
+      else if (strcmp(v, "wide-mlp") == 0) wl = DEMO_WIDE_MLP, wl_all = 0;
+      else if (strcmp(v, "all") != 0) goto usage;
+    } else if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "dynamic") == 0) pol = CLB_POLICY_DYNAMIC;
+      else if (strcmp(v, "automatic") == 0) pol = CLB_POLICY_AUTOMATIC;
+      else goto usage;
+    } else {
+      goto usage;
+    }
+  }
+  for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
+    if (!wl_all && w != (int)wl) continue;
+    uint64_t built = 0, loaded = 0;
+    char err[1024];
+    if (demo_warm((demo_workload)w, pol, &built, &loaded, err, sizeof err) != 0) {
+      fprintf(stderr, "clbound cache warm: %s: %s\n", demo_workload_name((demo_workload)w), err);
+      return 1;
+    }
+    printf("%-9s %-9s %llu program(s) built and stored, %llu already in the cache\n", demo_workload_name((demo_workload)w),
+           demo_policy_name(pol), (unsigned long long)built, (unsigned long long)loaded);
+  }
+  return 0;
+usage:
+  fprintf(stderr, "usage: clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]\n");
+  return 2;
+}
+
 int clb_cmd_cache(int argc, char **argv) {
+  if (argc >= 1 && strcmp(argv[0], "warm") == 0) return cache_warm(argc - 1, argv + 1);
   if (argc < 1 || (strcmp(argv[0], "info") != 0 && strcmp(argv[0], "clear") != 0)) {
-    fprintf(stderr, "usage: clbound cache info|clear [DIR]\n");
+    fprintf(stderr, "usage: clbound cache info|clear [DIR] | clbound cache warm [--workload W] [--policy P]\n");
     return 2;
   }
   char def[1024];

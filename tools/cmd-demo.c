@@ -71,13 +71,19 @@ static void print_json(const demo_config *c, const demo_result *r, double lr, co
   printf("{\"workload\":\"%s\",\"policy\":\"%s\",\"iterations\":%d,\"lr\":%g,\"seconds\":%.4f,\"first_iteration_s\":%.4f,"
          "\"program_builds\":%llu,\"cache_hits\":%llu,\"cache_hits_memory\":%llu,\"cache_hits_disk\":%llu,"
          "\"plans_compiled\":%llu,\"recompiles\":%llu,\"host_syncs\":%llu,\"builds_after_first\":%llu,"
-         "\"kernel_launches\":%llu,\"peak_device_bytes\":%llu,\"final_loss\":%.9g,\"max_loss_error\":%.3g,\"note\":\"%s\",\"losses\":[",
+         "\"kernel_launches\":%llu,\"kernels_compiled\":%llu,\"programs_built\":%llu,\"launches_per_step\":%llu,"
+         "\"steps_replayed\":%llu,\"peak_device_bytes\":%llu,\"arena_bytes\":%llu,\"live_lower_bound_bytes\":%llu,"
+         "\"pool_peak_bytes\":%llu,\"arena_max_bytes\":%llu,\"arena_allocations\":%llu,\"final_loss\":%.9g,\"max_loss_error\":%.3g,\"note\":\"%s\",\"losses\":[",
          demo_workload_name(c->workload), demo_policy_name(c->policy), c->iterations, lr, r->seconds, r->first_iteration_s,
          (unsigned long long)r->program_builds, (unsigned long long)(r->cache_hits_memory + r->cache_hits_disk),
          (unsigned long long)r->cache_hits_memory, (unsigned long long)r->cache_hits_disk,
          (unsigned long long)r->plans_compiled, (unsigned long long)r->recompiles, (unsigned long long)r->host_syncs,
          (unsigned long long)r->builds_after_first, (unsigned long long)r->kernel_launches,
-         (unsigned long long)r->peak_device_bytes, r->final_loss,
+         (unsigned long long)r->kernels_compiled, (unsigned long long)r->programs_built,
+         (unsigned long long)r->launches_per_step, (unsigned long long)r->steps_replayed,
+         (unsigned long long)r->peak_device_bytes, (unsigned long long)r->arena_bytes,
+         (unsigned long long)r->live_lower_bound_bytes, (unsigned long long)r->pool_peak_bytes,
+         (unsigned long long)r->arena_max_bytes, (unsigned long long)r->arena_allocations, r->final_loss,
          r->max_loss_error, note);
   for (int i = 0; i < c->iterations; i++) printf("%s%.9g", i ? "," : "", r->losses[i]);
   printf("]}\n");

@@ -75,8 +75,15 @@ typedef struct clb_graph_options {
    * its buffer within the same run. Outputs nothing reads (the graph's results)
    * and nodes passed to clb_graph_keep stay readable with clb_graph_tensor;
    * a released node's clb_graph_tensor is NULL. Training graphs always release
-   * gradients this way and keep forward outputs (backward reads them). Default 0. */
+   * gradients this way; forward outputs are released once backward has read
+   * them under the memory plan, kept without it. Default 0. */
   int free_intermediates;
+  /* 1 (default): each plan's tensors live in one arena laid out from the
+   * liveness of its first run (docs/graph.md, "Memory plan"); training graphs
+   * then also release forward outputs once backward has read them (kept nodes
+   * and the loss stay). 0: every buffer from the pool, as eager ops.
+   * CLBOUND_MEMORY_PLAN=0 in the environment forces 0. */
+  int memory_plan;
 } clb_graph_options;
 
 CLB_API void clb_graph_options_init(clb_graph_options *opts);
@@ -152,13 +159,22 @@ CLB_API clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *
  * any op's error. Device-side errors surface at the next host sync. */
 CLB_API clb_status clb_graph_run(clb_graph_t g);
 
+/* Builds (or loads) the one program of the plan that the fed inputs' sizes
+ * select and stores it in the persistent cache, launching nothing: a later
+ * process then starts with 0 builds from source. Inputs must be fed; only
+ * plans whose counts stay on the device (dynamic or automatic policy) can be
+ * built ahead (else CLB_ERR_INVALID_ARG). Parameters are not changed. */
+CLB_API clb_status clb_graph_warm(clb_graph_t g);
+
 /* The tensor holding node n's output after the last run (borrowed: valid until
- * the next run or clb_graph_free). Read it with clb_tensor_read. NULL when the
+ * the next run or clb_graph_free; under the memory plan its buffer is a
+ * sub-buffer of the plan's arena that the next run reuses). Read it with clb_tensor_read. NULL when the
  * node has not run. For a parameter: its current value. */
 CLB_API clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n);
 
 /* Keeps node n's output readable after runs of a graph made with
- * free_intermediates (no effect otherwise). */
+ * free_intermediates, or of a training graph under the memory plan (no effect
+ * otherwise). */
 CLB_API clb_status clb_graph_keep(clb_graph_t g, clb_node n);
 
 typedef struct clb_graph_stats {
@@ -170,6 +186,17 @@ typedef struct clb_graph_stats {
   uint64_t nodes;
   uint64_t deferred_checks; /* equalities only the device can check */
   int64_t current_plan;     /* index of the last run's plan, -1 before the first run */
+  /* The memory plan (docs/graph.md, "Memory plan"); zeros before a plan is laid
+   * out (its first run records its buffers on the pool). */
+  uint64_t memory_plan;            /* 1 when the graph's plans use arenas */
+  uint64_t arena_bytes;            /* the last run's plan: its arenas */
+  uint64_t live_lower_bound_bytes; /* ... the most bytes its step has live at once */
+  uint64_t pool_peak_bytes;        /* ... what the pool would hold for the same step */
+  uint64_t arena_buffers;          /* ... buffers placed in its arenas */
+  uint64_t arena_bytes_all_plans;  /* every plan laid out so far, summed */
+  uint64_t arena_held_bytes;       /* the device memory behind the arenas now (the largest plan's) */
+  uint64_t arena_align_bytes;      /* the offsets' alignment */
+  uint64_t arena_fallbacks;        /* steps that left their plan's arena for the pool (expected 0) */
 } clb_graph_stats;
 
 CLB_API clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out);
@@ -178,7 +205,8 @@ CLB_API clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out);
 CLB_API const char *clb_graph_last_reason(clb_graph_t g);
 
 /* A text description: every node with its symbolic shape, its bounds, the
- * data-dependent ops and the deferred checks. *len (optional) gets the length
+ * data-dependent ops, the deferred checks and, once the last run's plan has one,
+ * its memory map (per buffer: arena, offset, size, live interval). *len (optional) gets the length
  * needed. Errors: CLB_ERR_BUFFER_SMALL. */
 CLB_API clb_status clb_graph_describe(clb_graph_t g, char *buf, size_t cap, size_t *len);
 

@@ -69,6 +69,7 @@ typedef struct clb_device_info {
   uint64_t max_alloc_bytes;
   int has_fp64;
   int has_int64_atomics;       /* cl_khr_int64_base_atomics */
+  uint32_t mem_base_addr_align_bits; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN: sub-buffer offsets are multiples of it */
 } clb_device_info;
 
 /* Number of devices over all platforms. Returns CLB_ERR_NO_DEVICE (with a message
@@ -178,6 +179,11 @@ CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
  * the default folder). A missing folder counts as empty. */
 CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
 
+/* Stores now every program this context built from source and has not stored
+ * yet (it happens anyway when the context is freed; never on the path of a
+ * launch). Failures to write are logged, not returned. */
+CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
+
 /* Removes every entry of a cache folder (NULL: the default folder). */
 CLB_API clb_status clb_cache_clear(const char *dir);
 
@@ -202,6 +208,19 @@ typedef struct clb_counters {
   uint64_t peak_device_bytes;     /* the most held at once */
   uint64_t buffers_fresh;         /* cl_mem created */
   uint64_t buffers_reused;        /* requests served from the pool */
+  /* Graph plans' memory (docs/graph.md, "Memory plan"), summed over every plan
+   * whose arena was laid out: */
+  uint64_t arena_bytes;            /* the planned arenas */
+  uint64_t live_lower_bound_bytes; /* the most bytes live at once in each plan's step */
+  uint64_t pool_peak_bytes;        /* what the pool would hold for the same steps */
+  uint64_t arena_allocations;      /* cl_mem created for arenas */
+  uint64_t arena_max_bytes;        /* the largest single plan's arenas */
+  uint64_t kernels_compiled;      /* distinct kernels created from built or loaded programs */
+  uint64_t build_ms;              /* milliseconds in program builds from source (clBuildProgram) */
+  uint64_t store_ms;              /* milliseconds storing programs in the persistent cache */
+  uint64_t plan_programs;         /* merged programs made for graph plans (one per plan) */
+  uint64_t kernels_fused;         /* generated kernels that replace several ops of a plan */
+  uint64_t steps_replayed;        /* graph steps replayed from a recorded command buffer */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

@@ -1,435 +1,883 @@
 """clbound for Python: bounded tensors whose actual sizes live on an OpenCL device.
 
-A thin ctypes layer over libclbound with numpy arrays in and out::
+A thin ctypes layer over libclbound with numpy arrays and DLPack objects in and out::
 
     import numpy as np, clbound
-    ctx = clbound.Context()
-    x = ctx.tensor(np.float32, bounds=(1000, 4), dynamic=(True, False))
-    x.write(np.ones((3, 4), np.float32))      # 3 of up to 1000 rows
-    y = ctx.relu(x)
-    print(ctx.reduce_all("mean", y).numpy())  # one host sync, counted
+    with clbound.Context() as ctx:
+        x = ctx.tensor(np.float32, bounds=(1000, 4), dynamic=(True, False))
+        x.write(np.ones((3, 4), np.float32))      # 3 of up to 1000 rows
+        y = ctx.relu(x)
+        print(ctx.reduce_all("mean", y).numpy())  # one host sync, counted
 
-The library is found through CLBOUND_LIBRARY (a path), then next to this package
-in a build tree, then the system's loader.
+Every op takes its inputs as Tensors and returns its output, a new Tensor unless
+``out=`` names one to reuse (an in-place masked_scatter, a deliberately small
+bound for a data-dependent op). Failures raise ClboundError with the library's
+message; arguments the library would reject (a size outside int64, a rank over 8,
+an unknown op name, an unsafe cast) raise TypeError, ValueError or OverflowError
+before reaching it. Graphs: clbound.Graph (clbound.graph).
+
+The library is the one installed inside this package (``pip install ./python``),
+else CLBOUND_LIBRARY (a path), else build/lib next to the sources, else the
+system's loader; library_path() says which.
 """
+from __future__ import annotations
 
+import collections
 import ctypes
-import ctypes.util
+import json
+import math
 import os
+import sys
 import weakref
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 
-__all__ = ["Context", "Tensor", "Graph", "ClboundError", "library_path"]
+from . import _lib as L
+from ._lib import ClboundError, library_path
 
-_DTYPES = {
-    np.dtype(np.float32): 0,
-    np.dtype(np.float64): 1,
-    np.dtype(np.int32): 2,
-    np.dtype(np.int64): 3,
-    np.dtype(np.uint8): 4,
-    np.dtype(np.bool_): 5,
-}
-_NUMPY = {v: k for k, v in _DTYPES.items()}
-_UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy": 6}
-_BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
-_REDUCE = {"sum": 0, "mean": 1, "max": 2}
-_LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
-_GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3}
-_MAX_RANK = 8
+__all__ = ["Context", "Tensor", "Graph", "ClboundError", "DeviceInfo", "library_path", "devices",
+           "op_names", "cache_info", "cache_clear", "default_cache_dir", "__version__"]
+
+#: The version of the C library loaded (clb_version()), which is the package's version.
+__version__: str = L.version().decode()
+
+DTypeLike = Any
+Shape = Union[Tuple[int, ...], List[int]]
+
+#: What clb_device_info_get says of a device (the C struct's fields).
+DeviceInfo = collections.namedtuple(
+    "DeviceInfo", [n for n, _ in L.DeviceInfoStruct._fields_ if n != "struct_size"])
 
 
-class ClboundError(RuntimeError):
-    """A clbound call failed: `status` is the clb_status name, the message the detail."""
-
-    def __init__(self, status, message):
-        super().__init__(f"{status}: {message}")
-        self.status = status
-
-
-def library_path():
-    """Where libclbound is loaded from."""
-    env = os.environ.get("CLBOUND_LIBRARY")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "lib", "libclbound.so"),):
-        if os.path.exists(cand):
-            return os.path.normpath(cand)
-    found = ctypes.util.find_library("clbound")
-    if not found:
-        raise OSError("libclbound not found: set CLBOUND_LIBRARY to its path")
-    return found
+def devices() -> List[DeviceInfo]:
+    """Every OpenCL device of every platform, in the flat order Context(device=i)
+    uses (clb_device_count, clb_device_info_get). Raises ClboundError when there
+    is none."""
+    n = ctypes.c_int()
+    L.check_global(L.device_count(ctypes.byref(n)))
+    out = []
+    for i in range(n.value):
+        s = L.DeviceInfoStruct()
+        s.struct_size = ctypes.sizeof(s)
+        L.check_global(L.device_info_get(i, ctypes.byref(s)))
+        out.append(DeviceInfo(*[v.decode() if isinstance(v, bytes) else v
+                                for v in (getattr(s, f) for f in DeviceInfo._fields)]))
+    return out
 
 
-_lib = ctypes.CDLL(library_path())
-_p = ctypes.c_void_p
-_i64p = ctypes.POINTER(ctypes.c_int64)
+def op_names() -> List[str]:
+    """The op names Context.supports() knows (clb_op_names)."""
+    arr = L.op_names(None)
+    names = []
+    while arr[len(names)]:
+        names.append(arr[len(names)].decode())
+    return names
 
 
-def _fn(name, restype, *argtypes):
-    f = getattr(_lib, name)
-    f.restype = restype
-    f.argtypes = list(argtypes)
-    return f
+def _cache_arg(folder: Any) -> Optional[bytes]:
+    return None if folder is None else L.cstr(folder, "folder")
 
 
-_status_name = _fn("clb_status_name", ctypes.c_char_p, ctypes.c_int)
-_last_errmsg = _fn("clb_last_errmsg", ctypes.c_char_p)
-_ctx_errmsg = _fn("clb_context_errmsg", ctypes.c_char_p, _p)
-_ctx_new = _fn("clb_context_new", ctypes.c_int, _p, ctypes.POINTER(_p))
-_ctx_free = _fn("clb_context_free", None, _p)
-_ctx_sync = _fn("clb_context_sync", ctypes.c_int, _p)
-_ctx_metrics = _fn("clb_context_metrics_json", ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_size_t,
-                   ctypes.POINTER(ctypes.c_size_t))
-_t_new = _fn("clb_tensor_new", ctypes.c_int, _p, ctypes.c_int, ctypes.c_int, _i64p,
-             ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(_p))
-_t_free = _fn("clb_tensor_free", None, _p)
-_t_dtype = _fn("clb_tensor_dtype", ctypes.c_int, _p)
-_t_rank = _fn("clb_tensor_rank", ctypes.c_int, _p)
-_t_bounds = _fn("clb_tensor_bounds", None, _p, _i64p)
-_t_is_dyn = _fn("clb_tensor_is_dynamic", ctypes.c_int, _p, ctypes.c_int)
-_t_write = _fn("clb_tensor_write", ctypes.c_int, _p, _p, _i64p, _p, ctypes.c_size_t)
-_t_read = _fn("clb_tensor_read", ctypes.c_int, _p, _p, _i64p, _p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
-_t_sizes = _fn("clb_tensor_sizes", ctypes.c_int, _p, _p, _i64p)
-_binary = _fn("clb_binary", ctypes.c_int, _p, ctypes.c_int, _p, _p, ctypes.POINTER(_p))
-_unary = _fn("clb_unary", ctypes.c_int, _p, ctypes.c_int, _p, ctypes.POINTER(_p))
-_cast = _fn("clb_cast", ctypes.c_int, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
-_fill = _fn("clb_fill", ctypes.c_int, _p, _p, ctypes.c_double)
-_reduce_all = _fn("clb_reduce_all", ctypes.c_int, _p, ctypes.c_int, _p, ctypes.POINTER(_p))
-_reduce_dim = _fn("clb_reduce_dim", ctypes.c_int, _p, ctypes.c_int, _p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(_p))
-_reshape = _fn("clb_reshape", ctypes.c_int, _p, _p, ctypes.c_int, _i64p, ctypes.POINTER(_p))
-_nonzero = _fn("clb_nonzero", ctypes.c_int, _p, _p, ctypes.POINTER(_p))
-_nonzero_static = _fn("clb_nonzero_static", ctypes.c_int, _p, _p, ctypes.c_int64, ctypes.c_int64,
-                      ctypes.POINTER(_p), ctypes.POINTER(_p))
-_masked_select = _fn("clb_masked_select", ctypes.c_int, _p, _p, _p, ctypes.POINTER(_p))
-_masked_scatter = _fn("clb_masked_scatter", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
-_matmul = _fn("clb_matmul", ctypes.c_int, _p, _p, ctypes.c_int, _p, ctypes.c_int, ctypes.POINTER(_p))
-_linear = _fn("clb_linear", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p))
-_linear_bw = _fn("clb_linear_backward", ctypes.c_int, _p, _p, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p),
-                 ctypes.POINTER(_p))
-_set_gemm = _fn("clb_context_set_gemm_strategy", ctypes.c_int, _p, ctypes.c_int)
-_softmax = _fn("clb_softmax", ctypes.c_int, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
-_softmax_bw = _fn("clb_softmax_backward", ctypes.c_int, _p, _p, _p, ctypes.c_int, ctypes.POINTER(_p))
-_unary_bw = _fn("clb_unary_backward", ctypes.c_int, _p, ctypes.c_int, _p, _p, _p, ctypes.POINTER(_p))
-_sgd_step = _fn("clb_sgd_step", ctypes.c_int, _p, _p, _p, _p, ctypes.c_double, ctypes.c_double)
-_loss = _fn("clb_loss", ctypes.c_int, _p, ctypes.c_int, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p))
-_op_supported = _fn("clb_op_supported", ctypes.c_int, _p, ctypes.c_char_p, ctypes.c_int)
-_to_dlpack_legacy = _fn("clb_tensor_to_dlpack_legacy", ctypes.c_int, _p, _p, ctypes.POINTER(_p))
-_from_dlpack_legacy = _fn("clb_tensor_from_dlpack_legacy", ctypes.c_int, _p, _p, _i64p,
-                          ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(_p))
+def cache_info(folder: Optional[Union[str, os.PathLike]] = None) -> Tuple[int, int]:
+    """(entries, bytes) of a persistent program cache folder (None: the default
+    one). A missing folder counts as empty."""
+    entries, size = ctypes.c_uint64(), ctypes.c_uint64()
+    L.check_global(L.cache_info(_cache_arg(folder), ctypes.byref(entries), ctypes.byref(size)))
+    return entries.value, size.value
 
 
-def _dims(values):
-    arr = (ctypes.c_int64 * max(len(values), 1))(*[int(v) for v in values])
-    return arr
+def cache_clear(folder: Optional[Union[str, os.PathLike]] = None) -> None:
+    """Removes every entry of a persistent program cache folder (None: the default)."""
+    L.check_global(L.cache_clear(_cache_arg(folder)))
+
+
+def default_cache_dir() -> Optional[str]:
+    """The default persistent cache folder (CLBOUND_CACHE_DIR, then
+    $XDG_CACHE_HOME/clbound, then ~/.cache/clbound); None when it is off."""
+    buf = ctypes.create_string_buffer(4096)
+    L.check_global(L.cache_default_dir(buf, len(buf)))
+    return os.fsdecode(buf.value) if buf.value else None
+
+
+def _describe(obj: Any) -> str:
+    t = type(obj)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
 class Context:
     """An OpenCL context with its queue, program cache and memory pool.
 
-    `device` is an index or a name substring (default: CLBOUND_DEVICE, else the first).
+    device: a flat index (see devices()) or a case-insensitive name substring;
+        None means CLBOUND_DEVICE, then the first device.
+    platform: the same for the platform (CLBOUND_PLATFORM); a device index is then
+        within that platform.
+    kernel_style: "auto" (CPU-style kernels on CPU devices, GPU-style elsewhere),
+        "cpu" (each work-item compacts a contiguous chunk) or "gpu" (work-group
+        scans in local memory); the data-dependent ops give identical results.
+    device_memory_limit: caps the bytes the context's pool may hold (0: the
+        device's memory); asking for more raises ClboundError ERR_OOM.
+    cache_dir: the persistent program cache folder; None means CLBOUND_CACHE_DIR
+        then the default, "off" (or False) turns it off.
+
+    A context is a context manager: ``with clbound.Context() as ctx:`` closes it,
+    its graphs and its tensors at the end. Contexts are not thread-safe: use one
+    per thread.
     """
 
-    def __init__(self, device=None):
-        self._h = _p()
-        opts = None
-        if device is not None:
-            # clb_context_options: struct_size, platform, device, kernel_style, limit, cache_dir
-            class _Opts(ctypes.Structure):
-                _fields_ = [("struct_size", ctypes.c_size_t), ("platform", ctypes.c_char_p),
-                            ("device", ctypes.c_char_p), ("kernel_style", ctypes.c_int),
-                            ("device_memory_limit", ctypes.c_uint64), ("cache_dir", ctypes.c_char_p)]
-            o = _Opts()
-            o.struct_size = ctypes.sizeof(_Opts)
-            o.device = str(device).encode()
-            opts = ctypes.byref(o)
-        st = _ctx_new(opts, ctypes.byref(self._h))
+    def __init__(self, device: Optional[Union[int, str]] = None, *, platform: Optional[Union[int, str]] = None,
+                 kernel_style: str = "auto", device_memory_limit: int = 0,
+                 cache_dir: Optional[Union[str, os.PathLike, bool]] = None):
+        self._h: Optional[ctypes.c_void_p] = None
+        self._graphs: list = []
+        self._tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+        self._log_cb = None
+        opts = self._options(device, platform, kernel_style, device_memory_limit, cache_dir)
+        h = ctypes.c_void_p()
+        st = L.ctx_new(ctypes.byref(opts), ctypes.byref(h))
         if st != 0:
-            raise ClboundError(_status_name(st).decode(), _last_errmsg().decode())
-        # the tensors this context created, weakly: a Tensor the caller drops frees
-        # its device buffers at once (back to the pool), not at close()
-        self._tensors = weakref.WeakSet()
+            L.raise_status(st, L.last_errmsg().decode())
+        self._h = h
 
-    def close(self):
-        """Frees the context, its graphs and every tensor on it."""
+    @staticmethod
+    def _options(device: Any, platform: Any, kernel_style: str, device_memory_limit: int,
+                 cache_dir: Any) -> L.ContextOptions:
+        o = L.ContextOptions()
+        o.struct_size = ctypes.sizeof(o)
+        keep = []  # the option strings, alive until the call returns
+
+        def selector(value: Any, what: str) -> Optional[bytes]:
+            if value is None:
+                return None
+            if isinstance(value, str):
+                if not value:
+                    raise ValueError(f"{what} is an empty string")
+                b = L.cstr(value, what)
+            else:
+                b = str(L.index(value, what, lo=0, ctype=L.INT)).encode()
+            keep.append(b)
+            return b
+
+        o.device = selector(device, "device")
+        o.platform = selector(platform, "platform")
+        o.kernel_style = L.choice(L.KERNEL_STYLES, kernel_style, "kernel_style")
+        o.device_memory_limit = L.index(device_memory_limit, "device_memory_limit", ctype=L.U64)
+        if cache_dir is False:
+            cache_dir = "off"
+        if cache_dir is not None:
+            o.cache_dir = L.cstr(cache_dir, "cache_dir")
+        o._keep = keep
+        return o
+
+    @classmethod
+    def wrap(cls, cl_context: int, cl_queue: int, *, kernel_style: str = "auto", device_memory_limit: int = 0,
+             cache_dir: Optional[Union[str, os.PathLike, bool]] = None) -> Context:
+        """A context over a caller's cl_context and in-order cl_command_queue, given
+        as integer handles (pyopencl's ``.int_ptr``, or another Context's
+        cl_context and cl_queue); both are retained (clb_context_wrap)."""
+        self = cls.__new__(cls)
+        self._h, self._graphs, self._tensors, self._log_cb = None, [], weakref.WeakSet(), None
+        opts = cls._options(None, None, kernel_style, device_memory_limit, cache_dir)
+        h = ctypes.c_void_p()
+        st = L.ctx_wrap(L.index(cl_context, "cl_context", lo=1, ctype=L.U64), L.index(cl_queue, "cl_queue", lo=1, ctype=L.U64),
+                        ctypes.byref(opts), ctypes.byref(h))
+        if st != 0:
+            L.raise_status(st, L.last_errmsg().decode())
+        self._h = h
+        return self
+
+    def close(self) -> None:
+        """Frees the context, its graphs and every tensor on it. Idempotent."""
         if self._h:
-            for g in list(getattr(self, "_graphs", [])):
+            for g in list(self._graphs):
                 g.close()
             for t in list(self._tensors):
                 t._h = None  # freed with the context below
-            _ctx_free(self._h)
+            L.ctx_free(self._h)
             self._h = None
 
-    def __enter__(self):
+    def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
-        self.close()
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
 
-    def _check(self, st):
+    def __repr__(self) -> str:
+        return f"<clbound.Context {'closed' if not self._h else 'kernel_style=' + self.kernel_style}>"
+
+    # ---- plumbing ----
+
+    def _live(self) -> ctypes.c_void_p:
+        if not self._h:
+            raise ClboundError("ERR_NULL", "the context was closed (Context.close)", -2)
+        return self._h
+
+    def _check(self, st: int) -> None:
         if st != 0:
-            raise ClboundError(_status_name(st).decode(), _ctx_errmsg(self._h).decode())
+            L.raise_status(st, L.ctx_errmsg(self._h).decode() if self._h else L.last_errmsg().decode())
 
-    def _wrap(self, handle):
+    def _wrap(self, handle: ctypes.c_void_p) -> Tensor:
         t = Tensor(self, handle, owned=True)
         self._tensors.add(t)
         return t
 
-    def tensor(self, dtype, bounds, dynamic=None):
-        """A new tensor of `dtype` with `bounds`; `dynamic` flags the dims that may vary."""
-        dt = _DTYPES.get(np.dtype(dtype))
-        if dt is None:
-            raise TypeError(f"clbound has no dtype for {np.dtype(dtype)}")
-        rank = len(bounds)
-        dyn = (ctypes.c_uint8 * max(rank, 1))(*[1 if d else 0 for d in (dynamic or [False] * rank)])
-        h = _p()
-        self._check(_t_new(self._h, dt, rank, _dims(bounds), dyn, ctypes.byref(h)))
-        return self._wrap(h)
+    def _arg(self, t: Any, what: str, optional: bool = False) -> Optional[ctypes.c_void_p]:
+        """The handle of a Tensor argument of this context; TypeError naming the
+        argument for anything else, ClboundError for a freed tensor."""
+        self._live()
+        if t is None and optional:
+            return None
+        if not isinstance(t, Tensor):
+            hint = " (make one with ctx.from_numpy)" if isinstance(t, (np.ndarray, list, tuple, int, float)) else ""
+            raise TypeError(f"argument '{what}' must be a clbound.Tensor, not {_describe(t)}{hint}")
+        if not t._h:
+            raise ClboundError("ERR_NULL", f"argument '{what}' was freed (Tensor.free, its graph's next run or "
+                               "close, or Context.close) and cannot be used", -2)
+        if t.ctx is not self:
+            raise ValueError(f"argument '{what}' belongs to another Context")
+        return t._h
 
-    def from_numpy(self, array, bounds=None, dynamic=None):
-        """A tensor holding `array`, with bounds (default: its shape) and dynamic flags."""
-        array = np.asarray(array, order="C")
-        t = self.tensor(array.dtype, bounds if bounds is not None else array.shape, dynamic)
-        t.write(array)
-        return t
+    def _out(self, out: Optional[Tensor], call: Callable[[Any], int], what: str = "out") -> Tensor:
+        """Runs call(pointer to the output handle): a new output when out is None,
+        else out itself, which the library checks and rewrites."""
+        h = ctypes.c_void_p(self._arg(out, what, optional=True).value if out is not None else None)
+        self._check(call(ctypes.byref(h)))
+        return out if out is not None else self._wrap(h)
 
-    def sync(self):
-        """Waits for the device; raises the error a kernel raised since the last sync."""
-        self._check(_ctx_sync(self._h))
+    # ---- facts ----
 
-    def metrics(self):
+    @property
+    def kernel_style(self) -> str:
+        """The kernel family in use, "cpu" or "gpu" ("auto" resolved)."""
+        code = L.ctx_kernel_style(self._live())
+        return {v: k for k, v in L.KERNEL_STYLES.items()}[code]
+
+    @property
+    def cl_context(self) -> int:
+        """The borrowed cl_context, as an integer handle."""
+        return L.ctx_cl_context(self._live()) or 0
+
+    @property
+    def cl_queue(self) -> int:
+        """The borrowed in-order cl_command_queue, as an integer handle."""
+        return L.ctx_cl_queue(self._live()) or 0
+
+    @property
+    def cl_device(self) -> int:
+        """The borrowed cl_device_id, as an integer handle."""
+        return L.ctx_cl_device(self._live()) or 0
+
+    @property
+    def cache_dir(self) -> Optional[str]:
+        """The persistent cache folder in use; None when the cache is off."""
+        d = L.ctx_cache_dir(self._live())
+        return os.fsdecode(d) if d else None
+
+    def supports(self, op: str, dtype: DTypeLike) -> bool:
+        """Whether this device runs `op` (a name from op_names()) on `dtype`
+        (clb_op_supported); False for a dtype clbound lacks. No device work."""
+        if not isinstance(op, str) or op not in op_names():
+            raise ValueError(f"op {op!r} is not one of {', '.join(op_names())}")
+        try:
+            dt = L.dtype_code(dtype)
+        except TypeError:
+            return False
+        return L.op_supported(self._live(), op.encode(), dt) == 0
+
+    def sync(self) -> None:
+        """Waits for the device; raises the error a kernel raised since the last
+        sync (a size over its bound, a failed device check, a short source)."""
+        self._check(L.ctx_sync(self._live()))
+
+    def metrics(self) -> Dict[str, Any]:
         """The context's counters as a dict (the CLBOUND_METRICS_FILE keys)."""
-        import json
         n = ctypes.c_size_t()
-        _ctx_metrics(self._h, None, 0, ctypes.byref(n))
+        L.ctx_metrics(self._live(), None, 0, ctypes.byref(n))
         buf = ctypes.create_string_buffer(n.value + 1)
-        self._check(_ctx_metrics(self._h, buf, n.value + 1, None))
+        self._check(L.ctx_metrics(self._h, buf, n.value + 1, None))
         return json.loads(buf.value.decode())
 
-    # ---- ops: each returns a new tensor (the op creates its output) ----
+    def counters(self) -> Dict[str, int]:
+        """clb_context_counters as a dict: program builds, cache hits, kernel
+        launches, host syncs, bytes each way, plans, recompiles, pool bytes."""
+        s = L.CountersStruct()
+        s.struct_size = ctypes.sizeof(s)
+        self._check(L.ctx_counters(self._live(), ctypes.byref(s)))
+        return {f: getattr(s, f) for f, _ in s._fields_ if f != "struct_size"}
 
-    def _out(self, call):
-        h = _p()
-        self._check(call(ctypes.byref(h)))
-        return self._wrap(h)
+    def set_log(self, categories: Union[str, Iterable[str]] = "all",
+                callback: Optional[Callable[[str, str], None]] = None) -> None:
+        """Logs events of `categories` ("recompiles", "syncs", "builds", "cache",
+        a list of them, "all", or "none"/[] to stop): each as one call
+        callback(category, line), or on stderr when callback is None
+        (clb_context_set_log; CLBOUND_LOG sets the same for new contexts)."""
+        if isinstance(categories, str):
+            names = list(L.LOG) if categories == "all" else [] if categories == "none" else [categories]
+        else:
+            names = list(categories)
+        mask = 0
+        for n in names:
+            mask |= L.choice(L.LOG, n, "log category")
+        if callback is None:
+            self._log_cb = None
+            L.ctx_set_log(self._live(), mask, L.LogFn(), None)
+            return
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {_describe(callback)}")
 
-    def binary(self, op, a, b):
-        return self._out(lambda o: _binary(self._h, _BINARY[op], a._h, b._h, o))
+        def trampoline(_user: Any, category: bytes, line: bytes) -> None:
+            try:
+                callback(category.decode(), line.decode())
+            except Exception:  # an exception cannot cross C: report it like Python does
+                sys.excepthook(*sys.exc_info())
 
-    def unary(self, op, a):
-        return self._out(lambda o: _unary(self._h, _UNARY[op], a._h, o))
+        self._log_cb = L.LogFn(trampoline)  # kept alive as long as the context logs with it
+        L.ctx_set_log(self._live(), mask, self._log_cb, None)
 
-    def cast(self, a, dtype):
-        return self._out(lambda o: _cast(self._h, a._h, _DTYPES[np.dtype(dtype)], o))
+    def set_gemm_strategy(self, strategy: str) -> None:
+        """How matmuls with device-only sizes run: "auto", "clblast_bound",
+        "sync_exact" (one counted host sync per matmul) or "device"."""
+        self._check(L.set_gemm(self._live(), L.choice(L.GEMM, strategy, "gemm strategy")))
 
-    def fill(self, t, value):
-        self._check(_fill(self._h, t._h, float(value)))
+    # ---- tensors ----
 
-    def reduce_all(self, op, a):
-        return self._out(lambda o: _reduce_all(self._h, _REDUCE[op], a._h, o))
+    def tensor(self, dtype: DTypeLike, bounds: Shape, dynamic: Optional[Iterable[bool]] = None,
+               sizes: Optional[Shape] = None) -> Tensor:
+        """A new tensor of `dtype` with `bounds`; `dynamic` flags the dims whose
+        actual size may vary (a bool for all dims, or one per dim; default none).
 
-    def reduce_dim(self, op, a, dim, keepdim=False):
-        return self._out(lambda o: _reduce_dim(self._h, _REDUCE[op], a._h, int(dim), int(bool(keepdim)), o))
+        Like numpy.empty: its live sizes start equal to its bounds, and its contents
+        are unspecified (whatever the memory pool held) until written. `sizes`
+        starts the live sizes lower (dynamic dims only, e.g. (0, 4) for an empty
+        batch); zeros() gives zero-filled contents."""
+        dt = L.dtype_code(dtype)
+        dims, rank = L.shape(bounds, "bounds")
+        dyn = L.flags(dynamic, rank)
+        h = ctypes.c_void_p()
+        self._check(L.t_new(self._live(), dt, rank, dims, dyn, ctypes.byref(h)))
+        t = self._wrap(h)
+        if sizes is not None:
+            t.set_sizes(sizes)
+        return t
 
-    def reshape(self, a, spec):
-        return self._out(lambda o: _reshape(self._h, a._h, len(spec), _dims(spec), o))
+    empty = tensor
 
-    def relu(self, a):
-        return self.unary("relu", a)
+    def zeros(self, dtype: DTypeLike, bounds: Shape, dynamic: Optional[Iterable[bool]] = None,
+              sizes: Optional[Shape] = None) -> Tensor:
+        """tensor(), with every live element 0."""
+        t = self.tensor(dtype, bounds, dynamic, sizes)
+        self._check(L.fill(self._h, t._h, 0.0))
+        return t
 
-    # ---- data-dependent ops: the count stays on the device ----
+    def full(self, dtype: DTypeLike, bounds: Shape, value: Union[int, float, bool],
+             dynamic: Optional[Iterable[bool]] = None, sizes: Optional[Shape] = None) -> Tensor:
+        """tensor(), with every live element `value` (see fill())."""
+        t = self.tensor(dtype, bounds, dynamic, sizes)
+        self.fill(t, value)
+        return t
 
-    def nonzero(self, a):
-        """int64 [count, rank] indices of a's nonzero elements, like torch.nonzero."""
-        return self._out(lambda o: _nonzero(self._h, a._h, o))
+    def from_numpy(self, array: Any, bounds: Optional[Shape] = None, dynamic: Optional[Iterable[bool]] = None,
+                   dtype: Optional[DTypeLike] = None, casting: str = "same_kind") -> Tensor:
+        """A tensor holding `array` (anything numpy.asarray takes), of its dtype or
+        `dtype` (converted under numpy's `casting` rule, see Tensor.write), with
+        `bounds` (default: its shape) and `dynamic` flags."""
+        if dtype is None:
+            array = np.asarray(array)
+            dtype = array.dtype
+        t = self.tensor(dtype, bounds if bounds is not None else np.shape(array), dynamic)
+        t.write(array, casting=casting)
+        return t
 
-    def nonzero_static(self, a, size, fill_value=-1):
-        """(indices [size, rank] padded with fill_value, the true count as a 0-d int64
-        tensor), like torch.nonzero_static."""
-        out, count = _p(), _p()
-        self._check(_nonzero_static(self._h, a._h, int(size), int(fill_value), ctypes.byref(out),
-                                    ctypes.byref(count)))
-        return self._wrap(out), self._wrap(count)
-
-    def masked_select(self, x, mask):
-        """1-D: the elements of x where the bool mask (broadcast with x) is true."""
-        return self._out(lambda o: _masked_select(self._h, x._h, mask._h, o))
-
-    def masked_scatter(self, x, mask, source):
-        """A copy of x whose positions under mask take consecutive elements of source."""
-        return self._out(lambda o: _masked_scatter(self._h, x._h, mask._h, source._h, o))
-
-    # ---- MLP ops ----
-
-    def matmul(self, a, b, trans_a=False, trans_b=False):
-        return self._out(lambda o: _matmul(self._h, a._h, int(bool(trans_a)), b._h, int(bool(trans_b)), o))
-
-    def linear(self, x, w, bias=None):
-        """x @ w.T + bias."""
-        return self._out(lambda o: _linear(self._h, x._h, w._h, bias._h if bias is not None else None, o))
-
-    def linear_backward(self, x, w, dy, need=("dx", "dw", "dbias")):
-        """(dx, dw, dbias) of linear(x, w, bias) given dy: dx = dy @ w, dw = dy.T @ x,
-        dbias = dy summed over its actual rows. A gradient not named in `need` is None."""
-        hs = {k: _p() for k in ("dx", "dw", "dbias")}
-        for k in need:
-            if k not in hs:
-                raise ValueError(f"{k!r} is not one of dx, dw, dbias")
-        ptr = {k: (ctypes.byref(hs[k]) if k in need else None) for k in hs}
-        self._check(_linear_bw(self._h, x._h, w._h, dy._h, ptr["dx"], ptr["dw"], ptr["dbias"]))
-        return tuple(self._wrap(hs[k]) if k in need else None for k in ("dx", "dw", "dbias"))
-
-    def set_gemm_strategy(self, strategy):
-        """How matmuls with device-only sizes run: auto, clblast_bound, sync_exact, device."""
-        if strategy not in _GEMM:
-            raise ValueError(f"gemm strategy {strategy!r} is not one of {sorted(_GEMM)}")
-        self._check(_set_gemm(self._h, _GEMM[strategy]))
-
-    def softmax(self, x):
-        """Softmax over the last dim, at the actual sizes."""
-        return self._out(lambda o: _softmax(self._h, x._h, 0, o))
-
-    def log_softmax(self, x):
-        return self._out(lambda o: _softmax(self._h, x._h, 1, o))
-
-    def softmax_backward(self, y, dy, log=False):
-        """dx of softmax (log_softmax when `log`) from its output y and dy."""
-        return self._out(lambda o: _softmax_bw(self._h, y._h, dy._h, int(bool(log)), o))
-
-    def unary_backward(self, op, dy, x=None, y=None):
-        """dx = dy * op'(...): relu and log read the input x, sigmoid, tanh and exp the
-        output y; neg and copy read neither."""
-        return self._out(lambda o: _unary_bw(self._h, _UNARY[op], x._h if x is not None else None,
-                                             y._h if y is not None else None, dy._h, o))
-
-    def sgd_step(self, param, grad, lr, momentum=0.0, velocity=None):
-        """In place: velocity = momentum * velocity + grad (when given; zero it once),
-        param -= lr * (velocity if given else grad)."""
-        self._check(_sgd_step(self._h, param._h, grad._h, velocity._h if velocity is not None else None,
-                              float(lr), float(momentum)))
-
-    def loss(self, kind, pred, target):
-        """(the mean loss over the actual elements as a 0-d tensor, d loss / d pred).
-        kind: mse, bce, bce_with_logits, cross_entropy."""
-        loss, grad = _p(), _p()
-        self._check(_loss(self._h, _LOSS[kind], pred._h, target._h, ctypes.byref(loss), ctypes.byref(grad)))
-        return self._wrap(loss), self._wrap(grad)
-
-    def from_dlpack(self, obj, bounds=None, dynamic=None):
+    def from_dlpack(self, obj: Any, bounds: Optional[Shape] = None,
+                    dynamic: Optional[Iterable[bool]] = None) -> Tensor:
         """A tensor holding a copy of any host object that speaks DLPack (numpy
         arrays, or torch / jax CPU tensors), with bounds (default: its shape)."""
         from . import _dlpack
+        self._live()
+        b = None
+        if bounds is not None:
+            b, nb = L.shape(bounds, "bounds")
         ptr = _dlpack.consume(obj)
         rank = _dlpack.ndim(ptr)
-        for what, v in (("bounds", bounds), ("dynamic", dynamic)):
-            if v is not None and len(v) != rank:
-                _dlpack.release(ptr)
-                raise ValueError(f"{what} has {len(v)} dims; the DLPack tensor has {rank}")
-        b = _dims(bounds) if bounds is not None else None
-        dyn = (ctypes.c_uint8 * max(rank, 1))(*[1 if d else 0 for d in dynamic]) if dynamic is not None else None
-        h = _p()
-        self._check(_from_dlpack_legacy(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
+        try:
+            if bounds is not None and nb != rank:
+                raise ValueError(f"bounds has {nb} dims; the DLPack tensor has {rank}")
+            dyn = L.flags(dynamic, rank)
+        except Exception:
+            _dlpack.release(ptr)
+            raise
+        h = ctypes.c_void_p()
+        self._check(L.from_dlpack_legacy(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
         return self._wrap(h)
 
-    def supports(self, op, dtype):
-        """Whether this device runs `op` on `dtype` (clb_op_supported); no device work."""
-        dt = _DTYPES.get(np.dtype(dtype))
-        return dt is not None and _op_supported(self._h, op.encode(), dt) == 0
+    def fill(self, t: Tensor, value: Union[int, float, bool]) -> None:
+        """Sets every live element of t to `value`, as numpy's ndarray.fill does:
+        a float into an integer tensor truncates toward zero; NaN or infinity into
+        an integer tensor is a ValueError, a value outside the dtype's range an
+        OverflowError, and an int64 value a double cannot hold exactly (the C
+        call takes a double) a ValueError."""
+        h = self._arg(t, "t")
+        dt = t.dtype
+        v = value
+        if isinstance(v, (np.generic, np.ndarray)):
+            if np.ndim(v) != 0:
+                raise TypeError("fill takes a scalar value")
+            v = v.item()
+        if not isinstance(v, (bool, int, float)):
+            raise TypeError(f"fill value must be a number, not {_describe(value)}")
+        if dt.kind in "iu":
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    raise ValueError(f"cannot fill an {dt} tensor with {v}")
+                iv = math.trunc(v)
+            else:
+                iv = int(v)
+            info = np.iinfo(dt)
+            if not info.min <= iv <= info.max:
+                raise OverflowError(f"fill value {value!r} is out of bounds for {dt}")
+            if float(iv) != iv:
+                raise ValueError(f"fill value {value!r} is not exactly representable as a double (clb_fill)")
+            v = float(iv)
+        self._check(L.fill(self._h, h, float(v)))
+
+    # ---- elementwise ----
+
+    def binary(self, op: str, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """out = a <op> b, broadcast like PyTorch from the bounds. op: add, sub, mul,
+        div (floating only), remainder (Python's sign), maximum, minimum."""
+        code = L.choice(L.BINARY, op, "binary op")
+        ha, hb = self._arg(a, "a"), self._arg(b, "b")
+        return self._out(out, lambda o: L.binary(self._h, code, ha, hb, o))
+
+    def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
+        log (floating only for these four), copy. out may be a (in place)."""
+        code = L.choice(L.UNARY, op, "unary op")
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.unary(self._h, code, ha, o))
+
+    def cast(self, a: Tensor, dtype: DTypeLike, *, out: Optional[Tensor] = None) -> Tensor:
+        """a converted to `dtype` (to bool: x != 0; float to integer truncates
+        toward zero, as a C cast)."""
+        dt = L.dtype_code(dtype)
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.cast(self._h, ha, dt, o))
+
+    def reshape(self, a: Tensor, spec: Shape, *, out: Optional[Tensor] = None) -> Tensor:
+        """A view of a's data with another shape: each entry a static size, or -1
+        (at most one) for the dim taking the remaining elements, dynamic when a
+        has a dynamic dim. No copy; either may be freed first."""
+        dims, rank = L.shape(spec, "spec", lo=-1)
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.reshape(self._h, ha, rank, dims, o))
+
+    # ---- reductions ----
+
+    def reduce_all(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """op ("sum", "mean", "max") over every live element: a 0-d tensor. sum of
+        integers or bools gives int64; mean is floating only (NaN when empty); max
+        of nothing raises ERR_EMPTY_REDUCE at the next sync."""
+        code = L.choice(L.REDUCE, op, "reduce op")
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.reduce_all(self._h, code, ha, o))
+
+    def reduce_dim(self, op: str, a: Tensor, dim: int, keepdim: bool = False, *,
+                   out: Optional[Tensor] = None) -> Tensor:
+        """op over dim `dim` (negative counts from the end); keepdim keeps it as 1."""
+        code = L.choice(L.REDUCE, op, "reduce op")
+        d = L.index(dim, "dim", ctype=L.INT)
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.reduce_dim(self._h, code, ha, d, int(bool(keepdim)), o))
+
+    def sum(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+            out: Optional[Tensor] = None) -> Tensor:
+        """reduce_all("sum") when dim is None, else reduce_dim("sum", dim)."""
+        return self._reduce("sum", a, dim, keepdim, out)
+
+    def mean(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+             out: Optional[Tensor] = None) -> Tensor:
+        """reduce_all("mean") when dim is None, else reduce_dim("mean", dim)."""
+        return self._reduce("mean", a, dim, keepdim, out)
+
+    def max(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+            out: Optional[Tensor] = None) -> Tensor:
+        """reduce_all("max") when dim is None, else reduce_dim("max", dim)."""
+        return self._reduce("max", a, dim, keepdim, out)
+
+    def _reduce(self, op: str, a: Tensor, dim: Optional[int], keepdim: bool, out: Optional[Tensor]) -> Tensor:
+        if dim is None:
+            return self.reduce_all(op, a, out=out)
+        return self.reduce_dim(op, a, dim, keepdim, out=out)
+
+    # ---- data-dependent ops: the count stays on the device ----
+
+    def nonzero(self, a: Tensor, *, out: Optional[Tensor] = None,
+                as_tuple: bool = False) -> Union[Tensor, Tuple[Tensor, ...]]:
+        """The indices of a's nonzero elements, like torch.nonzero: int64
+        [count, rank] in row-major order (-0.0 is zero, NaN nonzero). out: an int64
+        [<=B, rank] tensor with a dynamic dim 0 to reuse; a bound B below the count
+        keeps the first B rows and raises ERR_BOUND_EXCEEDED at the next sync.
+
+        as_tuple=True gives, like torch.nonzero(as_tuple=True) and numpy.nonzero,
+        one 1-D int64 tensor per dim of a (a 0-d a counts as 1-D), computed on the
+        device with no host sync."""
+        ha = self._arg(a, "a")
+        if not as_tuple:
+            return self._out(out, lambda o: L.nonzero(self._h, ha, o))
+        if out is not None:
+            raise ValueError("nonzero: out= is for the [count, rank] form; as_tuple=True makes its own outputs")
+        x = a if a.rank > 0 else self.reshape(a, [1])
+        idx = self.nonzero(x)
+        if x.rank == 1:
+            return (self.reshape(idx, [-1]),)
+        # Column d of idx as its own tensor: idx @ e_d, with e_d the d-th unit column.
+        # Exact: every index is an integer below 2**53 (f64) or 2**24 (f32).
+        exact_f64 = self.supports("matmul", np.float64)
+        if not exact_f64 and max(x.bounds) >= 2**24:
+            raise ClboundError("ERR_UNSUPPORTED", "nonzero(as_tuple=True) of dims over 2**24 needs a device with "
+                               "fp64; use nonzero() and slice its columns on the host", -15)
+        ft = np.float64 if exact_f64 else np.float32
+        idx_f = self.cast(idx, ft)
+        cols = []
+        for d in range(x.rank):
+            col = self.matmul(idx_f, self.from_numpy(np.eye(x.rank, 1, -d, dtype=ft)))
+            cols.append(self.cast(self.reshape(col, [-1]), np.int64))
+        return tuple(cols)
+
+    def nonzero_static(self, a: Tensor, size: int, fill_value: int = -1, *, out: Optional[Tensor] = None,
+                       count: Optional[Tensor] = None,
+                       return_count: bool = True) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+        """nonzero with `size` rows, like torch.nonzero_static: int64 [size, rank],
+        the first min(count, size) rows the indices, the rest fill_value (a count
+        over size truncates, no error). Returns (indices, the true count as a 0-d
+        int64 tensor, computed on the device) unless return_count is False. out and
+        count: tensors to reuse (int64 [size, rank] static, and 0-d int64)."""
+        n = L.index(size, "size", lo=0)
+        fv = L.index(fill_value, "fill_value")
+        ha = self._arg(a, "a")
+        ho = ctypes.c_void_p(self._arg(out, "out", optional=True).value if out is not None else None)
+        hc = ctypes.c_void_p(self._arg(count, "count", optional=True).value if count is not None else None)
+        cptr = ctypes.byref(hc) if return_count or count is not None else None
+        self._check(L.nonzero_static(self._h, ha, n, fv, ctypes.byref(ho), cptr))
+        idx = out if out is not None else self._wrap(ho)
+        if not return_count:
+            return idx
+        return idx, count if count is not None else self._wrap(hc)
+
+    def masked_select(self, x: Tensor, mask: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """1-D: the elements of x where the bool mask (broadcast with x) is true, in
+        row-major order. out: a 1-D dynamic tensor of x's dtype to reuse; a bound
+        below the count keeps the first elements and raises ERR_BOUND_EXCEEDED at
+        the next sync."""
+        hx, hm = self._arg(x, "x"), self._arg(mask, "mask")
+        return self._out(out, lambda o: L.masked_select(self._h, hx, hm, o))
+
+    def masked_scatter(self, x: Tensor, mask: Tensor, source: Tensor, *,
+                       out: Optional[Tensor] = None) -> Tensor:
+        """x with its positions under the bool mask (broadcast to x) taking
+        consecutive elements of source, like torch.masked_scatter. out=x works in
+        place (torch's masked_scatter_). A source shorter than the mask's count
+        raises ERR_SHORT_SOURCE at the next sync."""
+        hx, hm, hs = self._arg(x, "x"), self._arg(mask, "mask"), self._arg(source, "source")
+        return self._out(out, lambda o: L.masked_scatter(self._h, hx, hm, hs, o))
+
+    # ---- nn ops ----
+
+    def matmul(self, a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False, *,
+               out: Optional[Tensor] = None) -> Tensor:
+        """op(a) @ op(b), op(x) = x.T when trans_x; float32 or float64. Any of M,
+        K, N may be dynamic (see set_gemm_strategy)."""
+        ha, hb = self._arg(a, "a"), self._arg(b, "b")
+        return self._out(out, lambda o: L.matmul(self._h, ha, int(bool(trans_a)), hb, int(bool(trans_b)), o))
+
+    def linear(self, x: Tensor, w: Tensor, bias: Optional[Tensor] = None, *,
+               out: Optional[Tensor] = None) -> Tensor:
+        """x @ w.T + bias: x [M, in], w [features, in], bias [features] or None."""
+        hx, hw, hb = self._arg(x, "x"), self._arg(w, "w"), self._arg(bias, "bias", optional=True)
+        return self._out(out, lambda o: L.linear(self._h, hx, hw, hb, o))
+
+    def linear_backward(self, x: Tensor, w: Tensor, dy: Tensor,
+                        need: Iterable[str] = ("dx", "dw", "dbias"), *, dx: Optional[Tensor] = None,
+                        dw: Optional[Tensor] = None,
+                        dbias: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
+        """(dx, dw, dbias) of linear(x, w, bias) given dy: dx = dy @ w, dw = dy.T @ x,
+        dbias = dy summed over its actual rows. A gradient not in `need` (and not
+        given as a tensor to reuse) is None."""
+        want = set()
+        for k in need:
+            L.choice({"dx": 0, "dw": 1, "dbias": 2}, k, "gradient")
+            want.add(k)
+        given = {"dx": dx, "dw": dw, "dbias": dbias}
+        hx, hw, hdy = self._arg(x, "x"), self._arg(w, "w"), self._arg(dy, "dy")
+        hs = {}
+        for k, t in given.items():
+            if t is not None:
+                hs[k] = ctypes.c_void_p(self._arg(t, k).value)
+            elif k in want:
+                hs[k] = ctypes.c_void_p()
+        ptr = {k: ctypes.byref(hs[k]) if k in hs else None for k in given}
+        self._check(L.linear_bw(self._h, hx, hw, hdy, ptr["dx"], ptr["dw"], ptr["dbias"]))
+        return tuple(given[k] if given[k] is not None else self._wrap(hs[k]) if k in hs else None
+                     for k in ("dx", "dw", "dbias"))
+
+    def softmax(self, x: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """Softmax over the last dim, at the actual sizes."""
+        hx = self._arg(x, "x")
+        return self._out(out, lambda o: L.softmax(self._h, hx, 0, o))
+
+    def log_softmax(self, x: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """log(softmax(x)) over the last dim, computed stably."""
+        hx = self._arg(x, "x")
+        return self._out(out, lambda o: L.softmax(self._h, hx, 1, o))
+
+    def softmax_backward(self, y: Tensor, dy: Tensor, log: bool = False, *,
+                         out: Optional[Tensor] = None) -> Tensor:
+        """dx of softmax (log_softmax when `log`) from its output y and dy."""
+        hy, hdy = self._arg(y, "y"), self._arg(dy, "dy")
+        return self._out(out, lambda o: L.softmax_bw(self._h, hy, hdy, int(bool(log)), o))
+
+    def unary_backward(self, op: str, dy: Tensor, x: Optional[Tensor] = None, y: Optional[Tensor] = None, *,
+                       out: Optional[Tensor] = None) -> Tensor:
+        """dx = dy * op'(...): relu and log read the input x, sigmoid, tanh and exp
+        the output y; neg and copy read neither."""
+        code = L.choice(L.UNARY, op, "unary op")
+        hdy, hx, hy = self._arg(dy, "dy"), self._arg(x, "x", optional=True), self._arg(y, "y", optional=True)
+        return self._out(out, lambda o: L.unary_bw(self._h, code, hx, hy, hdy, o))
+
+    def sgd_step(self, param: Tensor, grad: Tensor, lr: float, momentum: float = 0.0,
+                 velocity: Optional[Tensor] = None) -> None:
+        """In place: velocity = momentum * velocity + grad (when given; zero it
+        once), param -= lr * (velocity if given else grad). lr and momentum must
+        be finite."""
+        lr_, mom = L.real(lr, "lr", finite=True), L.real(momentum, "momentum", finite=True)
+        hp, hg = self._arg(param, "param"), self._arg(grad, "grad")
+        hv = self._arg(velocity, "velocity", optional=True)
+        self._check(L.sgd_step(self._h, hp, hg, hv, lr_, mom))
+
+    def loss(self, kind: str, pred: Tensor, target: Tensor, *, out: Optional[Tensor] = None,
+             grad: Optional[Tensor] = None, need_grad: bool = True) -> Tuple[Tensor, Optional[Tensor]]:
+        """(the mean loss over the actual elements as a 0-d tensor, d loss / d pred
+        or None when need_grad is False). kind: mse, bce, bce_with_logits,
+        cross_entropy (pred [M, C] logits, target [M] int64 classes). out and grad:
+        tensors to reuse."""
+        code = L.choice(L.LOSS, kind, "loss kind")
+        hp, ht = self._arg(pred, "pred"), self._arg(target, "target")
+        hl = ctypes.c_void_p(self._arg(out, "out", optional=True).value if out is not None else None)
+        hg = ctypes.c_void_p(self._arg(grad, "grad", optional=True).value if grad is not None else None)
+        gptr = ctypes.byref(hg) if need_grad or grad is not None else None
+        self._check(L.loss(self._h, code, hp, ht, ctypes.byref(hl), gptr))
+        lt = out if out is not None else self._wrap(hl)
+        if gptr is None:
+            return lt, None
+        return lt, grad if grad is not None else self._wrap(hg)
 
 
-for _name in _BINARY:
-    setattr(Context, _name, (lambda op: lambda self, a, b: self.binary(op, a, b))(_name))
-for _name in _UNARY:
-    if not hasattr(Context, _name):
-        setattr(Context, _name, (lambda op: lambda self, a: self.unary(op, a))(_name))
+def _binary_method(name: str) -> Callable[..., Tensor]:
+    def method(self: Context, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        return self.binary(name, a, b, out=out)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f'binary("{name}", a, b, out=out): elementwise, broadcast like PyTorch.'
+    return method
+
+
+def _unary_method(name: str) -> Callable[..., Tensor]:
+    def method(self: Context, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        return self.unary(name, a, out=out)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f'unary("{name}", a, out=out): elementwise; out may be a (in place).'
+    return method
+
+
+for _name in L.BINARY:
+    setattr(Context, _name, _binary_method(_name))
+for _name in L.UNARY:
+    setattr(Context, _name, _unary_method(_name))
 
 
 class Tensor:
-    """A bounded tensor on the device. Its actual sizes live on the device; reading
-    them (`sizes`, `numpy`) is a host sync. A tensor an op or `Context.tensor` made
-    is freed when the last Python reference to it goes (or by `free()`); one from
-    `Graph.tensor` is the graph's, borrowed until its next run."""
+    """A bounded tensor on the device: a dtype, per dim a bound (its capacity) and
+    whether it is dynamic, and actual sizes that live on the device. Reading them
+    (sizes(), numpy(), numpy.asarray(t), DLPack) is a counted host sync.
 
-    def __init__(self, ctx, handle, owned=False):
+    A tensor an op or Context.tensor made is freed when the last Python reference
+    goes, by free(), or at the end of a ``with`` block; one from Graph.tensor is the
+    graph's, borrowed until its next run. A freed tensor raises ClboundError."""
+
+    def __init__(self, ctx: Context, handle: ctypes.c_void_p, owned: bool = False):
         self.ctx = ctx
         self._h = handle
         self._owned = owned
+        self._last_numel = 0
 
-    def free(self):
+    def free(self) -> None:
         """Returns the device buffers now; the Tensor is unusable afterwards."""
         if self._owned and self._h and self.ctx._h:
-            _t_free(self._h)
+            L.t_free(self._h)
         self._h = None
 
-    def __del__(self):
+    def __enter__(self) -> Tensor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.free()
+
+    def __del__(self) -> None:
         try:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone
             pass
 
-    def _live(self):
+    def _live(self) -> ctypes.c_void_p:
         """The handle; a tensor whose context was closed was freed with it."""
         if not self._h:
-            raise ClboundError("ERR_NULL", "the tensor was freed (Tensor.free, or Context.close for its context)")
+            raise ClboundError("ERR_NULL", "the tensor was freed (Tensor.free, its graph's next run or close, "
+                               "or Context.close for its context)", -2)
         return self._h
 
-    @property
-    def dtype(self):
-        return _NUMPY[_t_dtype(self._live())]
+    def __repr__(self) -> str:
+        if not self._h:
+            return "<clbound.Tensor freed>"
+        dims = ", ".join(f"<={b}" if d else str(b) for b, d in zip(self.bounds, self.dynamic))
+        return f"<clbound.Tensor {self.dtype} [{dims}]>"
 
     @property
-    def rank(self):
-        return _t_rank(self._live())
+    def dtype(self) -> np.dtype:
+        """The element type, as a numpy dtype."""
+        return L.NUMPY[L.t_dtype(self._live())]
 
     @property
-    def bounds(self):
+    def rank(self) -> int:
+        """The number of dims (0..8)."""
+        return L.t_rank(self._live())
+
+    ndim = rank
+
+    @property
+    def bounds(self) -> Tuple[int, ...]:
+        """Each dim's bound: the largest size it may take. No device work."""
         r = self.rank
         arr = (ctypes.c_int64 * max(r, 1))()
-        _t_bounds(self._live(), arr)
+        L.t_bounds(self._live(), arr)
         return tuple(arr[:r])
 
     @property
-    def dynamic(self):
-        return tuple(bool(_t_is_dyn(self._live(), d)) for d in range(self.rank))
+    def dynamic(self) -> Tuple[bool, ...]:
+        """Whether each dim's actual size may vary. No device work."""
+        return tuple(bool(L.t_is_dyn(self._live(), d)) for d in range(self.rank))
 
-    def write(self, array):
-        """Copies `array` in; its shape becomes the actual sizes (within the bounds)."""
-        array = np.asarray(array, dtype=self.dtype, order="C")  # keeps 0-d arrays 0-d
-        if array.ndim != self.rank:
-            raise ValueError(f"array of rank {array.ndim} for a tensor of rank {self.rank}")
-        self.ctx._check(_t_write(self.ctx._h, self._h, _dims(array.shape), array.ctypes.data_as(_p), array.nbytes))
+    @property
+    def bound_numel(self) -> int:
+        """The number of elements at the bounds (the buffer's capacity)."""
+        return L.t_bound_numel(self._live())
 
-    def sizes(self):
-        """The actual sizes (a host sync)."""
+    @property
+    def data_mem(self) -> int:
+        """The borrowed cl_mem of the data (sized at the bounds), as an integer."""
+        return L.t_data_mem(self._live()) or 0
+
+    @property
+    def shape_mem(self) -> int:
+        """The borrowed cl_mem of the shape record (8 int64), as an integer."""
+        return L.t_shape_mem(self._live()) or 0
+
+    def sizes(self) -> Tuple[int, ...]:
+        """The actual sizes (a host sync; raises a pending device error)."""
         r = self.rank
         arr = (ctypes.c_int64 * max(r, 1))()
-        self.ctx._check(_t_sizes(self.ctx._h, self._h, arr))
+        self.ctx._check(L.t_sizes(self.ctx._live(), self._h, arr))
         return tuple(arr[:r])
 
-    def __dlpack__(self, stream=None, **kwargs):
+    def set_sizes(self, sizes: Shape) -> None:
+        """Sets the actual sizes without touching the data (clb_tensor_set_sizes):
+        each within its bound, a static dim equal to it. Elements that become live
+        hold whatever the buffer held."""
+        dims, _ = L.shape(sizes, "sizes", rank=self.rank)
+        self.ctx._check(L.t_set_sizes(self.ctx._live(), self._live(), dims))
+
+    def write(self, array: Any, casting: str = "same_kind") -> None:
+        """Copies `array` in; its shape becomes the actual sizes (within the bounds).
+
+        Values are converted to the tensor's dtype under numpy's casting rule
+        `casting` ("no", "equiv", "safe", "same_kind" (the default, as numpy.copyto)
+        or "unsafe"): float data into an integer tensor is a TypeError unless
+        casting="unsafe", and Python ints (a list or a scalar) outside an integer
+        dtype's range are an OverflowError."""
+        self._live()
+        arr = _convert(array, self.dtype, casting)
+        if arr.ndim != self.rank:
+            raise ValueError(f"array of rank {arr.ndim} for a tensor of rank {self.rank}")
+        dims, _ = L.shape(arr.shape, "array shape")
+        self.ctx._check(L.t_write(self.ctx._live(), self._h, dims, arr.ctypes.data_as(L.p), arr.nbytes))
+
+    def numpy(self) -> np.ndarray:
+        """The live part as a new numpy array (a host sync). The host buffer has the
+        actual size, not the bound: a tensor with dynamic dims is read into a
+        buffer of at most 64 KiB (or the size last read), then, when its live part
+        is larger, once more into one of exactly its size."""
+        r, dt = self.rank, self.dtype
+        bounds, dyn = self.bounds, self.dynamic
+        bound_n = int(np.prod(bounds, dtype=object)) if r else 1
+        guess = bound_n if not any(dyn) else min(bound_n, max(self._last_numel, 65536 // dt.itemsize))
+        dims = (ctypes.c_int64 * max(r, 1))()
+        got = ctypes.c_size_t()
+        buf = np.empty(max(guess, 1), dtype=dt)
+        st = L.t_read(self.ctx._live(), self._h, dims, buf.ctypes.data_as(L.p), guess * dt.itemsize,
+                      ctypes.byref(got))
+        if st == -22:  # CLB_ERR_BUFFER_SMALL: dims and the live byte count are filled in
+            buf = np.empty(got.value // dt.itemsize, dtype=dt)
+            st = L.t_read(self.ctx._h, self._h, dims, buf.ctypes.data_as(L.p), buf.nbytes, ctypes.byref(got))
+        self.ctx._check(st)
+        shape = tuple(dims[:r])
+        n = int(np.prod(shape)) if r else 1
+        self._last_numel = n
+        return buf[:n].reshape(shape)
+
+    def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a clbound tensor lives on the device: reading it always copies")
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
         """A DLPack capsule of a host copy at the actual sizes (a host sync), so
         numpy.from_dlpack(t) and other DLPack consumers take clbound tensors."""
         from . import _dlpack
-        ptr = _p()
-        self.ctx._check(_to_dlpack_legacy(self.ctx._h, self._h, ctypes.byref(ptr)))
+        ptr = ctypes.c_void_p()
+        self.ctx._check(L.to_dlpack_legacy(self.ctx._live(), self._live(), ctypes.byref(ptr)))
         return _dlpack.capsule_from_managed(ptr)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> Tuple[int, int]:
         return (1, 0)  # kDLCPU: __dlpack__ hands out a host copy
 
-    def numpy(self):
-        """The live part as a numpy array (a host sync)."""
-        bound_n = int(np.prod(self.bounds)) if self.rank else 1
-        buf = np.empty(max(bound_n, 1), dtype=self.dtype)
-        dims = (ctypes.c_int64 * max(self.rank, 1))()
-        got = ctypes.c_size_t()
-        self.ctx._check(_t_read(self.ctx._h, self._h, dims, buf.ctypes.data_as(_p), buf.nbytes, ctypes.byref(got)))
-        shape = tuple(dims[: self.rank])
-        return buf[: int(np.prod(shape)) if self.rank else 1].reshape(shape).copy()
+
+def _convert(array: Any, dtype: np.dtype, casting: str) -> np.ndarray:
+    """array as a C-contiguous ndarray of dtype, converted under numpy's rule."""
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"casting {casting!r} is not one of no, equiv, safe, same_kind, unsafe")
+    src = array if isinstance(array, np.ndarray) else np.asarray(array)
+    if src.dtype == dtype:
+        return np.asarray(src, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    if (not isinstance(array, np.ndarray) and casting != "unsafe" and src.dtype.kind in "iuO"
+            and dtype.kind in "iu" and src.size):
+        # Python ints: out of the dtype's range is an OverflowError, as numpy 2 does
+        # for a Python int (NEP 50), not a silent wrap
+        info = np.iinfo(dtype)
+        flat = [int(v) for v in src.reshape(-1).tolist()] if src.dtype.kind == "O" else None
+        lo, hi = (min(flat), max(flat)) if flat is not None else (int(src.min()), int(src.max()))
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise OverflowError(f"Python integer {bad} out of bounds for {dtype}")
+        if flat is not None:
+            src = np.asarray(flat, dtype=np.int64).reshape(src.shape)
+    out = np.empty(src.shape, dtype)
+    np.copyto(out, src, casting=casting)
+    return out
 
 
 from .graph import Graph  # noqa: E402  (graph.py imports this module's names)

@@ -10,24 +10,11 @@ import pytest
 
 import clbound
 
-SEED = 20240611
 # float32 results against float64 numpy: 1e-5 relative plus 1e-6 absolute per element
 F32 = dict(rtol=1e-5, atol=1e-6)
 # where a float32 sum over k terms enters (matmul, linear backward): atol grows with k
 def f32_sum(k):
     return dict(rtol=1e-5, atol=2e-6 * max(k, 1))
-
-
-@pytest.fixture(scope="module")
-def ctx():
-    with clbound.Context() as c:
-        yield c
-
-
-@pytest.fixture
-def rng(request):
-    # one stream per test, seeded by its name: a test reproduces alone or in the suite
-    return np.random.default_rng([SEED, sum(map(ord, request.node.name))])
 
 
 def bounded(ctx, a, slack=3):
@@ -102,9 +89,9 @@ def test_nonzero_static(ctx, rng, dtype, shape):
 
 
 def test_nonzero_static_negative_size_raises(ctx):
-    with pytest.raises(clbound.ClboundError) as e:
+    # refused before the call, as the library would refuse it
+    with pytest.raises(ValueError, match="size = -1 is negative"):
         ctx.nonzero_static(ctx.from_numpy(np.ones(3, np.float32)), -1)
-    assert e.value.status == "ERR_INVALID_ARG"
 
 
 # ---------------------------------------------------------------- masked_select
@@ -455,7 +442,7 @@ def test_loss_count_mismatch_raises_at_sync(ctx):
 
 def test_loss_unknown_kind_and_wrong_target_dtype(ctx):
     p = ctx.from_numpy(np.zeros((2, 3), np.float32))
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="loss kind 'hinge' is not one of mse, bce"):
         ctx.loss("hinge", p, p)
     with pytest.raises(clbound.ClboundError) as e:
         ctx.loss("cross_entropy", p, ctx.from_numpy(np.zeros(2, np.float32)))

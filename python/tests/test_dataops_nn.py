@@ -156,7 +156,9 @@ def test_supports_matches_the_library(ctx):
     assert ctx.supports("matmul", np.float32)
     assert not ctx.supports("matmul", np.int32)
     assert not ctx.supports("add", np.bool_)
-    assert not ctx.supports("no such op", np.float32)
+    assert not ctx.supports("add", np.float16)  # no clbound dtype
+    with pytest.raises(ValueError, match="'no such op' is not one of add, sub"):
+        ctx.supports("no such op", np.float32)
 
 
 def test_context_close_closes_its_graphs():

@@ -20,6 +20,13 @@ const clb_kernel_src *clb__kernel_src_find(const char *name);
 
 /* ---- program-cache.c ------------------------------------------------------ */
 
+/* An embedded kernel file, or a source generated in this context, by name. */
+const clb_kernel_src *clb__kernel_src_get(clb_context_t ctx, const char *name);
+/* Registers a generated kernel source (common.cl is prepended, as for a kernel
+ * file) under a name that clb__kernel_get then takes as `src`; the name must
+ * determine the text (e.g. carry its hash). A name already there is kept. */
+clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const char *text);
+
 /* The kernel `kernel` of the program made of common.cl + kernels/<src>.cl built
  * with `options`, building it (counted) the first time. Borrowed: the cache owns
  * it. `op` names the caller in error messages. The context's first call makes its
@@ -43,6 +50,45 @@ void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why);
 void clb__program_identity(const char *key, char *buf, size_t cap);
 /* Stores a built program's binary under `key` (write to a temporary, rename). */
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
+
+/* Loads or builds one program from a single source text (label names it in the
+ * key and messages); a build from source hands back its key in *store_key for
+ * a later store. */
+clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char *label, const char *text, size_t len,
+                                  const char *options, cl_program *out, char **store_key);
+/* Adds an entry for (src, options) whose kernels are `kernel` + suffix in p
+ * (retained); takes store_key. */
+clb_status clb__progcache_insert(clb_context_t ctx, const char *op, const char *src, const char *options, cl_program p,
+                                 const char *suffix, char *store_key);
+
+/* The kernels a plan's walk asked for: one section per (kernel file, options). */
+#define MAX_SECTION_KERNELS 8
+
+typedef struct collect_section {
+  char *src, *options;
+  int nk;
+  char *kernels[MAX_SECTION_KERNELS];
+} collect_section;
+
+struct clb_plan_collect {
+  collect_section *s;
+  int n, cap;
+  int failed; /* out of host memory while noting: merge nothing */
+};
+
+/* program-cache.c: notes a request during a walk; frees a collection. */
+void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel);
+void clb__plan_collect_free(struct clb_plan_collect *c);
+
+/* ---- plan-program.c ------------------------------------------------------- */
+
+/* Starts noting the kernels asked for: until clb__plan_collect_end, a kernel
+ * the context has no program for comes back NULL and clb__launch launches
+ * nothing (a plan's first step is walked once this way). */
+clb_status clb__plan_collect_begin(clb_context_t ctx);
+/* Stops noting; with build, makes one program of everything noted (`what`
+ * names the plan in logs and errors) and points the cache entries at it. */
+clb_status clb__plan_collect_end(clb_context_t ctx, const char *what, int build);
 
 /* Makes the context's program cache and opens its disk cache, once; registers
  * their release with the context. */

@@ -17,7 +17,9 @@ typedef struct clb_prog_entry {
   char *src;      /* kernel file name */
   char *options;  /* build options as given */
   cl_program program;
-  int from_disk; /* loaded from the disk cache: rebuilt when a kernel is missing */
+  char *store_key; /* built from source, not yet stored on disk: its full key */
+  char suffix[16]; /* a section of a plan's merged program: its kernels' suffix */
+  int from_disk;   /* loaded from the disk cache: rebuilt when a kernel is missing */
   int nkernels;
   struct {
     char *name;
@@ -28,6 +30,8 @@ typedef struct clb_prog_entry {
 struct clb_progcache {
   clb_prog_entry *entries;
   size_t n, cap;
+  clb_kernel_src *gen; /* generated kernel sources (runtime/graph/fuse.c) */
+  size_t ngen, capgen;
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
@@ -42,6 +46,76 @@ static char *dup_str(const char *s) {
   return d;
 }
 
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* ---- kernels noted while a plan is walked (runtime/cache/plan-program.c) ---- */
+
+void clb__plan_collect_free(struct clb_plan_collect *c) {
+  if (!c) return;
+  for (int i = 0; i < c->n; i++) {
+    free(c->s[i].src);
+    free(c->s[i].options);
+    for (int k = 0; k < c->s[i].nk; k++) free(c->s[i].kernels[k]);
+  }
+  free(c->s);
+  free(c);
+}
+
+/* Options made only of -D NAME[=VALUE] can become #defines; anything else keeps
+ * its program of its own. */
+static int defines_only(const char *options) {
+  const char *p = options;
+  while (*p) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    if (strncmp(p, "-D", 2) != 0) return 0;
+    p += 2;
+    while (*p == ' ') p++;
+    while (*p && *p != ' ') p++;
+  }
+  return 1;
+}
+
+void clb__plan_collect_note(clb_context_t ctx, const char *src, const char *options, const char *kernel) {
+  struct clb_plan_collect *c = ctx->collect;
+  if (!c || c->failed || !defines_only(options)) return;
+  collect_section *s = NULL;
+  for (int i = 0; i < c->n && !s; i++)
+    if (strcmp(c->s[i].src, src) == 0 && strcmp(c->s[i].options, options) == 0) s = &c->s[i];
+  if (!s) {
+    if (c->n == c->cap) {
+      int ncap = c->cap ? 2 * c->cap : 16;
+      collect_section *ns = realloc(c->s, (size_t)ncap * sizeof *ns);
+      if (!ns) {
+        c->failed = 1;
+        return;
+      }
+      c->s = ns;
+      c->cap = ncap;
+    }
+    s = &c->s[c->n];
+    memset(s, 0, sizeof *s);
+    s->src = dup_str(src);
+    s->options = dup_str(options);
+    c->n++;
+    if (!s->src || !s->options) {
+      c->failed = 1;
+      return;
+    }
+  }
+  for (int k = 0; k < s->nk; k++)
+    if (strcmp(s->kernels[k], kernel) == 0) return;
+  if (s->nk == MAX_SECTION_KERNELS || !(s->kernels[s->nk] = dup_str(kernel))) {
+    c->failed = 1;
+    return;
+  }
+  s->nk++;
+}
+
 static void progcache_free(clb_progcache *pc) {
   if (!pc) return;
   for (size_t i = 0; i < pc->n; i++) {
@@ -51,14 +125,52 @@ static void progcache_free(clb_progcache *pc) {
       free(e->kernels[k].name);
     }
     if (e->program) clReleaseProgram(e->program);
+    free(e->store_key);
     free(e->src);
     free(e->options);
   }
   free(pc->entries);
+  for (size_t i = 0; i < pc->ngen; i++) {
+    free((char *)pc->gen[i].name);
+    free((char *)pc->gen[i].text);
+  }
+  free(pc->gen);
   free(pc);
 }
 
+/* Stores every program built from source in this context and not stored yet.
+ * Deferred off the first step's critical path: handing out a binary makes PoCL
+ * compile a work-group function for every kernel of the program, which took
+ * 4.1-4.7 s of a 10-12 s cold xla-mlp run when each build stored at once. Only
+ * programs that were built (so used) are stored, each once. */
+static void store_pending(clb_context_t ctx) {
+  clb_progcache *pc = ctx->programs;
+  if (!pc) return;
+  double t0 = now_ms();
+  int n = 0;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (!e->store_key) continue;
+    clb__disk_cache_store(ctx, e->store_key, e->program);
+    free(e->store_key);
+    e->store_key = NULL;
+    n++;
+  }
+  if (n) {
+    double ms = now_ms() - t0;
+    ctx->counters.store_ms += (uint64_t)(ms + 0.5);
+    clb__log(ctx, CLB_LOG_CACHE, "stored %d program(s) built in this context in %.1f ms", n, ms);
+  }
+}
+
+clb_status clb_context_store_programs(clb_context_t ctx) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_store_programs: ctx is NULL");
+  store_pending(ctx);
+  return CLB_OK;
+}
+
 static void release_caches(clb_context_t ctx) {
+  store_pending(ctx);
   progcache_free(ctx->programs);
   ctx->programs = NULL;
 }
@@ -84,60 +196,95 @@ const clb_kernel_src *clb__kernel_src_find(const char *name) {
   return NULL;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+const clb_kernel_src *clb__kernel_src_get(clb_context_t ctx, const char *name) {
+  const clb_kernel_src *s = clb__kernel_src_find(name);
+  clb_progcache *pc = ctx->programs;
+  for (size_t i = 0; !s && pc && i < pc->ngen; i++)
+    if (strcmp(pc->gen[i].name, name) == 0) s = &pc->gen[i];
+  return s;
 }
 
-/* The full key of a program: everything its binary depends on. */
-static char *full_key(clb_context_t ctx, const clb_kernel_src *common, const clb_kernel_src *body,
+clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const char *text) {
+  clb_status st = clb__cache_open(ctx);
+  if (st != CLB_OK) return st;
+  if (clb__kernel_src_get(ctx, name)) return CLB_OK;
+  clb_progcache *pc = ctx->programs;
+  if (pc->ngen == pc->capgen) {
+    size_t ncap = pc->capgen ? 2 * pc->capgen : 8;
+    clb_kernel_src *ng = realloc(pc->gen, ncap * sizeof *ng);
+    if (!ng) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "generated kernel %s: out of host memory", name);
+    pc->gen = ng;
+    pc->capgen = ncap;
+  }
+  char *n = dup_str(name), *t = dup_str(text);
+  if (!n || !t) {
+    free(n);
+    free(t);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "generated kernel %s: out of host memory", name);
+  }
+  pc->gen[pc->ngen++] = (clb_kernel_src){n, t, strlen(t)};
+  return CLB_OK;
+}
+
+/* The full key of a program: everything its binary depends on. `label` names
+ * the source (a kernel file, or "plan" for a merged program). */
+static char *full_key(clb_context_t ctx, const char *label, int ntexts, const char *const *texts, const size_t *lens,
                       const char *options) {
-  uint64_t h = clb__fnv1a(0xcbf29ce484222325ull, common->text, common->len);
-  h = clb__fnv1a(h, body->text, body->len);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < ntexts; i++) h = clb__fnv1a(h, texts[i], lens[i]);
   const clb_device_info *d = &ctx->info;
   size_t cap = 1024 + strlen(options);
   char *key = malloc(cap);
   if (key)
     snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s",
-             clb_version(), body->name, (unsigned long long)h, options, d->name, d->vendor, d->device_version,
+             clb_version(), label, (unsigned long long)h, options, d->name, d->vendor, d->device_version,
              d->driver_version, d->platform_name);
   return key;
 }
 
-/* Builds (or loads, when use_disk) the program of src + options; *from_disk
- * says which happened. */
-static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
-                        int use_disk, cl_program *out, int *from_disk) {
-  const clb_kernel_src *common = clb__kernel_src_find("common");
-  const clb_kernel_src *body = clb__kernel_src_find(src);
-  if (!common || !body)
-    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
+/* Loads (disk cache, when use_disk) or builds the program of `texts` with
+ * `options`; *from_disk (may be NULL) says which. A program built from source
+ * comes back with its key in *store_key (NULL when the disk cache is off), to be
+ * stored later. Every program built here also carries its key's identity kernel
+ * (clb__program_identity), which the disk cache checks when it loads one. */
+static clb_status program_from_texts(clb_context_t ctx, const char *op, const char *label, int ntexts,
+                                     const char *const *texts, const size_t *lens, const char *options, int use_disk,
+                                     cl_program *out, char **store_key, int *from_disk) {
+  *store_key = NULL;
+  if (from_disk) *from_disk = 0;
   double t0 = now_ms();
-  char *key = full_key(ctx, common, body, options);
+  char *key = full_key(ctx, label, ntexts, texts, lens, options);
   if (!key) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache key", op);
   cl_program cached = NULL;
-  *from_disk = 0;
   if (use_disk) clb__disk_cache_load(ctx, key, &cached);
   if (cached) {
-    *from_disk = 1;
+    if (from_disk) *from_disk = 1;
     ctx->counters.program_cache_hits_disk++;
-    clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: loaded from the disk cache in %.1f ms", src, options, op, now_ms() - t0);
+    clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: loaded from the disk cache in %.1f ms", label, options, op, now_ms() - t0);
     free(key);
     *out = cached;
     return CLB_OK;
   }
-  /* the identity kernel: a program loaded from disk must expose it */
   char id[CLB_PROGRAM_ID_MAX], idsrc[CLB_PROGRAM_ID_MAX + 64];
   clb__program_identity(key, id, sizeof id);
   snprintf(idsrc, sizeof idsrc, "\n__kernel void %s(void) {}\n", id);
-  const char *texts[3] = {common->text, body->text, idsrc};
-  size_t lens[3] = {common->len, body->len, strlen(idsrc)};
+  const char *all[4];
+  size_t all_lens[4];
+  if (ntexts > 3) {
+    free(key);
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %d source texts for one program", op, ntexts);
+  }
+  for (int i = 0; i < ntexts; i++) {
+    all[i] = texts[i];
+    all_lens[i] = lens[i];
+  }
+  all[ntexts] = idsrc;
+  all_lens[ntexts] = strlen(idsrc);
   cl_int e = CL_SUCCESS;
-  cl_program p = clCreateProgramWithSource(ctx->cl, 3, texts, lens, &e);
+  cl_program p = clCreateProgramWithSource(ctx->cl, (cl_uint)ntexts + 1, all, all_lens, &e);
   if (e != CL_SUCCESS) {
     free(key);
-    return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, src);
+    return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, label);
   }
   /* -w: the compiler's warnings (PoCL prints "N warnings generated" on stderr
    * for vector ABI notes about its own builtins) are not the caller's business;
@@ -147,16 +294,18 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
   if (!build_opts) {
     clReleaseProgram(p);
     free(key);
-    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: build options of %s.cl", op, src);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: build options of %s.cl", op, label);
   }
   memcpy(build_opts, options, olen);
   memcpy(build_opts + olen, " -w", 4);
+  double tb = now_ms();
   e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
   free(build_opts);
   ctx->counters.program_builds++;
+  ctx->counters.build_ms += (uint64_t)(now_ms() - tb + 0.5);
   if (e != CL_SUCCESS) {
     clb__set_error(ctx, CLB_ERR_BUILD, "%s: building kernels/%s.cl with \"%s\" failed (%s, %d); build log:\n",
-                   op, src, options, clb__cl_error_name(e), (int)e);
+                   op, label, options, clb__cl_error_name(e), (int)e);
     size_t loglen = 0;
     clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
     char *log = loglen ? malloc(loglen + 1) : NULL;
@@ -171,11 +320,78 @@ static clb_status build(clb_context_t ctx, const char *op, const char *src, cons
     return CLB_ERR_BUILD;
   }
   clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: built from source in %.1f ms (first use in this context, no disk entry)",
-           src, options, op, now_ms() - t0);
-  clb__disk_cache_store(ctx, key, p);
-  free(key);
+           label, options, op, now_ms() - t0);
+  /* stored later (store_pending), when the context is released or asked to */
+  if (ctx->cache_dir[0]) *store_key = key;
+  else free(key);
   *out = p;
   return CLB_OK;
+}
+
+clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char *label, const char *text, size_t len,
+                                  const char *options, cl_program *out, char **store_key) {
+  return program_from_texts(ctx, op, label, 1, &text, &len, options, 1, out, store_key, NULL);
+}
+
+static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options, int use_disk,
+                        cl_program *out, char **store_key, int *from_disk) {
+  const clb_kernel_src *common = clb__kernel_src_find("common");
+  const clb_kernel_src *body = clb__kernel_src_get(ctx, src);
+  if (!common || !body)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
+  const char *texts[2] = {common->text, body->text};
+  size_t lens[2] = {common->len, body->len};
+  return program_from_texts(ctx, op, src, 2, texts, lens, options, use_disk, out, store_key, from_disk);
+}
+
+static uint64_t entry_hash(const char *src, const char *options) {
+  return fnv1a(fnv1a(0xcbf29ce484222325ull, src), options);
+}
+
+/* A new entry at the end of the cache (not yet counted in pc->n). */
+static clb_prog_entry *new_entry(clb_context_t ctx, const char *op) {
+  clb_progcache *pc = ctx->programs;
+  if (pc->n == pc->cap) {
+    size_t ncap = pc->cap ? pc->cap * 2 : 16;
+    clb_prog_entry *ne = realloc(pc->entries, ncap * sizeof *ne);
+    if (!ne) {
+      clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
+      return NULL;
+    }
+    pc->entries = ne;
+    pc->cap = ncap;
+  }
+  clb_prog_entry *e = &pc->entries[pc->n];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* Fills entry e (from new_entry) and counts it; takes p and store_key. */
+static clb_status add_entry(clb_context_t ctx, const char *op, clb_prog_entry *e, const char *src, const char *options,
+                            cl_program p, const char *suffix, char *store_key) {
+  e->hash = entry_hash(src, options);
+  e->src = dup_str(src);
+  e->options = dup_str(options);
+  snprintf(e->suffix, sizeof e->suffix, "%s", suffix);
+  e->program = p;
+  e->store_key = store_key;
+  if (!e->src || !e->options) {
+    free(e->store_key);
+    free(e->src);
+    free(e->options);
+    clReleaseProgram(p);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
+  }
+  ctx->programs->n++;
+  return CLB_OK;
+}
+
+clb_status clb__progcache_insert(clb_context_t ctx, const char *op, const char *src, const char *options, cl_program p,
+                                 const char *suffix, char *store_key) {
+  clb_prog_entry *e = new_entry(ctx, op);
+  if (!e) return CLB_ERR_HOST_OOM;
+  clRetainProgram(p);
+  return add_entry(ctx, op, e, src, options, p, suffix, store_key);
 }
 
 clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
@@ -189,7 +405,7 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
     snprintf(options_buf, sizeof options_buf, "%s %s", base_options, ctx->build_suffix);
     options = options_buf;
   }
-  uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ull, src), options);
+  uint64_t h = entry_hash(src, options);
   clb_prog_entry *e = NULL;
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *c = &pc->entries[i];
@@ -200,32 +416,22 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
   }
   if (e) {
     ctx->counters.program_cache_hits_memory++;
+  } else if (ctx->collect) {
+    /* a plan's first step walked without launches: note what it needs */
+    clb__plan_collect_note(ctx, src, options, kernel);
+    *out = NULL;
+    return CLB_OK;
   } else {
-    if (pc->n == pc->cap) {
-      size_t ncap = pc->cap ? pc->cap * 2 : 16;
-      clb_prog_entry *ne = realloc(pc->entries, ncap * sizeof *ne);
-      if (!ne) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
-      pc->entries = ne;
-      pc->cap = ncap;
-    }
+    e = new_entry(ctx, op);
+    if (!e) return CLB_ERR_HOST_OOM;
     cl_program p = NULL;
+    char *store_key = NULL;
     int from_disk = 0;
-    clb_status st = build(ctx, op, src, options, 1, &p, &from_disk);
+    clb_status st = build(ctx, op, src, options, 1, &p, &store_key, &from_disk);
     if (st != CLB_OK) return st;
     e = &pc->entries[pc->n];
-    memset(e, 0, sizeof *e);
-    e->hash = h;
+    if ((st = add_entry(ctx, op, e, src, options, p, "", store_key)) != CLB_OK) return st;
     e->from_disk = from_disk;
-    e->src = dup_str(src);
-    e->options = dup_str(options);
-    e->program = p;
-    if (!e->src || !e->options) {
-      free(e->src);
-      free(e->options);
-      clReleaseProgram(p);
-      return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache", op);
-    }
-    pc->n++;
   }
   for (int k = 0; k < e->nkernels; k++)
     if (strcmp(e->kernels[k].name, kernel) == 0) {
@@ -235,28 +441,37 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
   if (e->nkernels == CLB_MAX_KERNELS_PER_PROGRAM)
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: too many kernels in %s.cl", op, src);
   cl_int err = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(e->program, kernel, &err);
+  char full[128];
+  snprintf(full, sizeof full, "%s%s", kernel, e->suffix);
+  cl_kernel k = clCreateKernel(e->program, full, &err);
   if (err != CL_SUCCESS && e->from_disk) {
     /* a program from disk that lacks a kernel of its source: drop the entry and
      * build from source (kernels made from the old program keep it alive) */
-    const clb_kernel_src *common = clb__kernel_src_find("common"), *body = clb__kernel_src_find(src);
-    char *key = common && body ? full_key(ctx, common, body, options) : NULL;
-    if (key) {
-      char why[160];
-      snprintf(why, sizeof why, "clCreateKernel(%s) failed (%s)", kernel, clb__cl_error_name(err));
-      clb__disk_cache_drop(ctx, key, why);
-      free(key);
+    const clb_kernel_src *common = clb__kernel_src_find("common"), *body = clb__kernel_src_get(ctx, src);
+    if (common && body) {
+      const char *texts[2] = {common->text, body->text};
+      size_t lens[2] = {common->len, body->len};
+      char *key = full_key(ctx, src, 2, texts, lens, options);
+      if (key) {
+        char why[160];
+        snprintf(why, sizeof why, "clCreateKernel(%s) failed (%s)", full, clb__cl_error_name(err));
+        clb__disk_cache_drop(ctx, key, why);
+        free(key);
+      }
     }
     cl_program p = NULL;
-    int from_disk = 0;
-    clb_status st = build(ctx, op, src, options, 0, &p, &from_disk);
+    char *store_key = NULL;
+    clb_status st = build(ctx, op, src, options, 0, &p, &store_key, NULL);
     if (st != CLB_OK) return st;
     clReleaseProgram(e->program);
+    free(e->store_key);
     e->program = p;
+    e->store_key = store_key;
     e->from_disk = 0;
-    k = clCreateKernel(e->program, kernel, &err);
+    k = clCreateKernel(e->program, full, &err);
   }
   if (err != CL_SUCCESS) return clb__cl_error(ctx, err, "%s: clCreateKernel(%s) in %s.cl", op, kernel, src);
+  ctx->counters.kernels_compiled++;
   char *name = dup_str(kernel);
   if (!name) {
     clReleaseKernel(k);

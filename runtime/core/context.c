@@ -129,10 +129,12 @@ clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
 void clb_context_free(clb_context_t ctx) {
   if (!ctx) return;
   if (ctx->queue) clFinish(ctx->queue);
+  /* the hooks first: the program cache stores its pending programs there, and
+   * the metrics file counts that time */
+  for (int i = ctx->n_release_hooks - 1; i >= 0; i--) ctx->release_hooks[i](ctx);
   if (ctx->pool) clb__metrics_write_env(ctx);
   for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);
   free(ctx->recompile_reasons);
-  for (int i = ctx->n_release_hooks - 1; i >= 0; i--) ctx->release_hooks[i](ctx);
   while (ctx->tensors) clb_tensor_free(ctx->tensors);
   free(ctx->cache_dir_option);
   clb__pool_free(ctx->pool);

@@ -42,11 +42,25 @@ typedef struct clb_launch_rec {
 
 /* Owned by runtime/cache (opaque here): made on the context's first kernel. */
 typedef struct clb_progcache clb_progcache;
+/* Owned by runtime/cache (opaque here): the kernels a plan's first step asks
+ * for while it is walked without launching (runtime/cache/plan-program.c). */
+struct clb_plan_collect;
 
 /* Called when a context is freed, before its tensors and buffers go: layers above
  * core that keep per-context state register one (clb__context_on_release). */
 typedef void (*clb_release_fn)(clb_context_t ctx);
 #define CLB_MAX_RELEASE_HOOKS 8
+
+/* Where a tensor's data buffer comes from while a graph runs a plan's step
+ * (runtime/graph/memory.c sets it, core calls it: a registered callback, since
+ * core may not call up). get() fills `out` with a buffer it placed (a sub-buffer
+ * of the plan's arena), or leaves out->mem NULL to let the pool serve; put() is
+ * told when a data buffer goes back (before the pool or the arena takes it). */
+typedef struct clb_mem_hook {
+  clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
+  void (*put)(void *user, const clb_buf *b);
+  void *user;
+} clb_mem_hook;
 
 struct clb_tensor {
   clb_context_t ctx;
@@ -78,6 +92,7 @@ struct clb_context {
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
   clb_pool *pool;
+  clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
   cl_mem scratch;      /* partial results of reductions: max_groups * 16 bytes */
@@ -115,6 +130,9 @@ struct clb_context {
   struct clb__dl_export *exports;
   clb_release_fn release_hooks[CLB_MAX_RELEASE_HOOKS];
   int n_release_hooks;
+  /* non-NULL while a graph plan's first step is walked to collect its kernels:
+   * clb__launch then launches nothing */
+  struct clb_plan_collect *collect;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */

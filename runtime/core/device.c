@@ -113,6 +113,9 @@ clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_devic
   u = 0;
   clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof u, &u, NULL);
   out->max_alloc_bytes = u;
+  cl_uint align_bits = 0;
+  clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+  out->mem_base_addr_align_bits = align_bits;
   size_t extlen = 0;
   clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen);
   char *ext = extlen ? malloc(extlen + 1) : NULL;

@@ -24,6 +24,7 @@ const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len) {
 clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
                        const clb_arg *args, int nargs, int id_arg, size_t groups,
                        size_t local) {
+  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
   uint32_t id = ctx->next_launch_id++;
   if (id == 0) id = ctx->next_launch_id++;
   clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];

@@ -75,6 +75,21 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
   return CLB_OK;
 }
 
+/* A tensor's data buffer: from the running plan's arena when its hook places
+ * it, else from the pool. Shape records always come from the pool. */
+static clb_status get_data(clb_context_t ctx, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+  if (ctx->mem_hook.get) {
+    clb_status st = ctx->mem_hook.get(ctx->mem_hook.user, bytes, out, err, errlen);
+    if (st != CLB_OK || out->mem) return st;
+  }
+  return clb__pool_get(ctx->pool, bytes, out, err, errlen);
+}
+
+static void put_data(clb_context_t ctx, clb_buf *b) {
+  if (ctx->mem_hook.put && b->mem) ctx->mem_hook.put(ctx->mem_hook.user, b);
+  clb__pool_put(ctx->pool, b);
+}
+
 static clb_status write_shape(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims) {
   int64_t rec[CLB_MAX_RANK];
   for (int d = 0; d < CLB_MAX_RANK; d++) rec[d] = d < t->rank ? dims[d] : 1;
@@ -129,16 +144,16 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   char err[256];
   char desc[128];
   clb__tensor_desc(t, desc, sizeof desc);
-  clb_status st = clb__pool_get(ctx->pool, (size_t)bytes, &t->data, err, sizeof err);
+  clb_status st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err);
   if (st == CLB_OK) st = clb__pool_get(ctx->pool, SHAPE_BYTES, &t->shape, err, sizeof err);
   if (st != CLB_OK) {
-    clb__pool_put(ctx->pool, &t->data);
+    put_data(ctx, &t->data);
     free(t);
     return clb__set_error(ctx, st, "%s %s: %s", op, desc, err);
   }
   st = write_shape(ctx, op, t, t->bound);
   if (st != CLB_OK) {
-    clb__pool_put(ctx->pool, &t->data);
+    put_data(ctx, &t->data);
     clb__pool_put(ctx->pool, &t->shape);
     free(t);
     return st;
@@ -156,9 +171,9 @@ void clb_tensor_free(clb_tensor_t t) {
   /* Kernels still queued may use the buffers: a later owner only writes after
    * them, since the queue is in order. */
   if (!t->data_refs) {
-    clb__pool_put(ctx->pool, &t->data);
+    put_data(ctx, &t->data);
   } else if (--*t->data_refs == 0) {
-    clb__pool_put(ctx->pool, &t->data);
+    put_data(ctx, &t->data);
     free(t->data_refs);
   }
   clb__pool_put(ctx->pool, &t->shape);

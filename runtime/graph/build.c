@@ -13,6 +13,7 @@ void clb_graph_options_init(clb_graph_options *opts) {
   opts->struct_size = sizeof *opts;
   opts->policy = CLB_POLICY_AUTOMATIC;
   opts->name = "graph";
+  opts->memory_plan = 1;
 }
 
 clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_graph_t *out) {
@@ -44,6 +45,11 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
   }
   g->stats.struct_size = sizeof g->stats;
   g->stats.current_plan = -1;
+  if (clb__graph_mem_new(g, o.memory_plan != 0) != CLB_OK) {
+    clb_shapes_free(g->shapes);
+    free(g);
+    return CLB_ERR_HOST_OOM;
+  }
   *out = g;
   return CLB_OK;
 }
@@ -57,6 +63,7 @@ void clb_graph_free(clb_graph_t g) {
     clb_tensor_free(n->vel);
     free(n->feed);
   }
+  clb__graph_mem_free(g);
   for (int i = 0; i < g->n_in_ladders; i++) free(g->in_ladders[i].ladder);
   free(g->count_ladder);
   free(g->nodes);
@@ -206,6 +213,29 @@ clb_status clb_graph_input(clb_graph_t g, const char *name, clb_dtype dtype, int
   return CLB_OK;
 }
 
+/* A constant fill written from the host: no fill kernel (and no program) for
+ * the scalars and small constants a graph holds. 0 when too large. */
+static int host_fill(clb_graph_t g, clb_tensor_t t, int rank, const int64_t *dims, clb_dtype dtype, double v,
+                     clb_status *st) {
+  int64_t n = clb__numel(rank, dims);
+  size_t es = clb_dtype_size(dtype);
+  if (n > 4096 || es == 0) return 0;
+  unsigned char buf[4096 * 8];
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char *p = buf + (size_t)i * es;
+    switch (dtype) {
+    case CLB_DTYPE_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
+    case CLB_DTYPE_F64: memcpy(p, &v, 8); break;
+    case CLB_DTYPE_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case CLB_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+    case CLB_DTYPE_BOOL: *p = v != 0; break;
+    default: *p = (unsigned char)v; break;
+    }
+  }
+  *st = clb_tensor_write(g->ctx, t, dims, buf, (size_t)n * es);
+  return 1;
+}
+
 static clb_status add_param(clb_graph_t g, const char *op, gn_kind kind, const char *name, clb_dtype dtype, int rank,
                             const int64_t *dims, const void *init, size_t bytes, double fill, int trainable,
                             clb_node *out) {
@@ -226,7 +256,7 @@ static clb_status add_param(clb_graph_t g, const char *op, gn_kind kind, const c
   clb_tensor_t t = NULL;
   if ((st = clb_tensor_new(g->ctx, dtype, rank, dims, NULL, &t)) != CLB_OK) return st;
   if (init) st = clb_tensor_write(g->ctx, t, dims, init, bytes);
-  else st = clb_fill(g->ctx, t, fill);
+  else if (!host_fill(g, t, rank, dims, dtype, fill, &st)) st = clb_fill(g->ctx, t, fill);
   if (st != CLB_OK) {
     clb_tensor_free(t);
     return st;
@@ -572,6 +602,7 @@ clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out) {
   s.deferred_checks = 0;
   for (size_t i = 0; i < clb_shapes_check_count(g->shapes); i++) s.deferred_checks += clb_shapes_check_at(g->shapes, i)->on_device != 0;
   s.current_plan = g->current_plan;
+  clb__graph_mem_fill_stats(g, &s);
   size_t size = out->struct_size;
   s.struct_size = size;
   memcpy(out, &s, size);
@@ -628,6 +659,8 @@ clb_status clb_graph_describe(clb_graph_t g, char *buf, size_t cap, size_t *len)
     sb_printf(&b, "deferred check%s: %s %s %s (%s)\n", c->on_device ? " on the device" : "", a ? a : "?",
               c->kind == CLB_CHECK_GE ? ">=" : "==", e ? e : "?", c->what);
   }
+  char line[256];
+  for (size_t i = 0; clb__graph_mem_map_line(g, i, line, sizeof line); i++) sb_printf(&b, "%s", line);
   if (len) *len = b.len;
   if (buf && b.len >= cap) return clb__set_error(g->ctx, CLB_ERR_BUFFER_SMALL, "clb_graph_describe: %zu bytes needed", b.len + 1);
   return CLB_OK;

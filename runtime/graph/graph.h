@@ -102,6 +102,7 @@ struct clb_graph {
   clb_graph_stats stats;
   char last_reason[512];
   int shape_log_header_done;
+  struct clb__graph_mem *mem; /* memory.c */
 };
 
 /* The node of a handle, or NULL for a handle the graph does not have. */
@@ -113,5 +114,34 @@ static inline gnode *clb__graph_node(clb_graph_t g, clb_node n) {
 const char *clb__graph_kind_name(gn_kind k);
 /* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
+
+/* memory.c: the memory plan (docs/graph.md, "Memory plan"). */
+clb_status clb__graph_mem_new(clb_graph_t g, int enabled);
+void clb__graph_mem_free(clb_graph_t g);
+int clb__graph_mem_enabled(clb_graph_t g);
+/* Hook points of clb_graph_run: before the first node (the last step's tensors
+ * are released, the plan's arena chosen once its sizes are known), after each
+ * compiled-in count is known, after the run (a first run's record becomes the
+ * plan's layout), and after each node's backward (training releases the node's
+ * forward output). */
+clb_status clb__graph_mem_begin(clb_graph_t g, size_t input_plan);
+clb_status clb__graph_mem_resolved(clb_graph_t g);
+void clb__graph_mem_end(clb_graph_t g, clb_status st);
+void clb__graph_mem_backward_done(clb_graph_t g, int i);
+void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s);
+/* Line i of the last run's plan's memory map (0: the summary); 0 past the end. */
+int clb__graph_mem_map_line(clb_graph_t g, size_t i, char *line, size_t cap);
+
+/* whole-step.c */
+/* 1 when a new plan's first step may be walked without launches to collect its
+ * kernels into one program (CLBOUND_PLAN_PROGRAMS=off turns it off). */
+int clb__graph_can_collect(clb_graph_t g);
+
+/* fuse.c */
+/* 0 when CLBOUND_FUSE=off: every op runs its own kernels. */
+int clb__graph_fusion_on(void);
+/* The SGD step of n parameters (velocities may be NULL) with the graph's lr and
+ * momentum, in one launch per dtype run of at most 16 parameters. */
+clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t *grads, clb_tensor_t *vel);
 
 #endif /* CLB_GRAPH_INTERNAL_H */

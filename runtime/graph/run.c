@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
 
 #define SLOT_UNRESOLVED 255
@@ -267,7 +268,8 @@ static clb_status run_node(clb_graph_t g, gnode *n) {
     g->cur[n->slot].kind = SLOT_UNRESOLVED;
     clb_status st = n->kind == GN_NONZERO ? clb_nonzero(ctx, x, &n->raw) : clb_masked_select(ctx, x, y, &n->raw);
     if (st != CLB_OK) return st;
-    return materialize(g, n);
+    if ((st = materialize(g, n)) != CLB_OK) return st;
+    return clb__graph_mem_resolved(g); /* the plan's arena, once every compiled-in count is known */
   }
   set_suffix(g, n->deps);
   ensure_key(g, n);
@@ -378,14 +380,32 @@ static void release_grads_of(clb_graph_t g, int m) {
   g->nodes[m].gsum = NULL;
 }
 
+/* Every parameter's SGD step in one generated kernel (runtime/graph/fuse.c). */
+static clb_status fused_sgd(clb_graph_t g, clb_status st) {
+  clb_tensor_t p[CLB_GRAPH_MAX_NODES], gr[CLB_GRAPH_MAX_NODES], v[CLB_GRAPH_MAX_NODES];
+  int idx[CLB_GRAPH_MAX_NODES], n = 0;
+  for (int i = 0; i < g->loss && st == CLB_OK; i++) {
+    gnode *nd = &g->nodes[i];
+    if (nd->kind != GN_PARAM || !nd->requires_grad) continue;
+    if ((st = grad_of(g, i, &gr[n])) != CLB_OK) break;
+    p[n] = nd->t;
+    v[n] = nd->vel;
+    idx[n++] = i;
+  }
+  if (st == CLB_OK && n > 0) st = clb__graph_fused_sgd(g, n, p, gr, v);
+  for (int k = 0; st == CLB_OK && k < n; k++) release_grads_of(g, idx[k]);
+  return st;
+}
+
 static clb_status train_step(clb_graph_t g) {
   clb_status st = CLB_OK;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
     gnode *n = &g->nodes[i];
-    if (n->kind == GN_PARAM || !n->requires_grad) continue;
-    if ((st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    if (n->kind != GN_PARAM && n->requires_grad && (st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    if (st == CLB_OK) clb__graph_mem_backward_done(g, i);
   }
   set_suffix(g, g->nodes[g->loss].deps);
+  if (clb__graph_fusion_on()) return fused_sgd(g, st);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM || !n->requires_grad) continue;
@@ -410,9 +430,8 @@ static void describe_slot(clb_graph_t g, int s, char *buf, size_t len) {
   else snprintf(buf, len, "%s = %lld", g->slots[s].what, (long long)v->value);
 }
 
-/* Finds or records the plan of this run's sizes; a new plan after the first is a
- * recompile with its reason. */
-static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
+/* The index of the plan of this run's sizes, or g->nplans when it is new. */
+static size_t find_plan(clb_graph_t g, const clb_decision *dec) {
   size_t p;
   for (p = 0; p < g->nplans; p++) {
     if (g->plans[p].input_plan != dec->plan) continue;
@@ -421,6 +440,13 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
       same = g->plans[p].vals[s].value == g->cur[s].value && g->plans[p].vals[s].kind == g->cur[s].kind;
     if (same) break;
   }
+  return p;
+}
+
+/* Finds or records the plan of this run's sizes; a new plan after the first is a
+ * recompile with its reason. */
+static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
+  size_t p = find_plan(g, dec);
   if (p == g->nplans) {
     if (g->nplans == g->cap_plans) {
       size_t ncap = g->cap_plans ? g->cap_plans * 2 : 8;
@@ -454,8 +480,27 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
   return CLB_OK;
 }
 
-clb_status clb_graph_run(clb_graph_t g) {
-  static const char *op = "clb_graph_run";
+/* The forward pass: nodes up to `last` (all of an inference graph), releasing
+ * inputs whose last reader ran when `release`. */
+static clb_status forward(clb_graph_t g, int last, int release, const int *last_use) {
+  clb_status st = CLB_OK;
+  for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
+    if (!(i <= last || g->loss < 0)) continue;
+    st = run_node(g, &g->nodes[i]);
+    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
+      gnode *in = &g->nodes[g->nodes[i].in[k]];
+      /* the queue is in order: the buffer is rewritten only after node i ran */
+      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
+          in->kind != GN_SCALAR)
+        clb__graph_release_tensors(in);
+    }
+  }
+  return st;
+}
+
+/* A step, or with warm_only the walk that builds the plan's program and nothing else. */
+static clb_status run_graph(clb_graph_t g, int warm_only) {
+  const char *op = warm_only ? "clb_graph_warm" : "clb_graph_run";
   if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
   if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
   clb_status st;
@@ -507,23 +552,41 @@ clb_status clb_graph_run(clb_graph_t g) {
     for (int i = 0; i < g->nnodes; i++)
       for (int k = 0; k < g->nodes[i].nin; k++) last_use[g->nodes[i].in[k]] = i;
   }
-  st = CLB_OK;
-  for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
-    if (!(i <= last || g->loss < 0)) continue;
-    st = run_node(g, &g->nodes[i]);
-    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
-      gnode *in = &g->nodes[g->nodes[i].in[k]];
-      /* the queue is in order: the buffer is rewritten only after node i ran */
-      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
-          in->kind != GN_SCALAR)
-        clb__graph_release_tensors(in);
+  /* a new plan whose counts stay on the device: walk its step once without
+   * launching to collect every kernel, and build them as one program */
+  if (warm_only && !clb__graph_can_collect(g))
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s': only plans whose counts stay on the device "
+                          "(dynamic or automatic policy, no sync-exact matmul, CLBOUND_PLAN_PROGRAMS on) are built ahead", op, g->name);
+  if (find_plan(g, &dec) == g->nplans && clb__graph_can_collect(g) && clb__plan_collect_begin(g->ctx) == CLB_OK) {
+    char what[96];
+    snprintf(what, sizeof what, "graph %s plan %zu", g->name, g->nplans);
+    clb_status ws = forward(g, last, release, last_use);
+    if (ws == CLB_OK && g->loss >= 0) ws = train_step(g);
+    st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK);
+    if (st == CLB_OK && warm_only) st = ws;
+    if (st != CLB_OK || warm_only) {
+      g->ctx->build_suffix[0] = 0;
+      return st;
     }
   }
+  if (warm_only) return CLB_OK; /* the plan was built before */
+  /* the memory plan: releases the walk's (or the last step's) tensors, then
+   * records this plan's first step or serves its arena */
+  if ((st = clb__graph_mem_begin(g, dec.plan)) == CLB_OK) st = forward(g, last, release, last_use);
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
+  clb__graph_mem_end(g, st);
   g->ctx->build_suffix[0] = 0;
   if (st != CLB_OK) return st;
   g->stats.runs++;
   shape_log(g);
   return CLB_OK;
+}
+
+clb_status clb_graph_run(clb_graph_t g) { return run_graph(g, 0); }
+
+clb_status clb_graph_warm(clb_graph_t g) {
+  clb_status st = run_graph(g, 1);
+  if (st == CLB_OK) st = clb_context_store_programs(g->ctx);
+  return st;
 }

@@ -59,6 +59,7 @@ static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt
                                size_t ldc) {
   CLBlastTranspose cta = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose ctb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+  if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   CLBlastStatusCode rc;
   if (dt == CLB_DTYPE_F64)
     rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a, 0, lda, b, 0, ldb, 0.0, c, 0, ldc,

@@ -42,4 +42,10 @@ head -n 1 "$dir/shapes.log" | grep -q '^# data-dependent: count of nonzero' || f
 [ "$(grep -c '^x=5x2;y=10$' "$dir/shapes.log")" -eq 3 ] || fail "shape log lines: $(cat "$dir/shapes.log")"
 "$tool" shapes "$dir/shapes.log" > "$dir/report.txt" || fail "clbound shapes failed"
 grep -q 'count of nonzero' "$dir/report.txt" || fail "the report does not name the data-dependent ops: $(cat "$dir/report.txt")"
+# `clbound cache warm` fills an empty cache ahead of time: the next run builds nothing
+export CLBOUND_CACHE_DIR="$dir/warmed"
+"$tool" cache warm --workload xla-mlp > "$dir/warm.txt" || fail "clbound cache warm failed"
+grep -q '1 program(s) built and stored' "$dir/warm.txt" || fail "cache warm: $(cat "$dir/warm.txt")"
+run afterwarm
+[ "$(field afterwarm program_builds)" -eq 0 ] || fail "after cache warm the run built $(field afterwarm program_builds) programs"
 echo "demo-cache: ok"

@@ -1,0 +1,356 @@
+/* memory.c: the memory plan of a graph's plans (docs/graph.md, "Memory plan").
+ *
+ * The first step of each plan records, through the context's memory hook,
+ * every data buffer its tensors take (each an exact-size buffer from the pool,
+ * freed as soon as its tensor is, so the recording step holds only what is
+ * live): its bytes at the
+ * plan's bounds and the events (creations and releases, in step order) that
+ * bound its life. alloc/planner.c turns the record into offsets in one arena
+ * (a few if one would exceed the device's largest allocation). Every later step
+ * of the plan gets its tensors as sub-buffers of the arena at those offsets; the
+ * step's tensors are released at the start of the next run, so each step
+ * creates the same buffers in the same order. The arena's device buffer is
+ * shared by the graph's plans and grows to the largest one: one allocation per
+ * growth. Parameters, momentum, shape records and op scratch stay in the pool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/planner.h"
+#include "runtime/graph/graph.h"
+
+enum { STEP_POOL, STEP_RECORD, STEP_ARENA };
+
+typedef struct plan_mem {
+  int laid_out;
+  size_t n;
+  clb_plan_buf *bufs;
+  clb_plan_result res;
+  uint64_t pool_peak;
+} plan_mem;
+
+struct clb__graph_mem {
+  int enabled;
+  uint64_t align; /* bytes */
+  plan_mem *plans;
+  size_t cap_plans;
+  clb_buf arena[CLB_PLAN_MAX_ARENAS]; /* shared by the plans, as large as the largest */
+  /* the step */
+  size_t input_plan;
+  int mode, pending;
+  int64_t clock;
+  size_t seq;
+  plan_mem *cur;
+  clb_plan_buf *rec; /* recording: one per buffer taken, in order */
+  cl_mem *rec_mem;
+  size_t nrec, cap_rec;
+  cl_mem *live; /* arena steps: the sub-buffer of each planned buffer while its tensor lives */
+  size_t cap_live;
+  uint64_t fallbacks; /* buffers a step asked for that its plan did not have (served by the pool) */
+};
+
+static uint64_t env_align_bytes(void) {
+  const char *s = getenv("CLBOUND_MEM_BASE_ALIGN_BITS");
+  if (!s || !*s) return 0;
+  char *end = NULL;
+  unsigned long long bits = strtoull(s, &end, 10);
+  if (*end || bits < 8 || (bits & (bits - 1))) return 0;
+  return bits / 8;
+}
+
+clb_status clb__graph_mem_new(clb_graph_t g, int enabled) {
+  g->mem = calloc(1, sizeof *g->mem);
+  if (!g->mem) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "clb_graph_new: out of host memory");
+  const char *env = getenv("CLBOUND_MEMORY_PLAN");
+  if (env && (strcmp(env, "0") == 0 || strcmp(env, "pool") == 0)) enabled = 0;
+  g->mem->enabled = enabled;
+  uint64_t align = g->ctx->info.mem_base_addr_align_bits / 8;
+  uint64_t forced = env_align_bytes();
+  if (forced > align) align = forced;
+  g->mem->align = align ? align : 1;
+  return CLB_OK;
+}
+
+void clb__graph_mem_free(clb_graph_t g) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m) return;
+  g->ctx->mem_hook = (clb_mem_hook){0};
+  for (int a = 0; a < CLB_PLAN_MAX_ARENAS; a++) clb__pool_release(g->ctx->pool, &m->arena[a]);
+  for (size_t p = 0; p < m->cap_plans; p++) free(m->plans[p].bufs);
+  free(m->plans);
+  free(m->rec);
+  free(m->rec_mem);
+  free(m->live);
+  free(m);
+  g->mem = NULL;
+}
+
+int clb__graph_mem_enabled(clb_graph_t g) { return g->mem && g->mem->enabled; }
+
+/* ---- the hook --------------------------------------------------------------------- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  size_t ncap = *cap ? *cap * 2 : 64;
+  while (ncap < need) ncap *= 2;
+  void *np = realloc(*p, ncap * elem);
+  if (!np) return 0;
+  *p = np;
+  *cap = ncap;
+  return 1;
+}
+
+static clb_status hook_get(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+  clb_graph_t g = user;
+  struct clb__graph_mem *m = g->mem;
+  uint64_t want = bytes ? bytes : 1;
+  if (m->mode == STEP_RECORD) {
+    size_t cap = m->cap_rec;
+    if (!grow((void **)&m->rec, &cap, m->nrec + 1, sizeof *m->rec) ||
+        !grow((void **)&m->rec_mem, &m->cap_rec, m->nrec + 1, sizeof *m->rec_mem)) {
+      snprintf(err, errlen, "graph %s: out of host memory recording the plan's buffers", g->name);
+      return CLB_ERR_HOST_OOM;
+    }
+    /* an exact buffer, released when its tensor is: the recording step holds
+     * what it has live, no more (the pool would keep size-classed leftovers) */
+    clb_status st = clb__pool_get_exact(g->ctx->pool, bytes, out, err, errlen);
+    if (st != CLB_OK) return st;
+    m->rec[m->nrec] = (clb_plan_buf){want, m->clock++, INT64_MAX, -1, 0, 0, 0};
+    m->rec_mem[m->nrec++] = out->mem;
+    return CLB_OK;
+  }
+  if (m->mode != STEP_ARENA) return CLB_OK; /* the pool serves it */
+  plan_mem *pm = m->cur;
+  size_t i = m->seq;
+  int ok = i < pm->n && want <= pm->bufs[i].bytes;
+  /* never hand out bytes that a tensor still alive holds: if the step ever
+   * departs from the recorded one, the rest of it runs on the pool */
+  for (size_t k = 0; ok && k < pm->n; k++) {
+    if (!m->live[k]) continue;
+    const clb_plan_buf *a = &pm->bufs[k], *b = &pm->bufs[i];
+    if (a->arena == b->arena && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes) ok = 0;
+  }
+  if (!ok) {
+    m->fallbacks++;
+    m->mode = STEP_POOL;
+    return CLB_OK;
+  }
+  cl_buffer_region region = {(size_t)pm->bufs[i].offset, (size_t)pm->bufs[i].bytes};
+  cl_int e = CL_SUCCESS;
+  cl_mem sub = clCreateSubBuffer(m->arena[pm->bufs[i].arena].mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
+  if (e != CL_SUCCESS || !sub) {
+    snprintf(err, errlen, "graph %s: clCreateSubBuffer of %zu bytes at offset %zu of arena %d failed (%s)", g->name, region.size,
+             region.origin, pm->bufs[i].arena, clb__cl_error_name(e));
+    return e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? CLB_ERR_INTERNAL : CLB_ERR_CL;
+  }
+  out->mem = sub;
+  out->bytes = bytes;
+  out->capacity = region.size;
+  out->sub = 1;
+  m->live[i] = sub;
+  m->seq++;
+  m->clock++;
+  return CLB_OK;
+}
+
+static void hook_put(void *user, const clb_buf *b) {
+  clb_graph_t g = user;
+  struct clb__graph_mem *m = g->mem;
+  if (m->mode == STEP_RECORD) {
+    for (size_t k = m->nrec; k-- > 0;)
+      if (m->rec_mem[k] == b->mem && m->rec[k].last == INT64_MAX) {
+        m->rec[k].last = m->clock++;
+        return;
+      }
+    return;
+  }
+  if (!b->sub || !m->cur) return;
+  for (size_t k = 0; k < m->cur->n; k++)
+    if (m->live[k] == b->mem) {
+      m->live[k] = NULL;
+      m->clock++;
+      return;
+    }
+}
+
+/* ---- the step ---------------------------------------------------------------------- */
+
+static int compiled_in(clb_graph_t g, const gnode *n) {
+  return (n->kind == GN_NONZERO || n->kind == GN_MASKED_SELECT) &&
+         (g->policy_kind == CLB_POLICY_STATIC || g->policy_kind == CLB_POLICY_BUCKETED);
+}
+
+/* The plan of this run's sizes, once every compiled-in count is known; -1 for a
+ * plan not seen before. */
+static int64_t find_plan(clb_graph_t g) {
+  for (size_t p = 0; p < g->nplans; p++) {
+    if (g->plans[p].input_plan != g->mem->input_plan) continue;
+    int same = 1;
+    for (int s = 0; same && s < g->nslots; s++)
+      same = g->plans[p].vals[s].value == g->cur[s].value && g->plans[p].vals[s].kind == g->cur[s].kind;
+    if (same) return (int64_t)p;
+  }
+  return -1;
+}
+
+/* Makes the shared arenas at least as large as plan p's. */
+static clb_status fit_arenas(clb_graph_t g, size_t p) {
+  struct clb__graph_mem *m = g->mem;
+  plan_mem *pm = &m->plans[p];
+  for (int a = 0; a < pm->res.narenas; a++) {
+    if (m->arena[a].mem && m->arena[a].capacity >= pm->res.arena_bytes[a]) continue;
+    clb__pool_release(g->ctx->pool, &m->arena[a]);
+    clb__pool_trim(g->ctx->pool); /* the recording step's buffers, now idle */
+    char err[256];
+    clb_status st = clb__pool_get_exact(g->ctx->pool, (size_t)pm->res.arena_bytes[a], &m->arena[a], err, sizeof err);
+    if (st != CLB_OK)
+      return clb__set_error(g->ctx, st, "graph %s: plan %zu: arena %d of %llu bytes (%llu bytes live at most): %s", g->name, p, a,
+                            (unsigned long long)pm->res.arena_bytes[a], (unsigned long long)pm->res.lower_bound, err);
+    g->ctx->counters.arena_allocations++;
+  }
+  if (!grow((void **)&m->live, &m->cap_live, pm->n + 1, sizeof *m->live))
+    return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "graph %s: out of host memory", g->name);
+  memset(m->live, 0, (pm->n + 1) * sizeof *m->live);
+  return CLB_OK;
+}
+
+static clb_status select_plan(clb_graph_t g) {
+  struct clb__graph_mem *m = g->mem;
+  int64_t p = find_plan(g);
+  m->clock = 0;
+  m->seq = 0;
+  m->nrec = 0;
+  m->cur = NULL;
+  if (p >= 0 && (size_t)p < m->cap_plans && m->plans[p].laid_out) {
+    clb_status st = fit_arenas(g, (size_t)p);
+    if (st != CLB_OK) {
+      m->mode = STEP_POOL;
+      return st;
+    }
+    m->cur = &m->plans[p];
+    m->mode = STEP_ARENA;
+  } else {
+    m->mode = STEP_RECORD;
+  }
+  return CLB_OK;
+}
+
+clb_status clb__graph_mem_begin(clb_graph_t g, size_t input_plan) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m || !m->enabled) return CLB_OK;
+  /* the last step's tensors: valid until this run, now released so that this
+   * step creates its buffers in the recorded order */
+  for (int i = 0; i < g->nnodes; i++) clb__graph_release_tensors(&g->nodes[i]);
+  m->input_plan = input_plan;
+  m->mode = STEP_POOL;
+  m->pending = 0;
+  int last = g->loss >= 0 ? g->loss : g->nnodes - 1;
+  for (int i = 0; i <= last; i++)
+    if (compiled_in(g, &g->nodes[i])) m->pending++;
+  g->ctx->mem_hook = (clb_mem_hook){hook_get, hook_put, g};
+  if (m->pending == 0) {
+    clb_status st = select_plan(g);
+    if (st != CLB_OK) g->ctx->mem_hook = (clb_mem_hook){0};
+    return st;
+  }
+  return CLB_OK;
+}
+
+clb_status clb__graph_mem_resolved(clb_graph_t g) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m || !m->enabled || m->pending <= 0) return CLB_OK;
+  if (--m->pending == 0) return select_plan(g);
+  return CLB_OK;
+}
+
+void clb__graph_mem_end(clb_graph_t g, clb_status st) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m || !m->enabled) return;
+  g->ctx->mem_hook = (clb_mem_hook){0};
+  int mode = m->mode;
+  m->mode = STEP_POOL;
+  if (mode == STEP_ARENA && m->seq != m->cur->n) m->fallbacks++;
+  if (mode != STEP_RECORD || st != CLB_OK || g->current_plan < 0) return;
+  size_t p = (size_t)g->current_plan, old = m->cap_plans;
+  if (!grow((void **)&m->plans, &m->cap_plans, p + 1, sizeof *m->plans)) return;
+  if (m->cap_plans > old) memset(m->plans + old, 0, (m->cap_plans - old) * sizeof *m->plans);
+  plan_mem *pm = &m->plans[p];
+  if (pm->laid_out) return;
+  clb_plan_buf *bufs = malloc((m->nrec + 1) * sizeof *bufs);
+  if (!bufs) return;
+  memcpy(bufs, m->rec, m->nrec * sizeof *bufs);
+  char err[256];
+  uint64_t max_arena = g->ctx->info.max_alloc_bytes;
+  clb_status ps = clb__plan_memory(bufs, m->nrec, m->align, max_arena, &pm->res, err, sizeof err);
+  if (ps != CLB_OK) { /* the plan stays on the pool */
+    clb__log(g->ctx, CLB_LOG_RECOMPILES, "graph %s: plan %zu keeps the pool: %s", g->name, p, err);
+    free(bufs);
+    return;
+  }
+  pm->bufs = bufs;
+  pm->n = m->nrec;
+  pm->pool_peak = clb__plan_pool_peak(bufs, m->nrec);
+  pm->laid_out = 1;
+  g->ctx->counters.arena_bytes += pm->res.total_bytes;
+  g->ctx->counters.live_lower_bound_bytes += pm->res.lower_bound;
+  g->ctx->counters.pool_peak_bytes += pm->pool_peak;
+  if (pm->res.total_bytes > g->ctx->counters.arena_max_bytes) g->ctx->counters.arena_max_bytes = pm->res.total_bytes;
+}
+
+/* Training: node i's output is read by no backward op after node i's own. */
+void clb__graph_mem_backward_done(clb_graph_t g, int i) {
+  if (!clb__graph_mem_enabled(g)) return;
+  gnode *n = &g->nodes[i];
+  if (n->keep || i == g->loss || n->kind == GN_PARAM || n->kind == GN_SCALAR) return;
+  clb_tensor_free(n->t);
+  clb_tensor_free(n->raw);
+  n->t = n->raw = NULL;
+  n->have_key = 0;
+}
+
+/* ---- reporting ------------------------------------------------------------------------ */
+
+void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m) return;
+  s->memory_plan = (uint64_t)m->enabled;
+  s->arena_align_bytes = m->align;
+  s->arena_fallbacks = m->fallbacks;
+  for (int a = 0; a < CLB_PLAN_MAX_ARENAS; a++) s->arena_held_bytes += m->arena[a].capacity;
+  for (size_t p = 0; p < g->nplans && p < m->cap_plans; p++) {
+    plan_mem *pm = &m->plans[p];
+    if (!pm->laid_out) continue;
+    s->arena_bytes_all_plans += pm->res.total_bytes;
+    if ((int64_t)p == g->current_plan) {
+      s->arena_buffers = pm->n;
+      s->arena_bytes = pm->res.total_bytes;
+      s->live_lower_bound_bytes = pm->res.lower_bound;
+      s->pool_peak_bytes = pm->pool_peak;
+    }
+  }
+}
+
+int clb__graph_mem_map_line(clb_graph_t g, size_t i, char *line, size_t cap) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m || g->current_plan < 0 || (size_t)g->current_plan >= m->cap_plans) return 0;
+  plan_mem *pm = &m->plans[g->current_plan];
+  if (!pm->laid_out) return 0;
+  if (i == 0) {
+    snprintf(line, cap,
+             "memory plan %lld: %zu buffers in %d arena(s) of %llu bytes; lower bound %llu (%.3fx; %llu live unaligned); pool %llu; "
+             "align %llu\n",
+             (long long)g->current_plan, pm->n, pm->res.narenas, (unsigned long long)pm->res.total_bytes,
+             (unsigned long long)pm->res.lower_bound,
+             pm->res.lower_bound ? (double)pm->res.total_bytes / (double)pm->res.lower_bound : 1.0,
+             (unsigned long long)pm->res.live_bytes, (unsigned long long)pm->pool_peak, (unsigned long long)m->align);
+    return 1;
+  }
+  if (i > pm->n) return 0;
+  const clb_plan_buf *b = &pm->bufs[i - 1];
+  char end[24];
+  if (b->last == INT64_MAX) snprintf(end, sizeof end, "end");
+  else snprintf(end, sizeof end, "%lld", (long long)b->last);
+  snprintf(line, cap, "  buf %zu: arena %d offset %llu size %llu live [%lld, %s]\n", i - 1, b->arena, (unsigned long long)b->offset,
+           (unsigned long long)b->bytes, (long long)b->first, end);
+  return 1;
+}

@@ -1,0 +1,92 @@
+/* test-whole-step.c: the whole-step path of a graph (one program per plan,
+ * generated kernels) against the same graphs run op by op (CLBOUND_FUSE=off,
+ * CLBOUND_PLAN_PROGRAMS=off): the same losses on both workloads under every
+ * policy, and the program, kernel and launch counts of a cold start (counts,
+ * not times). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/workloads.h"
+#include "clbound/clbound.h"
+#include "test.h"
+
+static int run(demo_workload w, clb_policy_kind p, int iters, int whole, demo_result *r) {
+  setenv("CLBOUND_FUSE", whole ? "on" : "off", 1);
+  setenv("CLBOUND_PLAN_PROGRAMS", whole ? "on" : "off", 1);
+  demo_config cfg = {w, p, iters, -1, 0, 0};
+  char err[1024];
+  int rc = demo_run(&cfg, r, err, sizeof err);
+  if (rc) fprintf(stderr, "%s under %s (%s): %s\n", demo_workload_name(w), demo_policy_name(p), whole ? "whole-step" : "op by op", err);
+  return rc;
+}
+
+/* Losses of the whole-step path within 1e-6 relative of the op-by-op path;
+ * the policies' promises hold on both. */
+static void test_same_losses(void) {
+  static const clb_policy_kind pols[4] = {CLB_POLICY_DYNAMIC, CLB_POLICY_AUTOMATIC, CLB_POLICY_STATIC, CLB_POLICY_BUCKETED};
+  for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++)
+    for (int k = 0; k < 4; k++) {
+      int iters = w == DEMO_XLA_MLP ? 8 : 2;
+      demo_result a, b;
+      int ra = run((demo_workload)w, pols[k], iters, 1, &a), rb = run((demo_workload)w, pols[k], iters, 0, &b);
+      EXPECT_EQ_I(ra, 0);
+      EXPECT_EQ_I(rb, 0);
+      if (!ra && !rb) {
+        for (int i = 0; i < iters; i++) {
+          double rel = fabs((double)a.losses[i] - (double)b.losses[i]) / fmax(fabs((double)b.losses[i]), 1e-6);
+          clb_test_checks++;
+          if (!(rel <= 1e-6))
+            CLB_FAIL_AT("%s %s: loss %d: whole-step %.9g vs op by op %.9g (rel %.3g)", demo_workload_name((demo_workload)w),
+                        demo_policy_name(pols[k]), i, a.losses[i], b.losses[i], rel);
+        }
+        EXPECT_EQ_I(a.plans_compiled, b.plans_compiled);
+        EXPECT_EQ_I(a.host_syncs, b.host_syncs);
+        if (pols[k] == CLB_POLICY_DYNAMIC) {
+          EXPECT_EQ_I(a.plans_compiled, 1);
+          EXPECT_EQ_I(a.host_syncs, 0);
+          EXPECT_EQ_I(a.builds_after_first, 0);
+        }
+      }
+      if (!ra) demo_result_free(&a);
+      if (!rb) demo_result_free(&b);
+    }
+}
+
+/* A cold start under the dynamic policy with the persistent cache off: every
+ * kernel of the plan comes from one program built once; the SGD steps of all
+ * parameters are one launch. Counts against the op-by-op path of the same run. */
+static void test_cold_counts(void) {
+  for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
+    const int params = w == DEMO_XLA_MLP ? 4 : 6; /* a weight and a bias per layer */
+    demo_result a, b;
+    int ra = run((demo_workload)w, CLB_POLICY_DYNAMIC, 3, 1, &a), rb = run((demo_workload)w, CLB_POLICY_DYNAMIC, 3, 0, &b);
+    EXPECT_EQ_I(ra, 0);
+    EXPECT_EQ_I(rb, 0);
+    if (!ra && !rb) {
+      EXPECT_EQ_I(a.program_builds, 1);
+      EXPECT_EQ_I(a.programs_built, 1);
+      EXPECT_TRUE(b.programs_built > 8); /* a program per kernel file and options */
+      EXPECT_EQ_I(a.kernels_compiled, b.kernels_compiled);
+      EXPECT_EQ_I(a.launches_per_step, b.launches_per_step - (params - 1));
+      EXPECT_EQ_I(a.steps_replayed, 0);
+      if (clb_test_failures)
+        fprintf(stderr, "%s: whole-step: %llu programs, %llu kernels, %llu launches per step; op by op: %llu, %llu, %llu\n",
+                demo_workload_name((demo_workload)w), (unsigned long long)a.programs_built,
+                (unsigned long long)a.kernels_compiled, (unsigned long long)a.launches_per_step,
+                (unsigned long long)b.programs_built, (unsigned long long)b.kernels_compiled,
+                (unsigned long long)b.launches_per_step);
+    }
+    if (!ra) demo_result_free(&a);
+    if (!rb) demo_result_free(&b);
+  }
+}
+
+int main(void) {
+  setenv("CLBOUND_CACHE_DIR", "off", 1);
+  test_cold_counts();
+  test_same_losses();
+  return clb_test_finish("graph/whole-step");
+}
