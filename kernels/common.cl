@@ -13,16 +13,24 @@
 #define CLB_STF_EMPTY_REDUCE 16u
 #define CLB_STF_INDEX_RANGE 32u
 
-/* Raises a sticky bit; the first raiser since the last host sync also records
- * its launch id and two values that describe what went wrong. */
+/* Raises a sticky bit. Each failing launch claims one slot of the status
+ * buffer (the first of its work-items to get there) and records its id, the bit
+ * and two values that describe what went wrong; with every slot taken, only the
+ * flag remains. Layout and CLB_STATUS_SLOTS: runtime/core/core.h. */
+#define CLB_STATUS_SLOTS 8
 inline void clb_raise(__global int *st, uint launch, uint bit, long v1, long v2) {
   atomic_or((volatile __global int *)&st[0], (int)bit);
-  if (atomic_cmpxchg((volatile __global int *)&st[1], 0, (int)launch) == 0) {
-    st[2] = (int)bit;
-    st[3] = (int)(v1 & 0xffffffffL);
-    st[4] = (int)(v1 >> 32);
-    st[5] = (int)(v2 & 0xffffffffL);
-    st[6] = (int)(v2 >> 32);
+  for (int k = 0; k < CLB_STATUS_SLOTS; k++) {
+    __global int *s = st + 2 + 6 * k;
+    int old = atomic_cmpxchg((volatile __global int *)&s[0], 0, (int)launch);
+    if (old == (int)launch) return; /* this launch has its slot */
+    if (old != 0) continue;
+    s[1] = (int)bit;
+    s[2] = (int)(v1 & 0xffffffffL);
+    s[3] = (int)(v1 >> 32);
+    s[4] = (int)(v2 & 0xffffffffL);
+    s[5] = (int)(v2 >> 32);
+    return;
   }
 }
 

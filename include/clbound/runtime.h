@@ -98,12 +98,13 @@ typedef struct clb_context_options {
    * chosen platform, or flat over all platforms when no platform is named. */
   const char *platform;
   const char *device;
-  clb_kernel_style kernel_style;
+  clb_kernel_style kernel_style; /* another value: CLB_ERR_INVALID_ARG */
   /* Caps the device bytes the context's pool may hold; 0 means the device's
    * global memory. Asking for more gives CLB_ERR_OOM. */
   uint64_t device_memory_limit;
   /* Folder of the persistent program cache: NULL means CLBOUND_CACHE_DIR, then
-   * $XDG_CACHE_HOME/clbound, then $HOME/.cache/clbound; "off" disables it. */
+   * $XDG_CACHE_HOME/clbound, then $HOME/.cache/clbound; "off" disables it.
+   * At most 1023 characters (longer: CLB_ERR_INVALID_ARG). */
   const char *cache_dir;
 } clb_context_options;
 

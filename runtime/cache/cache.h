@@ -42,6 +42,12 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option);
 /* Tries to load a program for `key` from disk; *out NULL on a miss (a bad entry
  * is logged, removed and counts as a miss). */
 void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out);
+/* Removes the entry of `key` (its program failed after loading), logging why. */
+void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why);
+/* The name of the empty kernel that every program built for `key` carries, so
+ * that a program loaded from disk proves which key it was built for. */
+#define CLB_PROGRAM_ID_MAX 48
+void clb__program_identity(const char *key, char *buf, size_t cap);
 /* Stores a built program's binary under `key` (write to a temporary, rename). */
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
 

@@ -1,5 +1,7 @@
 /* disk-cache.c: the persistent program cache: binaries on disk under their full
- * key, checked (magic, format, key, length, checksum) before any driver sees them. */
+ * key, checked (regular file, magic, format, key, length, checksum of key and
+ * payload) before any driver sees them, and checked again after loading: the
+ * program must expose the identity kernel its key names (program-cache.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -9,26 +11,38 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/cache/cache.h"
 
 /* File layout (little-endian host order, all fields fixed size):
  *   magic "CLBCACHE" | u32 format | u32 key length | u64 payload length |
- *   u64 payload FNV-1a | key bytes | payload (the driver's program binary)
- * An entry is used only if every field matches and the key equals ours in full. */
+ *   u64 FNV-1a of key bytes then payload | key bytes | payload (the driver's
+ *   program binary)
+ * An entry is used only if every field matches and the key equals ours in full.
+ * Format 2: the checksum covers the key too (format 1 entries are misses). */
 #define CACHE_MAGIC "CLBCACHE"
-#define CACHE_FORMAT 1u
+#define CACHE_FORMAT 2u
 #define CACHE_SUFFIX ".clbin"
 #define HEADER_BYTES (8 + 4 + 4 + 8 + 8)
 #define MAX_ENTRY_BYTES (512u << 20) /* larger files are not ours */
+/* A temporary file (".clbin.tmp.<pid>.<n>") older than this was left by a process
+ * that died between writing and renaming (kill -9, power loss): a store takes
+ * well under a second, so the next context that opens the folder removes it. */
+#define STALE_TEMP_SECONDS (10 * 60)
+
+/* One warning on stderr per process for a cache that cannot be written. */
+static atomic_int store_warned;
 
 static int is_off(const char *s) {
   return s && (strcmp(s, "off") == 0 || strcmp(s, "0") == 0 || strcmp(s, "none") == 0);
 }
 
 clb_status clb_cache_default_dir(char *buf, size_t cap) {
-  if (!buf || cap == 0) return CLB_ERR_NULL;
+  if (!buf || cap == 0)
+    return clb__set_error(NULL, CLB_ERR_NULL, "clb_cache_default_dir: %s", buf ? "cap is 0" : "buf is NULL");
   buf[0] = 0;
   const char *env = getenv("CLBOUND_CACHE_DIR");
   int n;
@@ -63,24 +77,61 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
+/* Removes temporary files older than STALE_TEMP_SECONDS from the cache folder. */
+static void remove_stale_temps(clb_context_t ctx) {
+  DIR *d = opendir(ctx->cache_dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (!strstr(e->d_name, CACHE_SUFFIX ".tmp.")) continue;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, e->d_name);
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || S_ISDIR(sb.st_mode) || now - sb.st_mtime < STALE_TEMP_SECONDS) continue;
+    if (unlink(path) == 0) clb__log(ctx, CLB_LOG_CACHE, "removed %s, a temporary file left by a process that died", path);
+  }
+  closedir(d);
+}
+
 void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   ctx->cache_dir[0] = 0;
   if (option) {
     if (is_off(option) || !*option) return;
+    /* clb_context_new refuses a longer option; kept as a guard */
     if (snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s", option) >= (int)sizeof ctx->cache_dir) {
       ctx->cache_dir[0] = 0;
-      clb__log(ctx, CLB_LOG_CACHE, "cache folder name too long: persistent cache off");
       return;
     }
   } else if (clb_cache_default_dir(ctx->cache_dir, sizeof ctx->cache_dir) != CLB_OK) {
     ctx->cache_dir[0] = 0;
+    fprintf(stderr, "clbound: warning: the program cache folder's name (CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME) "
+                    "is longer than %zu characters; the persistent cache is off\n", sizeof ctx->cache_dir - 1);
+    clb__log(ctx, CLB_LOG_CACHE, "cache folder name longer than %zu characters: persistent cache off",
+             sizeof ctx->cache_dir - 1);
     return;
   }
   if (!ctx->cache_dir[0]) return;
   char probe[1100];
   snprintf(probe, sizeof probe, "%s/.probe.%ld", ctx->cache_dir, (long)getpid());
   int fd = -1;
-  if (make_dirs(ctx->cache_dir) == 0) fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const char *why = NULL;
+  struct stat sb;
+  if (make_dirs(ctx->cache_dir) == 0) {
+    /* the cache holds code the driver runs: a folder others may write is not used */
+    if (stat(ctx->cache_dir, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+      why = sb.st_uid != geteuid() ? "owned by another user" : "writable by other users";
+    } else {
+      fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    }
+  }
+  if (why) {
+    fprintf(stderr, "clbound: warning: program cache folder %s is %s; the persistent cache is off\n",
+            ctx->cache_dir, why);
+    clb__log(ctx, CLB_LOG_CACHE, "folder %s %s: persistent cache off", ctx->cache_dir, why);
+    ctx->cache_dir[0] = 0;
+    return;
+  }
   if (fd < 0) {
     fprintf(stderr, "clbound: warning: program cache folder %s is not writable (%s); the persistent cache is off\n",
             ctx->cache_dir, strerror(errno));
@@ -90,6 +141,7 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   }
   close(fd);
   unlink(probe);
+  remove_stale_temps(ctx);
 }
 
 static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
@@ -100,32 +152,62 @@ static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap
            CACHE_SUFFIX);
 }
 
-/* Reads a whole file (at most MAX_ENTRY_BYTES). */
+/* Reads a whole entry (at most MAX_ENTRY_BYTES). Only a regular file is read: no
+ * symbolic link is followed and a FIFO or device never blocks (O_NONBLOCK); a
+ * name that is not a regular file is removed when it can be (an empty folder, a
+ * FIFO, a link), else reported. NULL with *why NULL: simply absent. */
 static unsigned char *read_file(const char *path, size_t *len, const char **why) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    *why = NULL; /* simply absent */
+  *why = NULL;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NULL;
+    if (errno == ELOOP) {
+      *why = unlink(path) == 0 ? "a symbolic link, not an entry (removed)" : "a symbolic link, not an entry";
+    } else {
+      *why = "unreadable";
+    }
     return NULL;
   }
-  unsigned char *buf = NULL;
-  *why = "unreadable";
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n >= 0 && (unsigned long)n <= MAX_ENTRY_BYTES && fseek(f, 0, SEEK_SET) == 0) {
-      buf = malloc((size_t)n + 1);
-      if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        *len = (size_t)n;
-        *why = NULL;
-      } else {
-        free(buf);
-        buf = NULL;
-      }
-    } else if (n >= 0) {
-      *why = "too large";
-    }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    close(fd);
+    *why = "unreadable";
+    return NULL;
   }
-  fclose(f);
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    if (S_ISDIR(sb.st_mode))
+      *why = rmdir(path) == 0 ? "a folder, not an entry (removed)" : "a folder, not an entry (not empty: remove it by hand)";
+    else
+      *why = unlink(path) == 0 ? "not a regular file (a FIFO, socket or device; removed)" : "not a regular file";
+    return NULL;
+  }
+  if ((uint64_t)sb.st_size > MAX_ENTRY_BYTES) {
+    close(fd);
+    *why = "too large";
+    return NULL;
+  }
+  size_t n = (size_t)sb.st_size, got = 0;
+  unsigned char *buf = malloc(n + 1);
+  while (buf && got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (!buf || got != n) {
+    free(buf);
+    *why = buf ? "shorter than its size (changed while read)" : "out of host memory";
+    return NULL;
+  }
+  *len = n;
   return buf;
+}
+
+/* The entry's checksum: the key, then the payload. */
+static uint64_t entry_sum(const char *key, size_t klen, const unsigned char *payload, size_t plen) {
+  return clb__fnv1a(clb__fnv1a(CLB_FNV_SEED, key, klen), payload, plen);
 }
 
 /* Checks an entry; returns the payload inside buf, or NULL with the reason. */
@@ -158,12 +240,33 @@ static const unsigned char *check_entry(const unsigned char *buf, size_t len, co
     return NULL;
   }
   const unsigned char *payload = buf + HEADER_BYTES + klen;
-  if (clb__fnv1a(0xcbf29ce484222325ull, payload, (size_t)payload_len) != sum) {
+  if (entry_sum(key, klen, payload, (size_t)payload_len) != sum) {
     *why = "checksum mismatch";
     return NULL;
   }
   *plen = (size_t)payload_len;
   return payload;
+}
+
+/* Whether the program's CL_PROGRAM_KERNEL_NAMES (";"-separated) holds `name`. */
+static int exposes_kernel(cl_program p, const char *name) {
+  size_t n = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
+  char *names = malloc(n + 1);
+  if (!names) return 0;
+  int found = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, n, names, NULL) == CL_SUCCESS) {
+    names[n] = 0;
+    size_t want = strlen(name);
+    for (char *t = names; *t;) {
+      size_t k = strcspn(t, ";");
+      if (k == want && memcmp(t, name, k) == 0) found = 1;
+      t += k;
+      if (*t) t++;
+    }
+  }
+  free(names);
+  return found;
 }
 
 void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
@@ -196,7 +299,45 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
     unlink(path);
     return;
   }
+  /* the program must be the one the key names: it exposes the key's identity
+   * kernel (an entry holding another program's binary does not) */
+  char id[CLB_PROGRAM_ID_MAX];
+  clb__program_identity(key, id, sizeof id);
+  if (!exposes_kernel(p, id)) {
+    clb__log(ctx, CLB_LOG_CACHE, "entry %s rejected: holds another program (no kernel %s); rebuilding", path, id);
+    clReleaseProgram(p);
+    unlink(path);
+    return;
+  }
   *out = p;
+}
+
+void clb__program_identity(const char *key, char *buf, size_t cap) {
+  size_t len = strlen(key);
+  snprintf(buf, cap, "clb_id_%016llx%016llx", (unsigned long long)clb__fnv1a(CLB_FNV_SEED, key, len),
+           (unsigned long long)clb__fnv1a(0x84222325cbf29ce4ull ^ len, key, len));
+}
+
+/* Writes all of buf; 0, or the errno of the failure (ENOSPC for a write that
+ * stops short without one: a full disk). */
+static int write_all(int fd, const void *buf, size_t n) {
+  const unsigned char *p = buf;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno ? errno : EIO;
+    if (w == 0) return ENOSPC;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why) {
+  if (!ctx->cache_dir[0]) return;
+  char path[1200];
+  entry_path(ctx, key, path, sizeof path);
+  if (unlink(path) == 0) clb__log(ctx, CLB_LOG_CACHE, "entry %s dropped: %s; rebuilding", path, why);
 }
 
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) {
@@ -214,30 +355,42 @@ void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) 
   }
   char path[1200], tmp[1300];
   entry_path(ctx, key, path, sizeof path);
-  static unsigned counter = 0;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+  static atomic_uint counter;
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
   unsigned char header[HEADER_BYTES];
   uint32_t fmt = CACHE_FORMAT, klen = (uint32_t)strlen(key);
-  uint64_t payload_len = blen, sum = clb__fnv1a(0xcbf29ce484222325ull, bin, blen);
+  uint64_t payload_len = blen, sum = entry_sum(key, klen, bin, blen);
   memcpy(header, CACHE_MAGIC, 8);
   memcpy(header + 8, &fmt, 4);
   memcpy(header + 12, &klen, 4);
   memcpy(header + 16, &payload_len, 8);
   memcpy(header + 24, &sum, 8);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-  int ok = fd >= 0;
-  if (ok) {
-    ok = write(fd, header, sizeof header) == (ssize_t)sizeof header && write(fd, key, klen) == (ssize_t)klen &&
-         write(fd, bin, blen) == (ssize_t)blen;
-    ok = fsync(fd) == 0 && ok;
-    ok = close(fd) == 0 && ok;
+  /* err: the first failure's errno, kept before any other call can change it */
+  int err = 0;
+  const char *step = "creating";
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) err = errno;
+  if (!err) {
+    step = "writing";
+    err = write_all(fd, header, sizeof header);
+    if (!err) err = write_all(fd, key, klen);
+    if (!err) err = write_all(fd, bin, blen);
+    if (!err && fsync(fd) != 0) err = errno;
+    if (close(fd) != 0 && !err) err = errno;
   }
   /* rename is atomic: readers see the old entry or the whole new one */
-  if (ok && rename(tmp, path) == 0) {
+  if (!err) {
+    step = "renaming";
+    if (rename(tmp, path) != 0) err = errno;
+  }
+  if (!err) {
     clb__log(ctx, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
   } else {
     if (fd >= 0) unlink(tmp);
-    clb__log(ctx, CLB_LOG_CACHE, "could not store %s (%s)", path, strerror(errno));
+    clb__log(ctx, CLB_LOG_CACHE, "could not store %s (%s %s: %s)", path, step, fd >= 0 ? tmp : "the temporary", strerror(err));
+    if (atomic_exchange(&store_warned, 1) == 0)
+      fprintf(stderr, "clbound: warning: program cache: cannot store %s (%s: %s); programs will be built again next time\n",
+              path, step, strerror(err));
   }
   free(bin);
 }
@@ -266,7 +419,7 @@ static clb_status walk(const char *dir, int remove_entries, uint64_t *entries, u
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     struct stat sb;
-    if (stat(path, &sb) != 0) continue;
+    if (lstat(path, &sb) != 0) continue;
     if (remove_entries) {
       if (unlink(path) != 0) {
         clb__set_last_errmsg("cannot remove %s: %s", path, strerror(errno));

@@ -19,6 +19,7 @@ typedef struct clb_prog_entry {
   cl_program program;
   char *store_key; /* built from source, not yet stored on disk: its full key */
   char suffix[16]; /* a section of a plan's merged program: its kernels' suffix */
+  int from_disk;   /* loaded from the disk cache: rebuilt when a kernel is missing */
   int nkernels;
   struct {
     char *name;
@@ -241,27 +242,46 @@ static char *full_key(clb_context_t ctx, const char *label, int ntexts, const ch
   return key;
 }
 
-/* Loads (disk cache) or builds the program of `texts` with `options`. A program
- * built from source comes back with its key in *store_key (NULL when the disk
- * cache is off), to be stored later. */
+/* Loads (disk cache, when use_disk) or builds the program of `texts` with
+ * `options`; *from_disk (may be NULL) says which. A program built from source
+ * comes back with its key in *store_key (NULL when the disk cache is off), to be
+ * stored later. Every program built here also carries its key's identity kernel
+ * (clb__program_identity), which the disk cache checks when it loads one. */
 static clb_status program_from_texts(clb_context_t ctx, const char *op, const char *label, int ntexts,
-                                     const char *const *texts, const size_t *lens, const char *options, cl_program *out,
-                                     char **store_key) {
+                                     const char *const *texts, const size_t *lens, const char *options, int use_disk,
+                                     cl_program *out, char **store_key, int *from_disk) {
   *store_key = NULL;
+  if (from_disk) *from_disk = 0;
   double t0 = now_ms();
   char *key = full_key(ctx, label, ntexts, texts, lens, options);
   if (!key) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache key", op);
   cl_program cached = NULL;
-  clb__disk_cache_load(ctx, key, &cached);
+  if (use_disk) clb__disk_cache_load(ctx, key, &cached);
   if (cached) {
+    if (from_disk) *from_disk = 1;
     ctx->counters.program_cache_hits_disk++;
     clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: loaded from the disk cache in %.1f ms", label, options, op, now_ms() - t0);
     free(key);
     *out = cached;
     return CLB_OK;
   }
+  char id[CLB_PROGRAM_ID_MAX], idsrc[CLB_PROGRAM_ID_MAX + 64];
+  clb__program_identity(key, id, sizeof id);
+  snprintf(idsrc, sizeof idsrc, "\n__kernel void %s(void) {}\n", id);
+  const char *all[4];
+  size_t all_lens[4];
+  if (ntexts > 3) {
+    free(key);
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %d source texts for one program", op, ntexts);
+  }
+  for (int i = 0; i < ntexts; i++) {
+    all[i] = texts[i];
+    all_lens[i] = lens[i];
+  }
+  all[ntexts] = idsrc;
+  all_lens[ntexts] = strlen(idsrc);
   cl_int e = CL_SUCCESS;
-  cl_program p = clCreateProgramWithSource(ctx->cl, (cl_uint)ntexts, (const char **)texts, lens, &e);
+  cl_program p = clCreateProgramWithSource(ctx->cl, (cl_uint)ntexts + 1, all, all_lens, &e);
   if (e != CL_SUCCESS) {
     free(key);
     return clb__cl_error(ctx, e, "%s: clCreateProgramWithSource(%s.cl)", op, label);
@@ -312,18 +332,18 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
 
 clb_status clb__program_from_text(clb_context_t ctx, const char *op, const char *label, const char *text, size_t len,
                                   const char *options, cl_program *out, char **store_key) {
-  return program_from_texts(ctx, op, label, 1, &text, &len, options, out, store_key);
+  return program_from_texts(ctx, op, label, 1, &text, &len, options, 1, out, store_key, NULL);
 }
 
-static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options,
-                        cl_program *out, char **store_key) {
+static clb_status build(clb_context_t ctx, const char *op, const char *src, const char *options, int use_disk,
+                        cl_program *out, char **store_key, int *from_disk) {
   const clb_kernel_src *common = clb__kernel_src_find("common");
   const clb_kernel_src *body = clb__kernel_src_get(ctx, src);
   if (!common || !body)
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: kernel source \"%s\" is not embedded", op, src);
   const char *texts[2] = {common->text, body->text};
   size_t lens[2] = {common->len, body->len};
-  return program_from_texts(ctx, op, src, 2, texts, lens, options, out, store_key);
+  return program_from_texts(ctx, op, src, 2, texts, lens, options, use_disk, out, store_key, from_disk);
 }
 
 static uint64_t entry_hash(const char *src, const char *options) {
@@ -408,10 +428,12 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
     if (!e) return CLB_ERR_HOST_OOM;
     cl_program p = NULL;
     char *store_key = NULL;
-    clb_status st = build(ctx, op, src, options, &p, &store_key);
+    int from_disk = 0;
+    clb_status st = build(ctx, op, src, options, 1, &p, &store_key, &from_disk);
     if (st != CLB_OK) return st;
     e = &pc->entries[pc->n];
     if ((st = add_entry(ctx, op, e, src, options, p, "", store_key)) != CLB_OK) return st;
+    e->from_disk = from_disk;
   }
   for (int k = 0; k < e->nkernels; k++)
     if (strcmp(e->kernels[k].name, kernel) == 0) {
@@ -424,6 +446,32 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
   char full[128];
   snprintf(full, sizeof full, "%s%s", kernel, e->suffix);
   cl_kernel k = clCreateKernel(e->program, full, &err);
+  if (err != CL_SUCCESS && e->from_disk) {
+    /* a program from disk that lacks a kernel of its source: drop the entry and
+     * build from source (kernels made from the old program keep it alive) */
+    const clb_kernel_src *common = clb__kernel_src_find("common"), *body = clb__kernel_src_get(ctx, src);
+    if (common && body) {
+      const char *texts[2] = {common->text, body->text};
+      size_t lens[2] = {common->len, body->len};
+      char *key = full_key(ctx, src, 2, texts, lens, options);
+      if (key) {
+        char why[160];
+        snprintf(why, sizeof why, "clCreateKernel(%s) failed (%s)", full, clb__cl_error_name(err));
+        clb__disk_cache_drop(ctx, key, why);
+        free(key);
+      }
+    }
+    cl_program p = NULL;
+    char *store_key = NULL;
+    clb_status st = build(ctx, op, src, options, 0, &p, &store_key, NULL);
+    if (st != CLB_OK) return st;
+    clReleaseProgram(e->program);
+    free(e->store_key);
+    e->program = p;
+    e->store_key = store_key;
+    e->from_disk = 0;
+    k = clCreateKernel(e->program, full, &err);
+  }
   if (err != CL_SUCCESS) return clb__cl_error(ctx, err, "%s: clCreateKernel(%s) in %s.cl", op, kernel, src);
   ctx->counters.kernels_compiled++;
   char *name = dup_str(kernel);

@@ -17,7 +17,11 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   ctx->info.struct_size = sizeof ctx->info;
   clb_status st = clb__device_describe(ctx->platform, ctx->device, &ctx->info);
   if (st != CLB_OK) return clb__set_error(NULL, st, "context: cannot describe the device");
-  st = clb__geometry_init(ctx, opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO);
+  clb_kernel_style style = opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO;
+  if (style != CLB_KERNEL_STYLE_AUTO && style != CLB_KERNEL_STYLE_CPU && style != CLB_KERNEL_STYLE_GPU)
+    return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
+                          "context: options.kernel_style %d is not a clb_kernel_style (AUTO 0, CPU 1, GPU 2)", (int)style);
+  st = clb__geometry_init(ctx, style);
   if (st != CLB_OK) return st;
   uint64_t limit = opts && opts->device_memory_limit ? opts->device_memory_limit : ctx->info.global_mem_bytes;
   st = clb__pool_new(ctx->cl, limit, ctx->info.max_alloc_bytes, &ctx->pool);
@@ -36,6 +40,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
                         ? opts->cache_dir : NULL;
   if (dir) {
     size_t n = strlen(dir) + 1;
+    if (n > sizeof ctx->cache_dir)
+      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "context: options.cache_dir is %zu characters long; the limit is %zu",
+                            n - 1, sizeof ctx->cache_dir - 1);
     ctx->cache_dir_option = malloc(n);
     if (!ctx->cache_dir_option) return clb__set_error(NULL, CLB_ERR_HOST_OOM, "context: out of host memory");
     memcpy(ctx->cache_dir_option, dir, n);

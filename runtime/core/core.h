@@ -21,15 +21,21 @@
 #define CLB_STF_DIV_ZERO 8u
 #define CLB_STF_EMPTY_REDUCE 16u
 #define CLB_STF_INDEX_RANGE 32u
-/* Layout of the status buffer, in ints: flags, id of the first failing launch,
- * its bit, then two int64 values (as lo/hi pairs) describing what was wrong. */
-#define CLB_STATUS_INTS 8
+/* Layout of the status buffer, in ints: the flags, a spare int, then
+ * CLB_STATUS_SLOTS slots of CLB_STATUS_SLOT_INTS: the id of a failing launch,
+ * its bit, and two int64 values (as lo/hi pairs) describing what was wrong. Each
+ * failing launch claims its own slot (kernels/common.cl, clb_raise), so a sync
+ * names every error up to CLB_STATUS_SLOTS; later ones show in the flags. */
+#define CLB_STATUS_SLOTS 8
+#define CLB_STATUS_SLOT_INTS 6
+#define CLB_STATUS_INTS (2 + CLB_STATUS_SLOTS * CLB_STATUS_SLOT_INTS)
 
 /* Each launch gets an id; the ring remembers what the last ones were so that a
  * sticky error raised on the device can name the op and its bounds. */
 #define CLB_LAUNCH_RING 1024
 typedef struct clb_launch_rec {
   uint32_t id;
+  uint64_t seq;    /* the op invocation it belongs to (clb__note_output), or 0 */
   const char *op;  /* static string */
   char what[192]; /* the tensors' bounds, e.g. "a [<=4096, 16] f32, b [16] f32" */
 } clb_launch_rec;
@@ -68,6 +74,12 @@ struct clb_tensor {
    * while only one does. The last holder returns the buffer to the pool. */
   int *data_refs;
   struct clb_tensor *prev, *next; /* the context's list of live tensors */
+  /* The op invocation (clb_context.op_seq) that last wrote it; 0: the host. */
+  uint64_t written_by;
+  /* A device error raised by that op, found at a sync: reading the tensor or
+   * using it as an input returns it until the tensor is written again. */
+  clb_status failed;
+  char *failed_msg;
 };
 
 struct clb_context {
@@ -87,6 +99,12 @@ struct clb_context {
   clb_counters counters;
   uint32_t next_launch_id;
   clb_launch_rec ring[CLB_LAUNCH_RING];
+  /* Outputs of the op being enqueued (clb__note_output): op_seq numbers op
+   * invocations; out_op is the op whose outputs were noted last, out_launched
+   * whether it has launched since (the next note starts a new invocation). */
+  uint64_t op_seq;
+  const char *out_op;
+  int out_launched;
   struct clb_tensor *tensors;
   /* logging */
   unsigned log_mask;
@@ -194,9 +212,18 @@ const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len);
 
 /* ---- tensor.c ------------------------------------------------------------- */
 
-/* Validates handle and context: a NULL or foreign tensor is CLB_ERR_NULL /
- * CLB_ERR_INVALID_ARG with a message naming `op` and `name`. */
+/* Validates an input: a NULL or foreign tensor is CLB_ERR_NULL /
+ * CLB_ERR_INVALID_ARG with a message naming `op` and `name`; a tensor marked
+ * failed (the output of an op whose device check failed) returns that error. */
 clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t);
+/* Validates an output given by the caller: handle and context only (an op may
+ * rewrite a failed tensor; clb__note_output then clears the mark). */
+clb_status clb__check_output(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t);
+/* Notes that the launches of `op` that follow write t: clears a failed mark and
+ * ties t to them, so that a device error they raise marks t failed at the next
+ * sync. clb__output calls it; an op that writes a tensor it did not get from
+ * clb__output (in place, or the caller's out) calls it before launching. */
+void clb__note_output(clb_context_t ctx, const char *op, clb_tensor_t t);
 /* Gets an output tensor: creates one if *out is NULL, else checks it against the
  * dtype, rank, bounds and dynamic flags needed. */
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,

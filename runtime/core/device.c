@@ -1,5 +1,6 @@
 /* device.c: listing OpenCL devices, describing them, and choosing one. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,34 +13,60 @@
 
 const char *clb_version(void) { return CLBOUND_VERSION_STRING; }
 
-static int get_platforms(cl_platform_id *plats, cl_uint *n) {
-  cl_int e = clGetPlatformIDs(CLB_MAX_PLATFORMS, plats, n);
-  if (e != CL_SUCCESS || *n == 0) {
+/* The platforms and devices of the process, found once (pthread_once): drivers
+ * such as PoCL are not safe when their first clGetPlatformIDs / clGetDeviceInfo
+ * calls run in several threads at once, and the documented model (one context
+ * per thread) makes exactly that happen. Everything below reads this table;
+ * devices that appear after the first look are not seen by this process. */
+static struct {
+  cl_int error; /* of clGetPlatformIDs; CL_SUCCESS with np == 0: none */
+  cl_uint np;
+  cl_platform_id plats[CLB_MAX_PLATFORMS];
+  char pname[CLB_MAX_PLATFORMS][128];
+  cl_uint nd[CLB_MAX_PLATFORMS];
+  cl_device_id devs[CLB_MAX_PLATFORMS][CLB_MAX_DEVICES];
+  char dname[CLB_MAX_PLATFORMS][CLB_MAX_DEVICES][128];
+} found;
+static pthread_once_t found_once = PTHREAD_ONCE_INIT;
+
+static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t len);
+
+static void discover(void) {
+  cl_uint n = 0;
+  found.error = clGetPlatformIDs(CLB_MAX_PLATFORMS, found.plats, &n);
+  if (found.error != CL_SUCCESS) n = 0;
+  found.np = n > CLB_MAX_PLATFORMS ? CLB_MAX_PLATFORMS : n;
+  for (cl_uint i = 0; i < found.np; i++) {
+    clGetPlatformInfo(found.plats[i], CL_PLATFORM_NAME, sizeof found.pname[i], found.pname[i], NULL);
+    found.pname[i][sizeof found.pname[i] - 1] = 0;
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(found.plats[i], CL_DEVICE_TYPE_ALL, CLB_MAX_DEVICES, found.devs[i], &nd) != CL_SUCCESS) nd = 0;
+    found.nd[i] = nd > CLB_MAX_DEVICES ? CLB_MAX_DEVICES : nd;
+    for (cl_uint j = 0; j < found.nd[i]; j++) str_info(found.devs[i][j], CL_DEVICE_NAME, found.dname[i][j], sizeof found.dname[i][j]);
+  }
+}
+
+/* The process's platforms; 0 with the thread-local message set when none. */
+static int get_platforms(cl_uint *n) {
+  pthread_once(&found_once, discover);
+  *n = found.np;
+  if (found.np == 0) {
+    cl_int e = found.error == CL_SUCCESS ? -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ : found.error;
     clb__set_last_errmsg(
         "no OpenCL platform found (%s, %d): install an OpenCL driver, e.g. Debian's "
         "pocl-opencl-icd, and the ICD loader ocl-icd-libopencl1",
         clb__cl_error_name(e), (int)e);
-    *n = 0;
     return 0;
   }
-  if (*n > CLB_MAX_PLATFORMS) *n = CLB_MAX_PLATFORMS;
   return 1;
 }
 
-static cl_uint get_devices(cl_platform_id p, cl_device_id *devs) {
-  cl_uint n = 0;
-  if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, CLB_MAX_DEVICES, devs, &n) != CL_SUCCESS) return 0;
-  return n > CLB_MAX_DEVICES ? CLB_MAX_DEVICES : n;
-}
-
 clb_status clb_device_count(int *out) {
-  if (!out) return CLB_ERR_NULL;
+  if (!out) return clb__set_error(NULL, CLB_ERR_NULL, "clb_device_count: out is NULL");
   *out = 0;
-  cl_platform_id plats[CLB_MAX_PLATFORMS];
   cl_uint np = 0;
-  if (!get_platforms(plats, &np)) return CLB_ERR_NO_DEVICE;
-  cl_device_id devs[CLB_MAX_DEVICES];
-  for (cl_uint i = 0; i < np; i++) *out += (int)get_devices(plats[i], devs);
+  if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
+  for (cl_uint i = 0; i < np; i++) *out += (int)found.nd[i];
   if (*out == 0) {
     clb__set_last_errmsg("OpenCL platforms found, but no device on any of them");
     return CLB_ERR_NO_DEVICE;
@@ -107,24 +134,23 @@ clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_devic
 }
 
 clb_status clb_device_info_get(int index, clb_device_info *out) {
-  if (!out) return CLB_ERR_NULL;
-  cl_platform_id plats[CLB_MAX_PLATFORMS];
+  if (!out) return clb__set_error(NULL, CLB_ERR_NULL, "clb_device_info_get: out is NULL");
   cl_uint np = 0;
-  if (!get_platforms(plats, &np)) return CLB_ERR_NO_DEVICE;
+  if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
   int flat = 0;
   for (cl_uint i = 0; i < np; i++) {
-    cl_device_id devs[CLB_MAX_DEVICES];
-    cl_uint nd = get_devices(plats[i], devs);
-    for (cl_uint j = 0; j < nd; j++, flat++) {
+    for (cl_uint j = 0; j < found.nd[i]; j++, flat++) {
       if (flat != index) continue;
-      clb_status st = clb__device_describe(plats[i], devs[j], out);
+      clb_status st = clb__device_describe(found.plats[i], found.devs[i][j], out);
+      if (st != CLB_OK)
+        return clb__set_error(NULL, st, "clb_device_info_get: out->struct_size %zu is below %zu (set it to sizeof(clb_device_info))",
+                              out->struct_size, sizeof *out);
       out->platform_index = (int)i;
       out->device_index = (int)j;
       return st;
     }
   }
-  clb__set_last_errmsg("device index %d: there are %d devices", index, flat);
-  return CLB_ERR_NO_DEVICE;
+  return clb__set_error(NULL, CLB_ERR_NO_DEVICE, "clb_device_info_get: device index %d: there are %d devices", index, flat);
 }
 
 static int ci_contains(const char *hay, const char *needle) {
@@ -146,55 +172,40 @@ static int selector_matches(const char *sel, int index, const char *name) {
   return ci_contains(name, sel);
 }
 
-static void list_devices(cl_platform_id *plats, cl_uint np) {
+static void list_devices(void) {
   clb__append_error(NULL, "; devices:");
   int flat = 0;
-  for (cl_uint i = 0; i < np; i++) {
-    char pname[128] = "";
-    clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-    pname[sizeof pname - 1] = 0;
-    cl_device_id devs[CLB_MAX_DEVICES];
-    cl_uint nd = get_devices(plats[i], devs);
-    for (cl_uint j = 0; j < nd; j++, flat++) {
-      char dname[128];
-      str_info(devs[j], CL_DEVICE_NAME, dname, sizeof dname);
-      clb__append_error(NULL, " [%d] platform %u \"%s\" device %u \"%s\";", flat, i, pname, j, dname);
-    }
-  }
+  for (cl_uint i = 0; i < found.np; i++)
+    for (cl_uint j = 0; j < found.nd[i]; j++, flat++)
+      clb__append_error(NULL, " [%d] platform %u \"%s\" device %u \"%s\";", flat, i, found.pname[i], j,
+                        found.dname[i][j]);
 }
 
 clb_status clb__device_select(const char *platform, const char *device, cl_platform_id *plat,
                               cl_device_id *dev) {
   if (!platform) platform = getenv("CLBOUND_PLATFORM");
   if (!device) device = getenv("CLBOUND_DEVICE");
-  cl_platform_id plats[CLB_MAX_PLATFORMS];
   cl_uint np = 0;
-  if (!get_platforms(plats, &np)) return CLB_ERR_NO_DEVICE;
+  if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
   int flat = 0;
   int have_platform = platform && *platform;
   for (cl_uint i = 0; i < np; i++) {
-    char pname[128] = "";
-    clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-    pname[sizeof pname - 1] = 0;
-    cl_device_id devs[CLB_MAX_DEVICES];
-    cl_uint nd = get_devices(plats[i], devs);
-    if (have_platform && !selector_matches(platform, (int)i, pname)) {
+    cl_uint nd = found.nd[i];
+    if (have_platform && !selector_matches(platform, (int)i, found.pname[i])) {
       flat += (int)nd;
       continue;
     }
     for (cl_uint j = 0; j < nd; j++, flat++) {
-      char dname[128];
-      str_info(devs[j], CL_DEVICE_NAME, dname, sizeof dname);
       int idx = have_platform ? (int)j : flat;
-      if (selector_matches(device, idx, dname)) {
-        *plat = plats[i];
-        *dev = devs[j];
+      if (selector_matches(device, idx, found.dname[i][j])) {
+        *plat = found.plats[i];
+        *dev = found.devs[i][j];
         return CLB_OK;
       }
     }
   }
   clb__set_last_errmsg("no OpenCL device matches platform \"%s\" device \"%s\"",
                        have_platform ? platform : "(any)", device && *device ? device : "(any)");
-  list_devices(plats, np);
+  list_devices();
   return CLB_ERR_NO_DEVICE;
 }

@@ -89,6 +89,9 @@ uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what)
   clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
   r->id = id;
   r->op = op;
+  /* the launches of one op invocation share the outputs it noted */
+  r->seq = ctx->out_op && op && strcmp(ctx->out_op, op) == 0 ? ctx->op_seq : 0;
+  ctx->out_launched = 1;
   snprintf(r->what, sizeof r->what, "%s", what ? what : "");
   return id;
 }

@@ -1,6 +1,8 @@
 /* sync.c: host syncs and the device status word: a sync finishes the queue, and
  * a sticky bit raised by a kernel becomes a status and a message naming the op. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "runtime/core/core.h"
 
@@ -10,45 +12,80 @@ static int64_t join64(cl_int lo, cl_int hi) {
   return (int64_t)(((uint64_t)(uint32_t)hi << 32) | (uint32_t)lo);
 }
 
-/* Turns a raised status word into a status and a message, and clears it. */
-static clb_status decode_status(clb_context_t ctx, const cl_int *w) {
-  uint32_t flags = (uint32_t)w[0], id = (uint32_t)w[1], bit = (uint32_t)w[2];
-  int64_t v1 = join64(w[3], w[4]), v2 = join64(w[5], w[6]);
+/* Marks the tensors written by the op invocation `seq` failed with st and msg. */
+static void mark_failed(clb_context_t ctx, uint64_t seq, clb_status st, const char *msg) {
+  if (!seq) return;
+  for (clb_tensor_t t = ctx->tensors; t; t = t->next) {
+    if (t->written_by != seq || t->failed) continue;
+    size_t n = strlen(msg) + 1;
+    t->failed_msg = malloc(n);
+    if (t->failed_msg) memcpy(t->failed_msg, msg, n);
+    t->failed = st;
+  }
+}
+
+/* Describes one failing launch (a slot of the status buffer) into msg. */
+static clb_status describe(clb_context_t ctx, const cl_int *slot, char *msg, size_t cap) {
+  uint32_t id = (uint32_t)slot[0], bit = (uint32_t)slot[1];
+  int64_t v1 = join64(slot[2], slot[3]), v2 = join64(slot[4], slot[5]);
   const clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
   char who[256];
   if (r->id == id && r->op)
     snprintf(who, sizeof who, "%s %s", r->op, r->what);
   else
     snprintf(who, sizeof who, "launch #%u", id);
-  clb_status st;
+  long long a = (long long)v1, b = (long long)v2;
   switch (bit) {
   case CLB_STF_BOUND_EXCEEDED:
-    st = clb__set_error(ctx, CLB_ERR_BOUND_EXCEEDED, "%s: size %lld exceeds its bound %lld; the output holds the first %lld",
-                        who, (long long)v1, (long long)v2, (long long)v2);
-    break;
+    snprintf(msg, cap, "%s: size %lld exceeds its bound %lld; the output holds the first %lld", who, a, b, b);
+    return CLB_ERR_BOUND_EXCEEDED;
   case CLB_STF_INDEX_RANGE:
-    st = clb__set_error(ctx, CLB_ERR_BOUND_EXCEEDED, "%s: index %lld is outside [0, %lld); its row adds nothing", who,
-                        (long long)v1, (long long)v2);
-    break;
+    snprintf(msg, cap, "%s: index %lld is outside [0, %lld); its row adds nothing", who, a, b);
+    return CLB_ERR_BOUND_EXCEEDED;
   case CLB_STF_DEVICE_CHECK:
-    st = clb__set_error(ctx, CLB_ERR_DEVICE_CHECK, "%s: deferred check failed on the device: sizes %lld and %lld must be equal",
-                        who, (long long)v1, (long long)v2);
-    break;
+    snprintf(msg, cap, "%s: deferred check failed on the device: sizes %lld and %lld must be equal", who, a, b);
+    return CLB_ERR_DEVICE_CHECK;
   case CLB_STF_SHORT_SOURCE:
-    st = clb__set_error(ctx, CLB_ERR_SHORT_SOURCE, "%s: the mask selects %lld elements but the source has only %lld",
-                        who, (long long)v1, (long long)v2);
-    break;
+    snprintf(msg, cap, "%s: the mask selects %lld elements but the source has only %lld", who, a, b);
+    return CLB_ERR_SHORT_SOURCE;
   case CLB_STF_DIV_ZERO:
-    st = clb__set_error(ctx, CLB_ERR_DIV_ZERO, "%s: integer division by zero", who);
-    break;
+    snprintf(msg, cap, "%s: integer division by zero", who);
+    return CLB_ERR_DIV_ZERO;
   case CLB_STF_EMPTY_REDUCE:
-    st = clb__set_error(ctx, CLB_ERR_EMPTY_REDUCE, "%s: max of an empty extent has no value", who);
-    break;
+    snprintf(msg, cap, "%s: max of an empty extent has no value", who);
+    return CLB_ERR_EMPTY_REDUCE;
   default:
-    st = clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: unknown device status bit 0x%x", who, bit);
+    snprintf(msg, cap, "%s: unknown device status bit 0x%x", who, bit);
+    return CLB_ERR_INTERNAL;
   }
-  if (flags & ~bit) clb__append_error(ctx, " (other device errors since the last sync: flags 0x%x)", flags & ~bit);
-  return st;
+}
+
+/* Turns a raised status buffer into a status and a message naming every failing
+ * launch (the first one's status is returned), and marks each failing op's
+ * outputs failed. */
+static clb_status decode_status(clb_context_t ctx, const cl_int *w) {
+  uint32_t flags = (uint32_t)w[0], named = 0;
+  clb_status first = CLB_OK;
+  int n = 0;
+  for (int k = 0; k < CLB_STATUS_SLOTS; k++) {
+    const cl_int *slot = w + 2 + CLB_STATUS_SLOT_INTS * k;
+    if (slot[0] == 0) break;
+    char msg[512];
+    clb_status st = describe(ctx, slot, msg, sizeof msg);
+    const clb_launch_rec *r = &ctx->ring[(uint32_t)slot[0] % CLB_LAUNCH_RING];
+    if (r->id == (uint32_t)slot[0]) mark_failed(ctx, r->seq, st, msg);
+    named |= (uint32_t)slot[1];
+    if (n++ == 0) {
+      first = clb__set_error(ctx, st, "%s", msg);
+    } else {
+      if (n == 2) clb__append_error(ctx, "; also since the last sync:");
+      clb__append_error(ctx, " [%d] %s (%s);", n, msg, clb_status_name(st));
+    }
+  }
+  if (n == 0) first = clb__set_error(ctx, CLB_ERR_INTERNAL, "device status flags 0x%x with no failing launch recorded", flags);
+  if (flags & ~named)
+    clb__append_error(ctx, " (more device errors since the last sync than recorded: flags 0x%x)", flags & ~named);
+  return first;
 }
 
 cl_int clb__status_clear(clb_context_t ctx) {

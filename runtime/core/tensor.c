@@ -13,10 +13,38 @@ int64_t clb__numel(int rank, const int64_t *dims) {
   return n;
 }
 
-clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+clb_status clb__check_output(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
   if (!t) return clb__set_error(ctx, CLB_ERR_NULL, "%s: tensor %s is NULL", op, name);
   if (t->ctx != ctx) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: tensor %s belongs to another context", op, name);
   return CLB_OK;
+}
+
+/* The error a failed tensor returns, naming who asked. */
+static clb_status failed_error(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  return clb__set_error(ctx, t->failed, "%s: tensor %s holds the output of an op that failed on the device (%s); "
+                        "write it or compute it again first", op, name, t->failed_msg ? t->failed_msg : "no detail");
+}
+
+clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  clb_status st = clb__check_output(ctx, op, name, t);
+  if (st == CLB_OK && t->failed) st = failed_error(ctx, op, name, t);
+  return st;
+}
+
+static void clear_failed(clb_tensor_t t) {
+  t->failed = CLB_OK;
+  free(t->failed_msg);
+  t->failed_msg = NULL;
+}
+
+void clb__note_output(clb_context_t ctx, const char *op, clb_tensor_t t) {
+  if (ctx->out_launched || !ctx->out_op || strcmp(ctx->out_op, op) != 0) {
+    ctx->op_seq++;
+    ctx->out_op = op;
+    ctx->out_launched = 0;
+  }
+  t->written_by = ctx->op_seq;
+  clear_failed(t);
 }
 
 /* A tensor's data buffer: from the running plan's arena when its hook places
@@ -52,13 +80,28 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   if (rank < 0 || rank > CLB_MAX_RANK)
     return clb__set_error(ctx, CLB_ERR_RANK, "%s: rank %d is outside 0..%d", op, rank, CLB_MAX_RANK);
   if (rank > 0 && !bounds) return clb__set_error(ctx, CLB_ERR_NULL, "%s: bounds is NULL for rank %d", op, rank);
-  uint64_t numel = 1;
-  for (int d = 0; d < rank; d++) {
+  /* The product of the nonzero bounds must fit whatever the order of the dims:
+   * strides are products of bounds, and a dim bounded at 0 does not make the
+   * others' strides fit (a bound of 0 makes the tensor always empty). */
+  uint64_t numel = 1, nonzero = 1;
+  for (int d = 0; d < rank; d++)
     if (bounds[d] < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: bound of dim %d is negative (%lld)", op, d, (long long)bounds[d]);
-    if (bounds[d] > 0 && numel > (uint64_t)INT64_MAX / 16 / (uint64_t)bounds[d])
-      return clb__set_error(ctx, CLB_ERR_OOM, "%s: bounds overflow 64-bit byte counts at dim %d", op, d);
-    numel *= (uint64_t)bounds[d];
+  for (int d = 0; d < rank; d++) {
+    if (bounds[d] == 0) {
+      numel = 0;
+      continue;
+    }
+    if (nonzero > (uint64_t)INT64_MAX / 16 / (uint64_t)bounds[d]) {
+      char desc[256];
+      size_t used = 0;
+      for (int k = 0; k < rank && used < sizeof desc; k++)
+        used += (size_t)snprintf(desc + used, sizeof desc - used, "%s%lld", k ? ", " : "", (long long)bounds[k]);
+      return clb__set_error(ctx, CLB_ERR_OOM, "%s: bounds [%s]: the product of the nonzero bounds overflows 64-bit byte counts",
+                            op, desc);
+    }
+    nonzero *= (uint64_t)bounds[d];
   }
+  if (numel) numel = nonzero;
   uint64_t bytes = numel * clb_dtype_size(dtype);
   if (bytes > SIZE_MAX) return clb__set_error(ctx, CLB_ERR_OOM, "%s: %llu bytes do not fit in size_t", op, (unsigned long long)bytes);
   clb_tensor_t t = calloc(1, sizeof *t);
@@ -106,6 +149,7 @@ void clb_tensor_free(clb_tensor_t t) {
     free(t->data_refs);
   }
   clb__pool_put(ctx->pool, &t->shape);
+  free(t->failed_msg);
   if (t->prev) t->prev->next = t->next;
   else ctx->tensors = t->next;
   if (t->next) t->next->prev = t->prev;
@@ -180,7 +224,7 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
                             const void *host, size_t bytes) {
   static const char *op = "clb_tensor_write";
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  clb_status st = clb__check_tensor(ctx, op, "t", t);
+  clb_status st = clb__check_output(ctx, op, "t", t); /* writing clears a failed mark */
   if (st != CLB_OK) return st;
   if ((st = check_dims(ctx, op, t, dims)) != CLB_OK) return st;
   size_t want = (size_t)clb__numel(t->rank, dims) * clb_dtype_size(t->dtype);
@@ -188,7 +232,10 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
     return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
   if (want && !host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
   if ((st = write_shape(ctx, op, t, dims)) != CLB_OK) return st;
-  return clb__write_async(ctx, op, t->data.mem, 0, host, bytes);
+  if ((st = clb__write_async(ctx, op, t->data.mem, 0, host, bytes)) != CLB_OK) return st;
+  t->written_by = 0; /* written by the host: whatever failed before is gone */
+  clear_failed(t);
+  return CLB_OK;
 }
 
 clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims) {
@@ -225,6 +272,7 @@ clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *dims) {
   if (t->rank > 0 && !dims) return clb__set_error(ctx, CLB_ERR_NULL, "%s: dims is NULL", op);
   int64_t rec[CLB_MAX_RANK];
   if ((st = read_sizes(ctx, op, t, rec)) != CLB_OK) return st;
+  if (t->failed) return failed_error(ctx, op, "t", t);
   memcpy(dims, rec, (size_t)t->rank * sizeof *dims);
   return CLB_OK;
 }
@@ -237,6 +285,7 @@ clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, voi
   if (st != CLB_OK) return st;
   int64_t rec[CLB_MAX_RANK];
   if ((st = read_sizes(ctx, op, t, rec)) != CLB_OK) return st;
+  if (t->failed) return failed_error(ctx, op, "t", t);
   for (int d = 0; d < t->rank; d++)
     if (rec[d] < 0 || rec[d] > t->bound[d])
       return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: shape record dim %d holds %lld, bound %lld", op, d,
@@ -260,10 +309,11 @@ clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int r
   if (!*out) {
     clb_status st = clb_tensor_new(ctx, dtype, rank, bounds, dyn, out);
     if (st != CLB_OK) clb__append_error(ctx, " (output of %s)", op);
+    else clb__note_output(ctx, op, *out);
     return st;
   }
   clb_tensor_t t = *out;
-  clb_status st = clb__check_tensor(ctx, op, "out", t);
+  clb_status st = clb__check_output(ctx, op, "out", t);
   if (st != CLB_OK) return st;
   char desc[128];
   if (t->dtype != dtype)
@@ -279,5 +329,6 @@ clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int r
       return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: dim %d of out %s must be dynamic: its size can be below %lld", op, d,
                             clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d]);
   }
+  clb__note_output(ctx, op, t);
   return CLB_OK;
 }

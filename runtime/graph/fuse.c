@@ -97,6 +97,10 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
   args[na++] = CLB_ARG(zero);
   char what[192];
   snprintf(what, sizeof what, "%d parameters of graph %s", n, g->name);
+  for (int i = 0; i < n; i++) { /* a failed step marks what it wrote (docs/failure-behaviour.md) */
+    clb__note_output(ctx, op, p[i]);
+    if (v[i]) clb__note_output(ctx, op, v[i]);
+  }
   return clb__launch(ctx, op, what, k, args, na, na - 1, clb__groups_for(ctx, most), ctx->local_size);
 }
 

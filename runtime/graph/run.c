@@ -2,6 +2,8 @@
  * data-dependent counts kept on the device (or read back where the policy must
  * compile them in), reverse-mode gradients, SGD, plan statistics and the shape
  * log. */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +108,22 @@ static clb_status policy_setup(clb_graph_t g) {
 
 /* ---- the shape log ---------------------------------------------------------------- */
 
+/* A shape log that cannot be opened or written: one warning on stderr per
+ * process (the run itself goes on), and a log line each time. */
+static void shape_log_failed(clb_graph_t g, const char *path, const char *what, int err) {
+  static atomic_int warned;
+  if (atomic_exchange(&warned, 1) == 0)
+    fprintf(stderr, "clbound: warning: CLBOUND_SHAPE_LOG %s: cannot %s it (%s); shapes are not logged\n", path, what,
+            strerror(err));
+  clb__log(g->ctx, CLB_LOG_CACHE, "graph %s: cannot %s CLBOUND_SHAPE_LOG %s (%s)", g->name, what, path, strerror(err));
+}
+
 static void shape_log(clb_graph_t g) {
   const char *path = getenv("CLBOUND_SHAPE_LOG");
   if (!path || !path[0]) return;
   FILE *f = fopen(path, "a");
   if (!f) {
-    if (!g->shape_log_header_done) clb__log(g->ctx, CLB_LOG_CACHE, "graph %s: cannot open CLBOUND_SHAPE_LOG %s", g->name, path);
-    g->shape_log_header_done = 1;
+    shape_log_failed(g, path, "open", errno);
     return;
   }
   if (!g->shape_log_header_done) {
@@ -134,7 +145,9 @@ static void shape_log(clb_graph_t g) {
     first = 0;
   }
   fputc('\n', f);
-  fclose(f);
+  int err = ferror(f) ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  if (err) shape_log_failed(g, path, "write", err);
 }
 
 /* ---- feeding ------------------------------------------------------------------------- */

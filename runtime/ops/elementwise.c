@@ -148,7 +148,8 @@ clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
   static const char *op = "fill";
   clb_status st = check_ctx(ctx, op);
   if (st != CLB_OK) return st;
-  if ((st = clb__check_tensor(ctx, op, "t", t)) != CLB_OK) return st;
+  if ((st = clb__check_output(ctx, op, "t", t)) != CLB_OK) return st;
+  clb__note_output(ctx, op, t);
   union {
     float f;
     double d;

@@ -75,7 +75,7 @@ clb_status clb_masked_select(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mas
   if (*out) {
     clb_tensor_t t = *out;
     char desc[128];
-    if ((st = clb__check_tensor(ctx, op, "out", t)) != CLB_OK) return st;
+    if ((st = clb__check_output(ctx, op, "out", t)) != CLB_OK) return st;
     clb__tensor_desc(t, desc, sizeof desc);
     if (t == x || t == mask) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out may not be an input", op);
     if (t->dtype != x->dtype)
@@ -88,6 +88,7 @@ clb_status clb_masked_select(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mas
     if ((st = clb__output(ctx, op, x->dtype, 1, &b, &dyn, out)) != CLB_OK) return st;
   }
   p.out = *out;
+  clb__note_output(ctx, op, p.out);
   p.obound = p.out->bound[0];
   return clb__select_run(ctx, &p);
 }

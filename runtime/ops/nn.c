@@ -136,6 +136,8 @@ clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad
       st = check_like(ctx, op, "velocity", velocity, "param", param);
   }
   if (st != CLB_OK) return st;
+  clb__note_output(ctx, op, param);
+  if (velocity) clb__note_output(ctx, op, velocity);
   char opts[160];
   snprintf(opts, sizeof opts, "-D NN_SGD -D T=%s%s%s", clb__dtype_cl(param->dtype), velocity ? " -D HAS_VEL" : "",
            fp64_opt(param->dtype));

@@ -36,7 +36,7 @@ clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
     /* a caller's output may have any row bound: a count above it is clamped and
      * reported at the next sync */
     clb_tensor_t t = *out;
-    if ((st = clb__check_tensor(ctx, op, "out", t)) != CLB_OK) return st;
+    if ((st = clb__check_output(ctx, op, "out", t)) != CLB_OK) return st;
     clb__tensor_desc(t, desc, sizeof desc);
     if (t == x) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out may not be x", op);
     if (t->dtype != CLB_DTYPE_I64 || t->rank != 2 || !t->dyn[0] || t->dyn[1] || t->bound[1] != x->rank)
@@ -49,6 +49,7 @@ clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
     if ((st = clb__output(ctx, op, CLB_DTYPE_I64, 2, b, dyn, out)) != CLB_OK) return st;
   }
   p.out = *out;
+  clb__note_output(ctx, op, p.out);
   p.obound = p.out->bound[0];
   nonzero_what(&p);
   return clb__select_run(ctx, &p);
@@ -64,7 +65,7 @@ clb_status clb_nonzero_static(clb_context_t ctx, clb_tensor_t x, int64_t size, i
   if (count && *count) {
     clb_tensor_t c = *count;
     char desc[128];
-    if ((st = clb__check_tensor(ctx, op, "count", c)) != CLB_OK) return st;
+    if ((st = clb__check_output(ctx, op, "count", c)) != CLB_OK) return st;
     if (c->dtype != CLB_DTYPE_I64 || c->rank != 0)
       return clb__set_error(ctx, c->dtype != CLB_DTYPE_I64 ? CLB_ERR_DTYPE : CLB_ERR_SHAPE,
                             "%s: count is %s; it must be a 0-d i64 tensor", op, clb__tensor_desc(c, desc, sizeof desc));
@@ -74,7 +75,7 @@ clb_status clb_nonzero_static(clb_context_t ctx, clb_tensor_t x, int64_t size, i
   if (*out) {
     clb_tensor_t t = *out;
     char desc[128];
-    if ((st = clb__check_tensor(ctx, op, "out", t)) != CLB_OK) return st;
+    if ((st = clb__check_output(ctx, op, "out", t)) != CLB_OK) return st;
     if (t == x) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out may not be x", op);
     if (t->dtype != CLB_DTYPE_I64 || t->rank != 2 || t->bound[0] != size || t->bound[1] != x->rank || t->dyn[0] ||
         t->dyn[1])
@@ -96,6 +97,8 @@ clb_status clb_nonzero_static(clb_context_t ctx, clb_tensor_t x, int64_t size, i
   p.nz_static = 1;
   p.fill = fill_value;
   p.count = count ? *count : NULL;
+  clb__note_output(ctx, op, p.out);
+  if (p.count) clb__note_output(ctx, op, p.count);
   nonzero_what(&p);
   st = clb__select_run(ctx, &p);
   if (st != CLB_OK && created) {

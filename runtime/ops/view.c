@@ -40,10 +40,11 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
     if ((st = clb__tensor_share(ctx, op, x, rank, bounds, dyn, out)) != CLB_OK) return st;
   } else {
     clb_tensor_t v = *out;
-    if ((st = clb__check_tensor(ctx, op, "out", v)) != CLB_OK) return st;
+    if ((st = clb__check_output(ctx, op, "out", v)) != CLB_OK) return st;
     if (v->data.mem != x->data.mem || v->rank != rank || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape with this spec", op, desc);
   }
+  clb__note_output(ctx, op, *out);
   cl_kernel k;
   if ((st = clb__kernel_get(ctx, op, "view", "", "view_shape", &k)) != CLB_OK) return st;
   cl_long8 sp;
