@@ -131,17 +131,24 @@ typedef struct host_gemm_args {
   uint32_t launch;
 } host_gemm_args;
 
-/* The first raiser since the last sync records its launch and values, as
- * clb_raise in kernels/common.cl does. */
+/* Raises `bit` and records the launch and values in the first free slot of the
+ * status word (or finds this launch's slot), as clb_raise in kernels/common.cl
+ * does: layout in runtime/core/core.h. */
 static void host_raise(int32_t *st, uint32_t launch, uint32_t bit, int64_t v1, int64_t v2) {
   __atomic_fetch_or(&st[0], (int32_t)bit, __ATOMIC_RELAXED);
-  int32_t expected = 0;
-  if (__atomic_compare_exchange_n(&st[1], &expected, (int32_t)launch, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    st[2] = (int32_t)bit;
-    st[3] = (int32_t)(uint32_t)((uint64_t)v1 & 0xffffffffu);
-    st[4] = (int32_t)(v1 >> 32);
-    st[5] = (int32_t)(uint32_t)((uint64_t)v2 & 0xffffffffu);
-    st[6] = (int32_t)(v2 >> 32);
+  for (int k = 0; k < CLB_STATUS_SLOTS; k++) {
+    int32_t *s = st + 2 + CLB_STATUS_SLOT_INTS * k;
+    int32_t expected = 0;
+    if (!__atomic_compare_exchange_n(&s[0], &expected, (int32_t)launch, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      if (expected == (int32_t)launch) return; /* this launch has its slot */
+      continue;
+    }
+    s[1] = (int32_t)bit;
+    s[2] = (int32_t)(uint32_t)((uint64_t)v1 & 0xffffffffu);
+    s[3] = (int32_t)(v1 >> 32);
+    s[4] = (int32_t)(uint32_t)((uint64_t)v2 & 0xffffffffu);
+    s[5] = (int32_t)(v2 >> 32);
+    return;
   }
 }
 
