@@ -55,42 +55,34 @@ typedef struct step {
   float x[XB];
 } step;
 
-static uint64_t rng;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 /* A pool of POOL random inputs (sizes: 0, 1, the bound, or random; nonzeros:
  * none, all, or a random density; small integers of both signs), visited in a
  * random order with repeats, so sizes and counts grow, shrink and come back to
  * values an earlier plan compiled in. Entries 0 and 1 have the same size and
  * different counts, so a count also changes alone. */
 static void make_steps(uint64_t seed, step *s) {
-  rng = seed;
+  clb_test_rng = seed; /* cl-test.h's generator */
   step pool[POOL];
   static const int64_t edges[] = {0, 1, XB};
   for (int i = 0; i < POOL; i++) {
     step *t = &pool[i];
-    uint64_t k = next() % 6;
-    t->n = k < 3 ? edges[k] : (int64_t)(next() % (XB + 1));
+    uint64_t k = clb_test_next() % 6;
+    t->n = k < 3 ? edges[k] : (int64_t)(clb_test_next() % (XB + 1));
     if (i == 1) t->n = pool[0].n;
-    int dens = i == 1 ? 1 : (int)(next() % 5); /* 0: all zero, 1: all nonzero, else 1 in dens */
+    int dens = i == 1 ? 1 : (int)(clb_test_next() % 5); /* 0: all zero, 1: all nonzero, else 1 in dens */
     for (int64_t j = 0; j < t->n; j++) {
-      int nonzero = dens == 1 || (dens > 1 && next() % (uint64_t)dens == 0);
-      int v = (int)(next() % 7) - 3;
+      int nonzero = dens == 1 || (dens > 1 && clb_test_next() % (uint64_t)dens == 0);
+      int v = (int)(clb_test_next() % 7) - 3;
       if (v == 0) v = 1;
       t->x[j] = nonzero ? (float)v : 0.0f;
     }
   }
   if (pool[0].n < 2) { /* entries 0 and 1: 2 or more elements, 0 has a zero, 1 has none */
-    pool[0].n = pool[1].n = 2 + (int64_t)(next() % (XB - 1));
+    pool[0].n = pool[1].n = 2 + (int64_t)(clb_test_next() % (XB - 1));
     for (int64_t j = 0; j < pool[1].n; j++) pool[0].x[j] = pool[1].x[j] = (float)(j % 3) + 1.0f;
   }
   pool[0].x[0] = 0.0f;
-  for (int i = 0; i < NSTEPS; i++) s[i] = pool[i < POOL ? i : (int)(next() % POOL)];
+  for (int i = 0; i < NSTEPS; i++) s[i] = pool[i < POOL ? i : (int)(clb_test_next() % POOL)];
 }
 
 /* Reads node n: its dims and values as doubles. */
