@@ -9,7 +9,8 @@ clb_status clb_buckets_pow2(int64_t lo, int64_t hi, int64_t *ladder, size_t cap,
   *n = 0;
   if (lo < 1 || hi < lo) return CLB_ERR_INVALID_ARG;
   int64_t p = 1;
-  while (p < lo) p *= 2; /* lo <= hi < 2^63 keeps p in range */
+  while (p < lo && p <= INT64_MAX / 2) p *= 2;
+  if (p < lo) p = hi; /* lo > 2^62: no power of two above it fits, the bound is the one bucket */
   for (;;) {
     if (*n == cap) return CLB_ERR_BUFFER_SMALL;
     ladder[(*n)++] = p < hi ? p : hi; /* the last bucket is the bound */

@@ -24,13 +24,18 @@ static uint64_t key_hash(const clb_graph_t g, uint64_t mask) {
   return h;
 }
 
+/* Whether the sizes in `mask` are those n's tensors were made for. */
+static int key_same(const clb_graph_t g, const gnode *n, uint64_t mask) {
+  if (!n->have_key) return 0;
+  for (int s = 0; s < g->nslots; s++)
+    if ((mask >> s & 1) && (n->key[s].value != g->cur[s].value || n->key[s].kind != g->cur[s].kind)) return 0;
+  return 1;
+}
+
 /* Keeps n's tensors when the sizes it depends on are those of its last run,
  * else releases them so that the ops create them at the new plan's bounds. */
 static void ensure_key(clb_graph_t g, gnode *n) {
-  int same = n->have_key;
-  for (int s = 0; same && s < g->nslots; s++)
-    if ((n->deps >> s & 1) && (n->key[s].value != g->cur[s].value || n->key[s].kind != g->cur[s].kind)) same = 0;
-  if (same) return;
+  if (key_same(g, n, n->deps)) return;
   clb__graph_release_tensors(n);
   memcpy(n->key, g->cur, sizeof n->key);
   n->have_key = 1;
@@ -263,8 +268,12 @@ static clb_status run_node(clb_graph_t g, gnode *n) {
   int compiled_in = (n->kind == GN_NONZERO || n->kind == GN_MASKED_SELECT) &&
                     (g->policy_kind == CLB_POLICY_STATIC || g->policy_kind == CLB_POLICY_BUCKETED);
   if (compiled_in) {
-    /* the op itself only depends on its inputs' sizes */
-    set_suffix(g, n->deps & ~(1ull << n->slot));
+    /* the op itself only depends on its inputs' sizes: its raw output (at the
+     * bound those sizes give) is made again when they change, so that a count
+     * is never clamped to a bound an earlier plan compiled in */
+    const uint64_t in_deps = n->deps & ~(1ull << n->slot);
+    if (!key_same(g, n, in_deps)) clb__graph_release_tensors(n);
+    set_suffix(g, in_deps);
     g->cur[n->slot].kind = SLOT_UNRESOLVED;
     clb_status st = n->kind == GN_NONZERO ? clb_nonzero(ctx, x, &n->raw) : clb_masked_select(ctx, x, y, &n->raw);
     if (st != CLB_OK) return st;

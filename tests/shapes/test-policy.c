@@ -188,6 +188,15 @@ int main(void) {
   EXPECT_EQ_I(ladder[5], 100);
   EXPECT_EQ_I(clb_buckets_pow2(1, 4096, ladder, 4, &nl), CLB_ERR_BUFFER_SMALL);
   EXPECT_EQ_I(clb_buckets_pow2(0, 10, ladder, 64, &nl), CLB_ERR_INVALID_ARG);
+  /* sizes near 2^63: no overflow, the bound closes the ladder */
+  EXPECT_EQ_I(clb_buckets_pow2((INT64_C(1) << 62) + 1, INT64_MAX, ladder, 64, &nl), CLB_OK);
+  EXPECT_EQ_I(nl, 1);
+  EXPECT_EQ_I(ladder[0], INT64_MAX);
+  EXPECT_EQ_I(clb_buckets_pow2(3, INT64_MAX, ladder, 64, &nl), CLB_OK);
+  EXPECT_EQ_I(nl, 62); /* 4, 8, ..., 2^62 (61 of them), then the bound */
+  EXPECT_EQ_I(ladder[0], 4);
+  EXPECT_EQ_I(ladder[60], INT64_C(1) << 62);
+  EXPECT_EQ_I(ladder[61], INT64_MAX);
   int64_t obs[5] = {5, 5, 5, 9, 1};
   EXPECT_EQ_I(clb_buckets_percentile(obs, 5, 4, ladder, 64, &nl), CLB_OK);
   EXPECT_EQ_I(nl, 2); /* 2nd, 3rd, 4th, 5th smallest of 1 5 5 5 9: 5 5 5 9 */
