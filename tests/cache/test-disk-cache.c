@@ -7,27 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cl-test.h"
+#include "cache-test.h"
 
 static char dir[256];
-static char log_lines[8192];
-
-static void capture(void *user, const char *category, const char *line) {
-  (void)user;
-  size_t used = strlen(log_lines);
-  snprintf(log_lines + used, sizeof log_lines - used, "[%s] %s\n", category, line);
-}
-
-static clb_context_t cached_context(const char *folder) {
-  clb_context_options o;
-  clb_context_options_init(&o);
-  o.cache_dir = folder;
-  clb_context_t ctx = clb_test_context(&o);
-  log_lines[0] = 0;
-  clb_context_set_log(ctx, CLB_LOG_BUILDS | CLB_LOG_CACHE, capture, NULL);
-  return ctx;
-}
-
 /* Runs two ops (two programs) and checks their result. */
 static void run_ops(clb_context_t ctx) {
   int64_t b[1] = {100}, d[1] = {37};
