@@ -5,9 +5,9 @@
 #include "shapes-impl.h"
 
 clb_status clb_buckets_pow2(int64_t lo, int64_t hi, int64_t *ladder, size_t cap, size_t *n) {
-  if (!n || (!ladder && cap)) return CLB_ERR_NULL;
+  if (!n || (!ladder && cap)) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_buckets_pow2: NULL argument (n, ladder must not be NULL)");
   *n = 0;
-  if (lo < 1 || hi < lo) return CLB_ERR_INVALID_ARG;
+  if (lo < 1 || hi < lo) return clb__shapes_fail_last(CLB_ERR_INVALID_ARG, "clb_buckets_pow2: the sizes must satisfy 1 <= lo <= hi, not lo %lld, hi %lld", (long long)lo, (long long)hi);
   int64_t p = 1;
   while (p < lo && p <= INT64_MAX / 2) p *= 2;
   if (p < lo) p = hi; /* lo > 2^62: no power of two above it fits, the bound is the one bucket */
@@ -31,11 +31,11 @@ static int cmp_i64(const void *a, const void *b) {
 
 clb_status clb_buckets_percentile(const int64_t *observed, size_t nobserved, size_t nbuckets, int64_t *ladder,
                                   size_t cap, size_t *n) {
-  if (!n || !observed || (!ladder && cap)) return CLB_ERR_NULL;
+  if (!n || !observed || (!ladder && cap)) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_buckets_percentile: NULL argument (n, observed, ladder must not be NULL)");
   *n = 0;
-  if (nobserved == 0 || nbuckets < 1) return CLB_ERR_INVALID_ARG;
+  if (nobserved == 0 || nbuckets < 1) return clb__shapes_fail_last(CLB_ERR_INVALID_ARG, "clb_buckets_percentile: needs observed sizes and at least one bucket, not %zu sizes and %d buckets", (size_t)nobserved, (int)nbuckets);
   int64_t *v = malloc(nobserved * sizeof *v);
-  if (!v) return CLB_ERR_HOST_OOM;
+  if (!v) return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_buckets_percentile: out of host memory");
   memcpy(v, observed, nobserved * sizeof *v);
   qsort(v, nobserved, sizeof *v, cmp_i64);
   clb_status st = CLB_OK;

@@ -7,15 +7,15 @@
 #include "shapes-impl.h"
 
 clb_status clb_shapes_new(clb_shapes_t *out) {
-  if (!out) return CLB_ERR_NULL;
+  if (!out) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_new: out is NULL");
   *out = NULL;
   struct clb_shapes *sh = calloc(1, sizeof *sh);
-  if (!sh) return CLB_ERR_HOST_OOM;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_shapes_new: out of host memory");
   sh->nbuckets = 256;
   sh->table = calloc(sh->nbuckets, sizeof *sh->table);
   if (!sh->table) {
     free(sh);
-    return CLB_ERR_HOST_OOM;
+    return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_shapes_new: out of host memory");
   }
   sh->default_min = 0;
   sh->default_max = INT32_MAX;
@@ -42,7 +42,7 @@ const char *clb_shapes_errmsg(clb_shapes_t sh) { return sh ? sh->errmsg : "NULL 
 size_t clb_shapes_errpos(clb_shapes_t sh) { return sh ? sh->errpos : 0; }
 
 clb_status clb_shapes_set_default_range(clb_shapes_t sh, int64_t min, int64_t max) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_set_default_range: sh is NULL");
   if (min > max) return clb__shapes_fail(sh, CLB_ERR_INVALID_ARG, "default range [%lld, %lld] is empty",
                                          (long long)min, (long long)max);
   sh->default_min = min;
@@ -87,7 +87,7 @@ static int tighten(int64_t *min, int64_t *max, int64_t divisor, int64_t remainde
 static clb_status sym_create(struct clb_shapes *sh, const char *name, int64_t min, int64_t max, int64_t divisor,
                              int64_t remainder, int unbacked, const char *origin, clb_expr_t *out) {
   char auto_name[32];
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_sym_find: sh is NULL");
   if (!out) return clb__shapes_fail(sh, CLB_ERR_NULL, "out is NULL");
   *out = NULL;
   if (!name) {

@@ -614,13 +614,13 @@ clb_status clb__minmax_n(struct clb_shapes *sh, clb_expr_kind kind, node *const 
 /* ---- Public constructors ------------------------------------------------------------ */
 
 static clb_status check_args(struct clb_shapes *sh, node *a, node *b, node **out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_expr_min/clb_expr_max: sh is NULL");
   if (!a || !b || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression or out");
   return CLB_OK;
 }
 
 clb_status clb_expr_const(clb_shapes_t sh, int64_t value, clb_expr_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_expr_const: sh is NULL");
   if (!out) return clb__shapes_fail(sh, CLB_ERR_NULL, "out is NULL");
   return mk_const(sh, value, out);
 }

@@ -80,7 +80,7 @@ clb_status clb__resolve(struct clb_shapes *sh, node *e, node **out) {
 }
 
 clb_status clb_shapes_resolve(clb_shapes_t sh, clb_expr_t e, clb_expr_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_resolve: sh is NULL");
   if (!e || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression or out");
   return clb__resolve(sh, e, out);
 }
@@ -221,7 +221,7 @@ clb_status clb__eval(struct clb_shapes *sh, node *e, const clb_binding *b, size_
 }
 
 clb_status clb_expr_eval(clb_shapes_t sh, clb_expr_t e, const clb_binding *b, size_t n, int64_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_expr_eval: sh is NULL");
   if (!e || !out || (!b && n)) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression, bindings or out");
   return clb__eval(sh, e, b, n, out);
 }

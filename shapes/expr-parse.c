@@ -178,7 +178,7 @@ static clb_status expr(parser *p, node **out) {
 }
 
 clb_status clb_expr_parse(clb_shapes_t sh, const char *text, unsigned flags, clb_expr_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_expr_parse: sh is NULL");
   if (!text || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL text or out");
   parser p = {sh, text, 0, flags, 0};
   node *e;
@@ -197,7 +197,7 @@ clb_status clb_expr_parse(clb_shapes_t sh, const char *text, unsigned flags, clb
 }
 
 clb_status clb_shape_parse(clb_shapes_t sh, const char *text, unsigned flags, clb_shape *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shape_parse: sh is NULL");
   if (!text || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL text or out");
   parser p = {sh, text, 0, flags, 0};
   clb_shape s;

@@ -112,7 +112,7 @@ size_t clb__expr_format(node *e, char *buf, size_t size) {
 }
 
 clb_status clb_expr_print(clb_shapes_t sh, clb_expr_t e, char *buf, size_t size, size_t *len) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_expr_print: sh is NULL");
   if (!e || (!buf && size)) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression or buffer");
   size_t n = clb__expr_format(e, buf, size);
   if (len) *len = n;
@@ -132,7 +132,7 @@ const char *clb_expr_str(clb_shapes_t sh, clb_expr_t e) {
 }
 
 clb_status clb_shape_print(clb_shapes_t sh, const clb_shape *s, char *buf, size_t size) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shape_print: sh is NULL");
   if (!s || !buf) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL shape or buffer");
   if (s->rank < 0 || s->rank > CLB_SHAPE_MAX_RANK) return clb__shapes_fail(sh, CLB_ERR_RANK, "rank %d", s->rank);
   writer w = {buf, size, 0};

@@ -38,10 +38,10 @@ static clb_status gfail(clb_guards_t g, clb_status st, const char *fmt, ...) {
 }
 
 clb_status clb_guards_new(size_t ninputs, const char *const *names, const int *ranks, clb_guards_t *out) {
-  if (!out) return CLB_ERR_NULL;
+  if (!out) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_guards_new: out is NULL");
   *out = NULL;
   clb_guards_t g = calloc(1, sizeof *g);
-  if (!g) return CLB_ERR_HOST_OOM;
+  if (!g) return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_guards_new: out of host memory");
   clb_status st = clb__sig_init(&g->sig, ninputs, names, ranks, g->msg, sizeof g->msg);
   if (st != CLB_OK) {
     free(g);
@@ -66,7 +66,7 @@ size_t clb_guards_count(clb_guards_t g) { return g ? g->n : 0; }
 
 static clb_status push(clb_guards_t g, guard_kind kind, size_t input, int dim, size_t input2, int dim2, int64_t a,
                        int64_t b) {
-  if (!g) return CLB_ERR_NULL;
+  if (!g) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_guards_count: g is NULL");
   guard x = {kind, 0, 0, a, b};
   if (clb__sig_flat(&g->sig, input, dim, &x.flat) || (kind == GUARD_SAME && clb__sig_flat(&g->sig, input2, dim2, &x.flat2)))
     return gfail(g, CLB_ERR_INVALID_ARG, "no dim %d of input %zu (or dim %d of input %zu)", dim, input, dim2, input2);
@@ -101,7 +101,7 @@ clb_status clb_guards_add_same(clb_guards_t g, size_t input, int dim, size_t inp
 }
 
 clb_status clb_guards_add_shape(clb_guards_t g, clb_shapes_t sh, size_t input, const clb_shape *s) {
-  if (!g) return CLB_ERR_NULL;
+  if (!g) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_guards_add_shape: g is NULL");
   if (!sh || !s) return gfail(g, CLB_ERR_NULL, "NULL context or shape");
   if (input >= g->sig.ninputs || s->rank != g->sig.ranks[input])
     return gfail(g, CLB_ERR_RANK, "input %zu: shape of rank %d for an input of rank %d", input, s->rank,
@@ -145,7 +145,7 @@ clb_status clb_guards_add_shape(clb_guards_t g, clb_shapes_t sh, size_t input, c
 }
 
 clb_status clb_guards_check(clb_guards_t g, const int64_t *dims, size_t ndims) {
-  if (!g) return CLB_ERR_NULL;
+  if (!g) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_guards_check: g is NULL");
   if (!dims && ndims) return gfail(g, CLB_ERR_NULL, "NULL dims");
   if (ndims != g->sig.ndims) return gfail(g, CLB_ERR_INVALID_ARG, "%zu dims given, the inputs have %zu", ndims, g->sig.ndims);
   for (size_t i = 0; i < g->n; i++) {

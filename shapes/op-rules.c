@@ -477,7 +477,7 @@ const char *clb_op_name(clb_op op) {
 
 clb_status clb_op_infer(clb_shapes_t sh, clb_op op, const clb_op_params *p, const clb_shape *inputs,
                         const char *const *names, size_t ninputs, clb_shape *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_op_infer: sh is NULL");
   if (!out || (!inputs && ninputs)) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL inputs or out");
   if ((int)op < 0 || op >= CLB_OP_COUNT) return clb__shapes_fail(sh, CLB_ERR_INVALID_ARG, "unknown op %d", (int)op);
   const struct op_def *def = &op_table[op];
@@ -515,7 +515,7 @@ clb_status clb_op_infer(clb_shapes_t sh, clb_op op, const clb_op_params *p, cons
 /* ---- Shapes --------------------------------------------------------------------------- */
 
 clb_status clb_shape_static(clb_shapes_t sh, int rank, const int64_t *dims, clb_shape *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shape_static: sh is NULL");
   if (!out || (!dims && rank > 0)) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL dims or out");
   if (rank < 0 || rank > CLB_SHAPE_MAX_RANK) return clb__shapes_fail(sh, CLB_ERR_RANK, "rank %d outside 0..8", rank);
   clb_shape s;
@@ -530,7 +530,7 @@ clb_status clb_shape_static(clb_shapes_t sh, int rank, const int64_t *dims, clb_
 }
 
 clb_status clb_shape_numel(clb_shapes_t sh, const clb_shape *s, clb_expr_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shape_numel: sh is NULL");
   if (!s || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL shape or out");
   if (s->rank < 0 || s->rank > CLB_SHAPE_MAX_RANK) return clb__shapes_fail(sh, CLB_ERR_RANK, "rank %d", s->rank);
   for (int i = 0; i < s->rank; i++)

@@ -48,11 +48,11 @@ static clb_status pfail(clb_policy_t p, clb_status st, const char *fmt, ...) {
 
 clb_status clb_policy_new(clb_policy_kind kind, size_t ninputs, const char *const *names, const int *ranks,
                           clb_policy_t *out) {
-  if (!out) return CLB_ERR_NULL;
+  if (!out) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_new: out is NULL");
   *out = NULL;
-  if ((int)kind < CLB_POLICY_STATIC || kind > CLB_POLICY_BUCKETED) return CLB_ERR_INVALID_ARG;
+  if ((int)kind < CLB_POLICY_STATIC || kind > CLB_POLICY_BUCKETED) return clb__shapes_fail_last(CLB_ERR_INVALID_ARG, "clb_policy_new: policy kind %d is not a clb_policy_kind", (int)kind);
   clb_policy_t p = calloc(1, sizeof *p);
-  if (!p) return CLB_ERR_HOST_OOM;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_policy_new: out of host memory");
   clb_status st = clb__sig_init(&p->sig, ninputs, names, ranks, p->errmsg, sizeof p->errmsg);
   if (st != CLB_OK) {
     free(p);
@@ -70,7 +70,7 @@ clb_status clb_policy_new(clb_policy_kind kind, size_t ninputs, const char *cons
   p->mode = calloc(n, 1);
   if (!p->user_max || !p->ladder || !p->nladder || !p->seen_max || !p->padded || !p->want || !p->mode) {
     clb_policy_free(p);
-    return CLB_ERR_HOST_OOM;
+    return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_policy_new: out of host memory");
   }
   *out = p;
   return CLB_OK;
@@ -104,7 +104,7 @@ static clb_status flat_of(clb_policy_t p, size_t input, int dim, size_t *flat) {
 }
 
 clb_status clb_policy_set_max(clb_policy_t p, size_t input, int dim, int64_t max) {
-  if (!p) return CLB_ERR_NULL;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_set_max: p is NULL");
   size_t f;
   clb_status st = flat_of(p, input, dim, &f);
   if (st != CLB_OK) return st;
@@ -114,7 +114,7 @@ clb_status clb_policy_set_max(clb_policy_t p, size_t input, int dim, int64_t max
 }
 
 clb_status clb_policy_set_buckets(clb_policy_t p, size_t input, int dim, const int64_t *ladder, size_t n) {
-  if (!p) return CLB_ERR_NULL;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_set_buckets: p is NULL");
   size_t f;
   clb_status st = flat_of(p, input, dim, &f);
   if (st != CLB_OK) return st;
@@ -132,14 +132,14 @@ clb_status clb_policy_set_buckets(clb_policy_t p, size_t input, int dim, const i
 }
 
 clb_status clb_policy_set_growth_cap(clb_policy_t p, int64_t cap) {
-  if (!p) return CLB_ERR_NULL;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_set_growth_cap: p is NULL");
   if (cap < 1) return pfail(p, CLB_ERR_INVALID_ARG, "cap %lld < 1", (long long)cap);
   p->cap = cap;
   return CLB_OK;
 }
 
 clb_status clb_policy_plan_bound(clb_policy_t p, size_t plan, size_t input, int dim, int64_t *bound, int *is_static) {
-  if (!p) return CLB_ERR_NULL;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_plan_bound: p is NULL");
   size_t f;
   if (!bound) return pfail(p, CLB_ERR_NULL, "NULL bound");
   if (plan >= p->nplans || clb__sig_flat(&p->sig, input, dim, &f))
@@ -369,7 +369,7 @@ static clb_status decide_bucketed(clb_policy_t p, const int64_t *v, clb_decision
 }
 
 clb_status clb_policy_decide(clb_policy_t p, const int64_t *dims, size_t ndims, clb_decision *out) {
-  if (!p) return CLB_ERR_NULL;
+  if (!p) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_decide: p is NULL");
   if (!out || (!dims && ndims)) return pfail(p, CLB_ERR_NULL, "NULL dims or out");
   p->reason[0] = 0;
   out->reason = p->reason;

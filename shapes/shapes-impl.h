@@ -60,6 +60,12 @@ struct clb_shapes {
 
 /* Records the detail message of a failure (clb_shapes_errmsg) and returns st. */
 clb_status clb__shapes_fail(struct clb_shapes *sh, clb_status st, const char *fmt, ...);
+/* A failure with no handle to hold its message (a NULL handle or out pointer, a
+ * failed creation): writes the thread's message (clb_last_errmsg) and returns st. */
+clb_status clb__shapes_fail_last(clb_status st, const char *fmt, ...);
+/* The thread's message buffer and its writer (errors.c; the runtime uses them too). */
+char *clb__last_errmsg_buf(size_t *len);
+void clb__set_last_errmsg(const char *fmt, ...);
 
 /* Arena allocation (zeroed); NULL when out of memory. */
 void *clb__arena_alloc(struct clb_shapes *sh, size_t size);

@@ -10,7 +10,7 @@ clb_status clb__sig_init(clb__sig *s, size_t ninputs, const char *const *names, 
   memset(s, 0, sizeof *s);
   if (ninputs && !ranks) {
     snprintf(err, errsize, "NULL ranks");
-    return CLB_ERR_NULL;
+    return clb__shapes_fail_last(CLB_ERR_NULL, "clb_policy_decide: a NULL argument");
   }
   for (size_t i = 0; i < ninputs; i++)
     if (ranks[i] < 0 || ranks[i] > CLB_SHAPE_MAX_RANK) {
@@ -38,7 +38,7 @@ clb_status clb__sig_init(clb__sig *s, size_t ninputs, const char *const *names, 
 oom:
   clb__sig_free(s);
   snprintf(err, errsize, "out of host memory");
-  return CLB_ERR_HOST_OOM;
+  return clb__shapes_fail_last(CLB_ERR_HOST_OOM, "clb_policy_decide: out of host memory");
 }
 
 void clb__sig_free(clb__sig *s) {

@@ -44,7 +44,7 @@ static void valued(struct clb_shapes *sh, node *e, int64_t v, char *buf, size_t 
 }
 
 clb_status clb_shapes_check_eval(clb_shapes_t sh, const clb_binding *b, size_t n, size_t *skipped) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_check_eval: sh is NULL");
   if (!b && n) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL bindings");
   size_t skip = 0;
   for (size_t i = 0; i < sh->nchecks; i++) {
@@ -301,7 +301,7 @@ static clb_status unify_resolved(struct clb_shapes *sh, node *a, node *ra, node 
 }
 
 clb_status clb_shapes_unify(clb_shapes_t sh, clb_expr_t a, clb_expr_t b, const char *what) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_unify: sh is NULL");
   if (!a || !b) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression");
   if (!what) what = "unify";
   node *ra, *rb;
@@ -314,7 +314,7 @@ clb_status clb_shapes_unify(clb_shapes_t sh, clb_expr_t a, clb_expr_t b, const c
 /* ---- Broadcasting ------------------------------------------------------------------- */
 
 clb_status clb_shapes_broadcast(clb_shapes_t sh, clb_expr_t a, clb_expr_t b, const char *what, clb_expr_t *out) {
-  if (!sh) return CLB_ERR_NULL;
+  if (!sh) return clb__shapes_fail_last(CLB_ERR_NULL, "clb_shapes_broadcast: sh is NULL");
   if (!a || !b || !out) return clb__shapes_fail(sh, CLB_ERR_NULL, "NULL expression or out");
   if (!what) what = "broadcast";
   node *ra, *rb;

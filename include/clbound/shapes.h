@@ -40,6 +40,11 @@ CLB_API void clb_shapes_free(clb_shapes_t sh);
  * Owned by the context; valid until the next failing call. Never NULL. */
 CLB_API const char *clb_shapes_errmsg(clb_shapes_t sh);
 
+/* A call given a NULL handle or out pointer, or a creation that fails, has no
+ * handle to hold its message: it goes to the thread's message, the one
+ * clb_last_errmsg() returns (also declared in clbound/runtime.h). */
+CLB_API const char *clb_last_errmsg(void);
+
 /* Byte offset in the text of the last parse error (0-based). */
 CLB_API size_t clb_shapes_errpos(clb_shapes_t sh);
 

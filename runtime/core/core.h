@@ -153,7 +153,10 @@ clb_status clb__cl_error(clb_context_t ctx, cl_int err, const char *fmt, ...);
 /* Appends to the context's message. */
 void clb__append_error(clb_context_t ctx, const char *fmt, ...);
 const char *clb__cl_error_name(cl_int err);
+/* The thread's message (clb_last_errmsg) for calls with no context: defined in
+ * shapes/errors.c, so the symbol engine below writes the same one. */
 void clb__set_last_errmsg(const char *fmt, ...);
+char *clb__last_errmsg_buf(size_t *len);
 
 /* ---- log.c ---------------------------------------------------------------- */
 

@@ -1,33 +1,16 @@
-/* errors.c: detail messages per context and per thread, and OpenCL error names. */
+/* errors.c: detail messages per context (the thread's message for calls with no
+ * context lives in shapes/errors.c, the lowest layer), and OpenCL error names. */
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/core/core.h"
-
-#if defined(__STDC_NO_THREADS__) && !defined(__GNUC__)
-#define CLB_THREAD_LOCAL
-#else
-#define CLB_THREAD_LOCAL _Thread_local
-#endif
-
-static CLB_THREAD_LOCAL char last_errmsg[4096];
-
-const char *clb_last_errmsg(void) { return last_errmsg; }
-
-void clb__set_last_errmsg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_errmsg, sizeof last_errmsg, fmt, ap);
-  va_end(ap);
-}
 
 static char *msg_buf(clb_context_t ctx, size_t *len) {
   if (ctx) {
     *len = sizeof ctx->errmsg;
     return ctx->errmsg;
   }
-  *len = sizeof last_errmsg;
-  return last_errmsg;
+  return clb__last_errmsg_buf(len);
 }
 
 clb_status clb__set_error(clb_context_t ctx, clb_status st, const char *fmt, ...) {
