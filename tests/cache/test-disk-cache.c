@@ -1,8 +1,11 @@
 /* test-disk-cache.c: the persistent program cache: reuse across contexts, and
  * truncated, altered, foreign and unwritable entries, and two writers at once. */
+#define _DEFAULT_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +13,33 @@
 #include "cache-test.h"
 
 static char dir[256];
+
+/* A full disk, simulated: while disk_full is set, a write() to a temporary
+ * entry of the test's cache folder writes at most 100 bytes and then fails with
+ * ENOSPC, as a write does when the file system fills up part-way. The test's
+ * definition of write() takes the place of the C library's for libclbound
+ * (the executable comes first in symbol lookup); every other write goes to the
+ * kernel unchanged. */
+static volatile int disk_full;
+ssize_t write(int fd, const void *buf, size_t n) {
+  if (disk_full) {
+    char link[64], target[600];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(link, target, sizeof target - 1);
+    if (len > 0) {
+      target[len] = 0;
+      if (strncmp(target, dir, strlen(dir)) == 0 && strstr(target, ".tmp.")) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_size >= 100) {
+          errno = ENOSPC;
+          return -1;
+        }
+        if (n > 100 - (size_t)st.st_size) n = 100 - (size_t)st.st_size;
+      }
+    }
+  }
+  return syscall(SYS_write, fd, buf, n);
+}
 /* Runs two ops (two programs) and checks their result. */
 static void run_ops(clb_context_t ctx) {
   int64_t b[1] = {100}, d[1] = {37};
@@ -127,6 +157,32 @@ int main(int argc, char **argv) {
   test_damage("flip", "checksum mismatch");
   test_damage("key", "key differs");
   test_damage("magic", "bad magic");
+
+  /* A disk that fills up while entries are stored: the store is reported with
+   * the file system's error (not a stale errno such as "Success"), no
+   * temporary file or partial entry is left, the context keeps working, and the
+   * next context builds from source and stores whole entries. */
+  EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
+  ctx = cached_context(dir);
+  run_ops(ctx);
+  disk_full = 1;
+  EXPECT_EQ_I(clb_context_store_programs(ctx), CLB_OK);
+  disk_full = 0;
+  EXPECT_TRUE(strstr(log_lines, "could not store") != NULL);
+  EXPECT_TRUE(strstr(log_lines, "writing") != NULL);
+  EXPECT_TRUE(strstr(log_lines, strerror(ENOSPC)) != NULL);
+  EXPECT_TRUE(strstr(log_lines, "Success") == NULL);
+  EXPECT_EQ_I(count_temp_files(), 0);
+  EXPECT_EQ_I(clb_cache_info(dir, &n, NULL), CLB_OK);
+  EXPECT_EQ_I(n, 0);
+  run_ops(ctx);
+  clb_context_free(ctx);
+  ctx = cached_context(dir);
+  run_ops(ctx);
+  EXPECT_EQ_I(counters(ctx).program_builds, 2);
+  clb_context_free(ctx);
+  EXPECT_EQ_I(clb_cache_info(dir, &n, NULL), CLB_OK);
+  EXPECT_EQ_I(n, 2);
 
   /* An unusable folder turns the cache off; everything still works. */
   char file_as_dir[300];
