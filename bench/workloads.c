@@ -523,10 +523,8 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->programs_after_first = res->builds_after_first + c1.program_cache_hits_disk - cf.program_cache_hits_disk;
   res->final_loss = iters > 0 ? res->losses[iters - 1] : NAN;
   snprintf(res->last_reason, sizeof res->last_reason, "%s", clb_graph_last_reason(dg.g));
-  /* the context's release stores the programs built from source in the disk
-   * cache (PoCL compiles each kernel again to hand out a binary): seconds,
-   * so the progress line stays up through it */
-  clb_progress_phase(pr, "storing the built programs in the disk cache");
+  /* the context's release hands the programs built from source to the
+   * background store (clb_cache_wait waits for it) */
   clb_tensor_free(losses);
   free_graph(&dg);
   clb_context_free(ctx);

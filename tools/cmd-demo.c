@@ -415,6 +415,17 @@ int clb_cmd_demo(int argc, char **argv) {
     }
     free(ref);
   }
+  /* the freed contexts' programs are written by the background store while
+   * the demo goes on; what is left is waited for here, inside the run time */
+  uint64_t pending = clb_cache_pending();
+  if (pending) {
+    char label[96];
+    snprintf(label, sizeof label, "storing %llu program(s) in the disk cache for the next run",
+             (unsigned long long)pending);
+    clb_progress *p = clb_progress_begin(pm, label, 0);
+    clb_cache_wait();
+    clb_progress_end(p);
+  }
   if (!json) {
     print_summary(tot, full);
     printf("(demo run time %.1f s)\n", 1e-3 * (clb_tool_now_ms() - t_start));

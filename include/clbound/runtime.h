@@ -177,15 +177,26 @@ CLB_API clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t
 CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
 
 /* Counts the entries (*.clbin files) and their bytes in a cache folder (NULL:
- * the default folder). A missing folder counts as empty. */
+ * the default folder), after the stores still under way (clb_cache_wait). A
+ * missing folder counts as empty. */
 CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
 
-/* Stores now every program this context built from source and has not stored
- * yet (it happens anyway when the context is freed; never on the path of a
- * launch). Failures to write are logged, not returned. */
+/* Stores now, in the calling thread, every program this context built from
+ * source and has not stored yet (it happens anyway when the context is freed;
+ * never on the path of a launch). Failures to write are logged, not returned. */
 CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
 
-/* Removes every entry of a cache folder (NULL: the default folder). */
+/* When a context is freed, the programs it built and has not stored go to one
+ * background thread per process, which writes their entries while the caller
+ * goes on (CLBOUND_CACHE_STORE=release stores them in clb_context_free instead).
+ * A context that needs an entry still being written waits for it; the process
+ * waits for every store at exit. clb_cache_pending: the programs queued or being
+ * written; clb_cache_wait: returns when there are none. */
+CLB_API uint64_t clb_cache_pending(void);
+CLB_API clb_status clb_cache_wait(void);
+
+/* Removes every entry of a cache folder (NULL: the default folder), after the
+ * stores still under way. */
 CLB_API clb_status clb_cache_clear(const char *dir);
 
 /* The default cache folder into buf[cap] (empty when it is off). */

@@ -37,7 +37,8 @@ from . import _lib as L
 from ._lib import ClboundError, library_path
 
 __all__ = ["Context", "Tensor", "Graph", "ClboundError", "DeviceInfo", "library_path", "devices",
-           "op_names", "cache_info", "cache_clear", "default_cache_dir", "__version__"]
+           "op_names", "cache_info", "cache_clear", "cache_wait", "cache_pending", "default_cache_dir",
+           "__version__"]
 
 #: The version of the C library loaded (clb_version()), which is the package's version.
 __version__: str = L.version().decode()
@@ -90,6 +91,18 @@ def cache_info(folder: Optional[Union[str, os.PathLike]] = None) -> Tuple[int, i
 def cache_clear(folder: Optional[Union[str, os.PathLike]] = None) -> None:
     """Removes every entry of a persistent program cache folder (None: the default)."""
     L.check_global(L.cache_clear(_cache_arg(folder)))
+
+
+def cache_wait() -> None:
+    """Waits until the programs of freed contexts are written to the persistent
+    cache (a background thread writes them; the process also waits at exit)."""
+    L.check_global(L.cache_wait())
+
+
+def cache_pending() -> int:
+    """Programs of freed contexts still queued for, or being written to, the
+    persistent cache."""
+    return int(L.cache_pending())
 
 
 def default_cache_dir() -> Optional[str]:

@@ -50,6 +50,22 @@ void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why);
 void clb__program_identity(const char *key, char *buf, size_t cap);
 /* Stores a built program's binary under `key` (write to a temporary, rename). */
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
+/* The same into the folder `dir`, logging to `lg`: needs no context (the
+ * background store calls it after the context is gone). */
+void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg);
+
+/* ---- store-worker.c: the background store --------------------------------- */
+
+/* Hands a program built from source to the process's store thread, which
+ * writes its entry under `key` into `dir` later; the program is retained until
+ * then (it keeps its OpenCL context alive, not the clbound context). Takes
+ * `key`. Falls back to storing at once when the thread cannot be started. */
+void clb__store_enqueue(clb_context_t ctx, char *key, cl_program prog);
+/* Waits until no store of `key` into `dir` is queued or under way (a context
+ * about to build what another context is still storing waits and loads it). */
+void clb__store_wait_key(const char *dir, const char *key);
+/* Whether contexts store in the background (CLBOUND_CACHE_STORE, default yes). */
+int clb__store_in_background(void);
 
 /* Loads or builds one program from a single source text (label names it in the
  * key and messages); a build from source hands back its key in *store_key for

@@ -144,12 +144,15 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   remove_stale_temps(ctx);
 }
 
-static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
+static void entry_path_in(const char *dir, const char *key, char *buf, size_t cap) {
   size_t len = strlen(key);
   uint64_t h1 = clb__fnv1a(0xcbf29ce484222325ull, key, len);
   uint64_t h2 = clb__fnv1a(0x84222325cbf29ce4ull ^ len, key, len);
-  snprintf(buf, cap, "%s/%016llx%016llx%s", ctx->cache_dir, (unsigned long long)h1, (unsigned long long)h2,
-           CACHE_SUFFIX);
+  snprintf(buf, cap, "%s/%016llx%016llx%s", dir, (unsigned long long)h1, (unsigned long long)h2, CACHE_SUFFIX);
+}
+
+static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
+  entry_path_in(ctx->cache_dir, key, buf, cap);
 }
 
 /* Reads a whole entry (at most MAX_ENTRY_BYTES). Only a regular file is read: no
@@ -342,6 +345,11 @@ void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why) {
 
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) {
   if (!ctx->cache_dir[0]) return;
+  clb__logger lg = clb__context_logger(ctx);
+  clb__disk_cache_write(ctx->cache_dir, key, prog, &lg);
+}
+
+void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg) {
   size_t blen = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) != CL_SUCCESS || blen == 0 ||
       blen > MAX_ENTRY_BYTES)
@@ -354,7 +362,7 @@ void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) 
     return;
   }
   char path[1200], tmp[1300];
-  entry_path(ctx, key, path, sizeof path);
+  entry_path_in(dir, key, path, sizeof path);
   static atomic_uint counter;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
   unsigned char header[HEADER_BYTES];
@@ -384,10 +392,10 @@ void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) 
     if (rename(tmp, path) != 0) err = errno;
   }
   if (!err) {
-    clb__log(ctx, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
+    clb__log_to(lg, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
   } else {
     if (fd >= 0) unlink(tmp);
-    clb__log(ctx, CLB_LOG_CACHE, "could not store %s (%s %s: %s)", path, step, fd >= 0 ? tmp : "the temporary", strerror(err));
+    clb__log_to(lg, CLB_LOG_CACHE, "could not store %s (%s %s: %s)", path, step, fd >= 0 ? tmp : "the temporary", strerror(err));
     if (atomic_exchange(&store_warned, 1) == 0)
       fprintf(stderr, "clbound: warning: program cache: cannot store %s (%s: %s); programs will be built again next time\n",
               path, step, strerror(err));
@@ -435,9 +443,13 @@ static clb_status walk(const char *dir, int remove_entries, uint64_t *entries, u
 }
 
 clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {
+  clb_cache_wait();
   if (entries) *entries = 0;
   if (bytes) *bytes = 0;
   return walk(dir, 0, entries, bytes);
 }
 
-clb_status clb_cache_clear(const char *dir) { return walk(dir, 1, NULL, NULL); }
+clb_status clb_cache_clear(const char *dir) {
+  clb_cache_wait();
+  return walk(dir, 1, NULL, NULL);
+}

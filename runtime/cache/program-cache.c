@@ -138,12 +138,13 @@ static void progcache_free(clb_progcache *pc) {
   free(pc);
 }
 
-/* Stores every program built from source in this context and not stored yet.
- * Deferred off the first step's critical path: handing out a binary makes PoCL
- * compile a work-group function for every kernel of the program, which took
- * 4.1-4.7 s of a 10-12 s cold xla-mlp run when each build stored at once. Only
- * programs that were built (so used) are stored, each once. */
-static void store_pending(clb_context_t ctx) {
+/* Stores every program built from source in this context and not stored yet,
+ * now or (background) through the store thread (store-worker.c). Deferred off
+ * the first step's critical path: handing out a binary makes PoCL compile a
+ * work-group function for every kernel of the program, which took 4.1-4.7 s of
+ * a 10-12 s cold xla-mlp run when each build stored at once. Only programs that
+ * were built (so used) are stored, each once. */
+static void store_pending(clb_context_t ctx, int background) {
   clb_progcache *pc = ctx->programs;
   if (!pc) return;
   double t0 = now_ms();
@@ -151,26 +152,33 @@ static void store_pending(clb_context_t ctx) {
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *e = &pc->entries[i];
     if (!e->store_key) continue;
-    clb__disk_cache_store(ctx, e->store_key, e->program);
-    free(e->store_key);
+    if (background) {
+      clb__store_enqueue(ctx, e->store_key, e->program); /* takes the key */
+    } else {
+      clb__disk_cache_store(ctx, e->store_key, e->program);
+      free(e->store_key);
+    }
     e->store_key = NULL;
     n++;
   }
   if (n) {
     double ms = now_ms() - t0;
     ctx->counters.store_ms += (uint64_t)(ms + 0.5);
-    clb__log(ctx, CLB_LOG_CACHE, "stored %d program(s) built in this context in %.1f ms", n, ms);
+    if (background)
+      clb__log(ctx, CLB_LOG_CACHE, "%d program(s) built in this context handed to the background store", n);
+    else
+      clb__log(ctx, CLB_LOG_CACHE, "stored %d program(s) built in this context in %.1f ms", n, ms);
   }
 }
 
 clb_status clb_context_store_programs(clb_context_t ctx) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_store_programs: ctx is NULL");
-  store_pending(ctx);
+  store_pending(ctx, 0);
   return CLB_OK;
 }
 
 static void release_caches(clb_context_t ctx) {
-  store_pending(ctx);
+  store_pending(ctx, clb__store_in_background());
   progcache_free(ctx->programs);
   ctx->programs = NULL;
 }
@@ -256,7 +264,10 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   char *key = full_key(ctx, label, ntexts, texts, lens, options);
   if (!key) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: program cache key", op);
   cl_program cached = NULL;
-  if (use_disk) clb__disk_cache_load(ctx, key, &cached);
+  if (use_disk && ctx->cache_dir[0]) {
+    clb__store_wait_key(ctx->cache_dir, key); /* a freed context may still be writing it */
+    clb__disk_cache_load(ctx, key, &cached);
+  }
   if (cached) {
     if (from_disk) *from_disk = 1;
     ctx->counters.program_cache_hits_disk++;

@@ -162,6 +162,16 @@ char *clb__last_errmsg_buf(size_t *len);
 
 /* Logs a line in one category if it is on (printf-style). */
 void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...);
+/* Where lines go without a context (the background program store): the
+ * categories on, and the callback (NULL: time-stamped lines on stderr). */
+typedef struct clb__logger {
+  unsigned mask;
+  clb_log_fn fn;
+  void *user;
+} clb__logger;
+void clb__log_to(const clb__logger *lg, unsigned category, const char *fmt, ...);
+/* The context's logger. */
+clb__logger clb__context_logger(clb_context_t ctx);
 /* Categories named in CLBOUND_LOG. */
 unsigned clb__log_env_mask(void);
 /* Records a recompile reason (counted, logged, and listed in the metrics). */

@@ -1,6 +1,7 @@
 /* log.c: the counters, event logging by category (CLBOUND_LOG), recompile
  * reasons, and the metrics JSON (CLBOUND_METRICS_FILE). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,28 +39,55 @@ void clb_context_set_log(clb_context_t ctx, unsigned mask, clb_log_fn fn, void *
   ctx->log_user = user;
 }
 
-void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...) {
-  if (!(ctx->log_mask & category)) return;
+static double monotonic_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The time of the process's first line (lines come from the background store's
+ * thread too). */
+static pthread_once_t log_start_once = PTHREAD_ONCE_INIT;
+static double log_t0;
+static void log_start(void) { log_t0 = monotonic_s(); }
+
+static void log_line(const clb__logger *lg, unsigned category, const char *fmt, va_list ap) {
+  if (!(lg->mask & category)) return;
   const char *name = "log";
   for (size_t i = 0; i < NCATEGORIES; i++)
     if (categories[i].bit == category) name = categories[i].name;
   char line[2048];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (ctx->log_fn) {
-    ctx->log_fn(ctx->log_user, name, line);
+  if (lg->fn) {
+    lg->fn(lg->user, name, line);
   } else {
     /* time-stamped (seconds since the process's first line): when a run stalls,
      * the last line says what it was doing and since when */
-    static double t0 = -1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-    if (t0 < 0) t0 = now;
-    fprintf(stderr, "clbound[%s]: %9.3f s: %s\n", name, now - t0, line);
+    pthread_once(&log_start_once, log_start);
+    fprintf(stderr, "clbound[%s]: %9.3f s: %s\n", name, monotonic_s() - log_t0, line);
   }
+}
+
+clb__logger clb__context_logger(clb_context_t ctx) {
+  clb__logger lg = {ctx->log_mask, ctx->log_fn, ctx->log_user};
+  return lg;
+}
+
+void clb__log(clb_context_t ctx, unsigned category, const char *fmt, ...) {
+  if (!(ctx->log_mask & category)) return;
+  clb__logger lg = clb__context_logger(ctx);
+  va_list ap;
+  va_start(ap, fmt);
+  log_line(&lg, category, fmt, ap);
+  va_end(ap);
+}
+
+void clb__log_to(const clb__logger *lg, unsigned category, const char *fmt, ...) {
+  if (!(lg->mask & category)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  log_line(lg, category, fmt, ap);
+  va_end(ap);
 }
 
 void clb__note_recompile(clb_context_t ctx, const char *reason) {

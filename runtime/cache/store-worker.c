@@ -1,0 +1,168 @@
+/* store-worker.c: the background program store. Handing out a program's binary
+ * makes PoCL compile a work-group function for every kernel of the program:
+ * 0.2-0.4 s a kernel, 20 s of the default demo's 62 s when each context stored
+ * its programs as it was freed. Freed contexts now hand their programs to one
+ * thread per process, which writes the entries while the caller goes on (PoCL
+ * compiles under a lock per OpenCL context, so the store of a freed context runs
+ * beside the builds of the next one). Nothing is lost: a context that needs a
+ * program still being stored waits for that entry and loads it, clb_cache_info
+ * and clb_cache_clear wait for every store, and the process waits for the queue
+ * at exit (atexit, before the drivers' own teardown). CLBOUND_CACHE_STORE=release
+ * stores in the freeing thread instead. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cache/cache.h"
+
+typedef struct store_job {
+  struct store_job *next;
+  char *dir, *key;
+  cl_program prog;
+} store_job;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER; /* a job was queued, or stop */
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER; /* a job was written */
+static store_job *head, *tail, *current;               /* queue, and the job being written */
+static uint64_t pending;                               /* queued + being written */
+static int running, stopping, hooks_set;
+static pthread_t thread;
+static clb__logger logger; /* CLBOUND_LOG's categories, to stderr: the contexts are gone */
+
+int clb__store_in_background(void) {
+  const char *env = getenv("CLBOUND_CACHE_STORE");
+  return !(env && (strcmp(env, "release") == 0 || strcmp(env, "sync") == 0));
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (!head && !stopping) pthread_cond_wait(&wake, &lock);
+    if (!head) break; /* stopping, and the queue is empty */
+    store_job *j = head;
+    head = j->next;
+    if (!head) tail = NULL;
+    current = j;
+    pthread_mutex_unlock(&lock);
+    clb__disk_cache_write(j->dir, j->key, j->prog, &logger);
+    clReleaseProgram(j->prog);
+    pthread_mutex_lock(&lock);
+    current = NULL;
+    pending--;
+    free(j->dir);
+    free(j->key);
+    free(j);
+    pthread_cond_broadcast(&done);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+/* At exit (or when the library is unloaded): write what is queued, then stop
+ * the thread, so that no entry is lost and no thread runs unmapped code. */
+static void stop_at_exit(void) {
+  pthread_mutex_lock(&lock);
+  if (!running) {
+    pthread_mutex_unlock(&lock);
+    return;
+  }
+  stopping = 1;
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+  pthread_join(thread, NULL);
+  pthread_mutex_lock(&lock);
+  running = stopping = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/* fork: the child has no store thread; it starts its own if it needs one. The
+ * parent's queue is the parent's to write. */
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_child(void) {
+  head = tail = current = NULL;
+  pending = 0;
+  running = stopping = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/* Starts the thread (lock held); 0 when it runs. Signals stay with the
+ * application's threads. */
+static int start_locked(void) {
+  if (running) return 0;
+  if (!hooks_set) {
+    if (atexit(stop_at_exit) != 0 || pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) return -1;
+    hooks_set = 1;
+  }
+  logger.mask = clb__log_env_mask();
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&thread, NULL, worker, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) return -1;
+  running = 1;
+  return 0;
+}
+
+void clb__store_enqueue(clb_context_t ctx, char *key, cl_program prog) {
+  store_job *j = calloc(1, sizeof *j);
+  size_t dlen = strlen(ctx->cache_dir) + 1;
+  char *dir = j ? malloc(dlen) : NULL;
+  pthread_mutex_lock(&lock);
+  int ok = dir && start_locked() == 0;
+  if (ok) {
+    memcpy(dir, ctx->cache_dir, dlen);
+    clRetainProgram(prog);
+    j->dir = dir;
+    j->key = key;
+    j->prog = prog;
+    if (tail)
+      tail->next = j;
+    else
+      head = j;
+    tail = j;
+    pending++;
+    pthread_cond_signal(&wake);
+  }
+  pthread_mutex_unlock(&lock);
+  if (!ok) { /* no memory or no thread: store now, as before */
+    free(j);
+    free(dir);
+    clb__disk_cache_store(ctx, key, prog);
+    free(key);
+  }
+}
+
+static int job_is(const store_job *j, const char *dir, const char *key) {
+  return j && strcmp(j->dir, dir) == 0 && strcmp(j->key, key) == 0;
+}
+
+void clb__store_wait_key(const char *dir, const char *key) {
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    int found = job_is(current, dir, key);
+    for (store_job *j = head; j && !found; j = j->next) found = job_is(j, dir, key);
+    if (!found) break;
+    pthread_cond_wait(&done, &lock);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t clb_cache_pending(void) {
+  pthread_mutex_lock(&lock);
+  uint64_t n = pending;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+clb_status clb_cache_wait(void) {
+  pthread_mutex_lock(&lock);
+  while (pending) pthread_cond_wait(&done, &lock);
+  pthread_mutex_unlock(&lock);
+  return CLB_OK;
+}
