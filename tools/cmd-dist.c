@@ -178,7 +178,9 @@ int clb_cmd_dist_demo(int argc, char **argv) {
     /* the all-reduce alone: latency (one double) and wide-mlp's gradient bytes */
     const int64_t wide_params = 256 * 512 + 512 + 512 * 256 + 256 + 256 + 1;
     double lat = allreduce_ms(1, 50), big = allreduce_ms(wide_params, 20);
-    if (rank == 0)
+    if (rank == 0 && size == 1)
+      printf("all-reduce alone: one rank, nothing to exchange (%.3f ms for wide-mlp's gradients: a local copy)\n", big);
+    else if (rank == 0)
       printf("all-reduce alone (median, slowest rank): 8 B in %.3f ms; %lld float64 (wide-mlp's gradients, %.2f MB) in "
              "%.3f ms: %.2f GB/s past the latency\n",
              lat, (long long)wide_params, wide_params * 8e-6, big, wide_params * 8e-6 / (big - lat > 1e-6 ? big - lat : 1e-6));
