@@ -48,7 +48,8 @@ typedef struct clb_dist *clb_dist_t;
  * rank fail with CLB_ERR_INVALID_ARG. ctx is g's context. Installs g's grad
  * hook. On failure *out is NULL and clb_last_errmsg() says why. */
 CLB_API clb_status clb_dist_new(clb_context_t ctx, clb_graph_t g, MPI_Comm comm, clb_dist_t *out);
-/* Frees the trainer (not the graph); removes the grad hook. Not collective. */
+/* Frees the trainer and removes its grad hook from the graph, so free it before
+ * the graph (and the graph before its context). Not collective. NULL: no-op. */
 CLB_API void clb_dist_free(clb_dist_t d);
 
 /* One training step on the inputs last fed (collective). */
