@@ -408,6 +408,76 @@ static int feed(clb_context_t ctx, demo_workload w, demo_graph *dg, int i, int s
   return 0;
 }
 
+/* ---- per-rank batches (data parallelism, clbound demo --data-parallel) ---------- */
+
+struct demo_model {
+  demo_graph dg;
+  demo_workload w;
+};
+
+int64_t demo_mask_len(demo_workload w) { return w == DEMO_XLA_MLP ? XLA_BOUND : WIDE_ROWS; }
+
+int demo_model_new(clb_context_t ctx, demo_workload w, clb_policy_kind policy, double lr, demo_model **out, char *err,
+                   size_t errlen) {
+  *out = calloc(1, sizeof **out);
+  if (!*out) {
+    snprintf(err, errlen, "out of host memory");
+    return 1;
+  }
+  (*out)->w = w;
+  if (build_graph(ctx, w, policy, lr >= 0 ? lr : demo_default_lr(w), &(*out)->dg, err, errlen) != 0) {
+    demo_model_free(*out);
+    *out = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+clb_graph_t demo_model_graph(const demo_model *m) { return m->dg.g; }
+
+void demo_model_free(demo_model *m) {
+  if (!m) return;
+  free_graph(&m->dg);
+  free(m);
+}
+
+clb_status demo_model_feed_mask(demo_model *m, const uint8_t *mask) {
+  if (m->w == DEMO_XLA_MLP) {
+    /* x [5, 2] and y [10] both 1 where the mask is: nonzero gives the rows
+     * (j / 2, j % 2) and the targets j % 2 of the selected j */
+    float x[XLA_BOUND], y[XLA_BOUND];
+    for (int j = 0; j < XLA_BOUND; j++) x[j] = y[j] = mask[j] ? 1.0f : 0.0f;
+    const int64_t xd[2] = {5, 2}, yd[1] = {XLA_BOUND};
+    clb_status st = clb_graph_feed(m->dg.g, m->dg.x, xd, x, sizeof x);
+    return st == CLB_OK ? clb_graph_feed(m->dg.g, m->dg.y, yd, y, sizeof y) : st;
+  }
+  const int64_t kd[2] = {WIDE_ROWS, 1};
+  return clb_graph_feed(m->dg.g, m->dg.keep, kd, mask, WIDE_ROWS);
+}
+
+void demo_rank_masks(demo_workload w, int i, int nranks, int64_t rows, uint8_t *masks, int64_t *counts) {
+  const int64_t len = demo_mask_len(w), share = len / (nranks > 0 ? nranks : 1);
+  static int idx[WIDE_ROWS];
+  uint64_t s = 0xD157u + (uint64_t)i * 15485863u;
+  for (int64_t r = 0; r < len; r++) idx[r] = (int)r;
+  for (int64_t r = len - 1; r > 0; r--) { /* a seeded shuffle of the rows */
+    int64_t j = (int64_t)(mix(&s) % (uint64_t)(r + 1));
+    int t = idx[r];
+    idx[r] = idx[j];
+    idx[j] = t;
+  }
+  memset(masks, 0, (size_t)(len * nranks));
+  int64_t at = 0;
+  for (int k = 0; k < nranks; k++) {
+    int64_t n = rows > 0                ? rows
+                : w == DEMO_XLA_MLP ? 1 + (int64_t)(mix(&s) % (uint64_t)(share > 0 ? share : 1))
+                                    : demo_batch_size(w, i * nranks + k);
+    if (n > share) n = share;
+    counts[k] = n;
+    for (int64_t r = 0; r < n; r++) masks[(int64_t)k * len + idx[at++]] = 1;
+  }
+}
+
 /* ---- a training run ---------------------------------------------------------------- */
 
 static volatile double first_done_at;

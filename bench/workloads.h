@@ -83,4 +83,23 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, 
  * *built: programs built from source, *loaded: found in the disk cache. */
 int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen);
 
+
+/* ---- per-rank batches (data parallelism: clbound demo --data-parallel, tests/dist) ----
+ * A workload's training graph fed from a mask over its rows (xla-mlp: the 10
+ * entries of its nonzero patterns; wide-mlp: the 4096 rows of its table). */
+typedef struct demo_model demo_model;
+int64_t demo_mask_len(demo_workload w);
+/* lr < 0: the workload's default. Returns 0, or 1 with a message in err. */
+int demo_model_new(clb_context_t ctx, demo_workload w, clb_policy_kind policy, double lr, demo_model **out, char *err,
+                   size_t errlen);
+clb_graph_t demo_model_graph(const demo_model *m);
+clb_status demo_model_feed_mask(demo_model *m, const uint8_t *mask);
+void demo_model_free(demo_model *m); /* NULL is a no-op */
+/* Step i's masks of nranks ranks (masks: nranks * demo_mask_len bytes), drawn
+ * from a seeded shuffle so that they are disjoint: their union is one batch of
+ * sum(counts) rows. With rows > 0 every rank gets that many; else wide-mlp's
+ * counts follow its schedule, xla-mlp's are 1..10 / nranks. Either way at most
+ * demo_mask_len / nranks. */
+void demo_rank_masks(demo_workload w, int i, int nranks, int64_t rows, uint8_t *masks, int64_t *counts);
+
 #endif /* CLB_BENCH_WORKLOADS_H */

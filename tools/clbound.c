@@ -18,6 +18,9 @@ static int usage(FILE *f) {
           "       [--iterations N] [--lr X] [--json] [--no-check] [--quiet]\n"
           "                   MLP training on batches sized on the device: dynamic against\n"
           "                   static in about a minute; --full: every policy, 100 steps\n"
+          "  demo --data-parallel [--workload W] [--iterations N] [--rows R]\n"
+          "                   under mpirun: both workloads trained data-parallel over MPI\n"
+          "                   (docs/scale-out.md; built only with MPI)\n"
           "  bench ops [--json] [--quick] [--quiet]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
           "  bench gemm [--json] [--quick] [--quiet] [--sweep]\n"
@@ -78,7 +81,11 @@ static int cmd_info(void) {
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
   if (strcmp(argv[1], "info") == 0) return cmd_info();
-  if (strcmp(argv[1], "demo") == 0) return clb_cmd_demo(argc - 2, argv + 2);
+  if (strcmp(argv[1], "demo") == 0) {
+    for (int i = 2; i < argc; i++)
+      if (strcmp(argv[i], "--data-parallel") == 0) return clb_cmd_dist_demo(argc - 2, argv + 2);
+    return clb_cmd_demo(argc - 2, argv + 2);
+  }
   if (strcmp(argv[1], "bench") == 0) return clb_bench_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
   if (strcmp(argv[1], "shapes") == 0) return clb_cmd_shapes(argc - 2, argv + 2);

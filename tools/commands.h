@@ -11,5 +11,7 @@ int clb_cmd_shapes(int argc, char **argv);
  * the bounded-chain showcase (demo-chain.c). */
 int clb_cmd_demo(int argc, char **argv);
 int clb_cmd_demo_chain(int argc, char **argv);
+/* `clbound demo --data-parallel` under mpirun (cmd-dist.c; built with MPI only). */
+int clb_cmd_dist_demo(int argc, char **argv);
 
 #endif /* CLB_TOOL_COMMANDS_H */

@@ -159,6 +159,59 @@ CLB_API clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *
  * any op's error. Device-side errors surface at the next host sync. */
 CLB_API clb_status clb_graph_run(clb_graph_t g);
 
+/* ---- Run phases (data parallelism, clbound/dist.h) ----------------------------
+ *
+ * A training step split in two, so that something can happen to the gradients
+ * between backward and the update (an all-reduce across processes):
+ *   CLB_PHASE_GRADS: plan choice, forward and backward, enqueued as in
+ *     clb_graph_run; the parameters' gradients are then complete (on the device)
+ *     and stay until the step ends. No host sync.
+ *   CLB_PHASE_UPDATE: the SGD update from those gradient tensors (whatever they
+ *     hold now: a caller may have overwritten them with clb_tensor_write), and
+ *     the end of the step (statistics, shape log). Fused (CLBOUND_FUSE) or not.
+ *   CLB_PHASE_DISCARD: ends a step begun by CLB_PHASE_GRADS without updating.
+ *   CLB_PHASE_ALL: the whole step, exactly clb_graph_run.
+ * GRADS needs a training graph and no step in progress; UPDATE and DISCARD need
+ * one in progress (else CLB_ERR_INVALID_ARG). A failed GRADS ends its step. */
+typedef enum clb_graph_phase {
+  CLB_PHASE_ALL = 0,
+  CLB_PHASE_GRADS = 1,
+  CLB_PHASE_UPDATE = 2,
+  CLB_PHASE_DISCARD = 3
+} clb_graph_phase;
+
+CLB_API clb_status clb_graph_run_phase(clb_graph_t g, clb_graph_phase phase);
+
+/* The trainable parameters of a training graph, in the order their gradients
+ * complete during backward (the last layer's first): up to cap nodes to out
+ * (may be NULL with cap 0), their number to *n. */
+CLB_API clb_status clb_graph_params(clb_graph_t g, clb_node *out, int cap, int *n);
+
+/* Between CLB_PHASE_GRADS and the end of the step: the tensor holding d loss /
+ * d param (borrowed; the param's static shape). CLB_ERR_INVALID_ARG outside a
+ * step or for a node that is not a trainable parameter. */
+CLB_API clb_status clb_graph_grad(clb_graph_t g, clb_node param, clb_tensor_t *grad);
+
+/* The actual count the loss of the last step (or of the step in progress) was
+ * averaged over: its target's actual elements, which are the prediction's
+ * (its rows for cross-entropy; counts that differ fail the step with
+ * CLB_ERR_DEVICE_CHECK). A counted host sync. Under the memory plan the target
+ * is released during backward with the other forward outputs unless kept
+ * (clb_graph_keep on the loss's target node); then this is CLB_ERR_INVALID_ARG.
+ * The grad hook below gets the count without a sync of its own. */
+CLB_API clb_status clb_graph_loss_count(clb_graph_t g, int64_t *count);
+
+/* Called during CLB_PHASE_GRADS (not clb_graph_run), in queue order: once after
+ * the forward pass with node = the loss and t = its target (whose actual
+ * elements are the count, as clb_graph_loss_count), then once per trainable
+ * parameter as soon as its gradient is complete, with node = the parameter and
+ * t = its gradient (the order of clb_graph_params). Whatever the callback
+ * enqueues on the context's queue runs after the ops that wrote t and before the
+ * backward of the layers below. A status other than CLB_OK fails the step.
+ * fn NULL removes it. */
+typedef clb_status (*clb_graph_grad_fn)(void *user, clb_node node, clb_tensor_t t);
+CLB_API clb_status clb_graph_set_grad_hook(clb_graph_t g, clb_graph_grad_fn fn, void *user);
+
 /* Builds (or loads) the one program of the plan that the fed inputs' sizes
  * select and stores it in the persistent cache, launching nothing: a later
  * process then starts with 0 builds from source. Inputs must be fed; only

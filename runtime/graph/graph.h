@@ -66,6 +66,7 @@ typedef struct gnode {
   clb_tensor_t vel;      /* trainable params with momentum */
   int nconsumers;        /* edges that read this node on the gradient path */
   int keep;              /* clb_graph_keep: never released by free_intermediates */
+  clb_tensor_t grad;     /* trainable params, between CLB_PHASE_GRADS and the update: d loss / d param (borrowed) */
 } gnode;
 
 typedef struct plan_rec {
@@ -103,6 +104,11 @@ struct clb_graph {
   char last_reason[512];
   int shape_log_header_done;
   struct clb__graph_mem *mem; /* memory.c */
+  /* run phases (clb_graph_run_phase) */
+  int in_step;                /* a CLB_PHASE_GRADS step waits for its update */
+  int phased;                 /* the backward in progress belongs to CLB_PHASE_GRADS */
+  clb_graph_grad_fn grad_hook;
+  void *grad_hook_user;
 };
 
 /* The node of a handle, or NULL for a handle the graph does not have. */

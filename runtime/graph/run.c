@@ -389,6 +389,16 @@ static void release_grads_of(clb_graph_t g, int m) {
   g->nodes[m].gsum = NULL;
 }
 
+/* A trainable parameter's gradient: the one a CLB_PHASE_GRADS backward kept
+ * (a caller may have rewritten it), else from its consumers. */
+static clb_status param_grad(clb_graph_t g, int i, clb_tensor_t *out) {
+  if (g->nodes[i].grad) {
+    *out = g->nodes[i].grad;
+    return CLB_OK;
+  }
+  return grad_of(g, i, out);
+}
+
 /* Every parameter's SGD step in one generated kernel (runtime/graph/fuse.c). */
 static clb_status fused_sgd(clb_graph_t g, clb_status st) {
   clb_tensor_t p[CLB_GRAPH_MAX_NODES], gr[CLB_GRAPH_MAX_NODES], v[CLB_GRAPH_MAX_NODES];
@@ -396,7 +406,7 @@ static clb_status fused_sgd(clb_graph_t g, clb_status st) {
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *nd = &g->nodes[i];
     if (nd->kind != GN_PARAM || !nd->requires_grad) continue;
-    if ((st = grad_of(g, i, &gr[n])) != CLB_OK) break;
+    if ((st = param_grad(g, i, &gr[n])) != CLB_OK) break;
     p[n] = nd->t;
     v[n] = nd->vel;
     idx[n++] = i;
@@ -406,23 +416,50 @@ static clb_status fused_sgd(clb_graph_t g, clb_status st) {
   return st;
 }
 
-static clb_status train_step(clb_graph_t g) {
+/* The backward pass. Under CLB_PHASE_GRADS each trainable parameter's gradient
+ * is kept (and handed to the grad hook) as soon as its last consumer's backward
+ * has run: the loop goes down, so that is when it reaches the parameter. */
+static clb_status backward_pass(clb_graph_t g) {
   clb_status st = CLB_OK;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM && n->requires_grad && (st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    if (st == CLB_OK && g->phased && n->kind == GN_PARAM && n->requires_grad) {
+      set_suffix(g, n->deps);
+      st = grad_of(g, i, &n->grad);
+      if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, i, n->grad);
+    }
     if (st == CLB_OK) clb__graph_mem_backward_done(g, i);
   }
+  return st;
+}
+
+/* The SGD update from each parameter's gradient. */
+static clb_status update_pass(clb_graph_t g) {
+  clb_status st = CLB_OK;
   set_suffix(g, g->nodes[g->loss].deps);
   if (clb__graph_fusion_on()) return fused_sgd(g, st);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM || !n->requires_grad) continue;
     clb_tensor_t grad;
-    if ((st = grad_of(g, i, &grad)) == CLB_OK) st = clb_sgd_step(g->ctx, n->t, grad, n->vel, g->lr, g->momentum);
+    if ((st = param_grad(g, i, &grad)) == CLB_OK) st = clb_sgd_step(g->ctx, n->t, grad, n->vel, g->lr, g->momentum);
     if (st == CLB_OK) release_grads_of(g, i);
   }
   return st;
+}
+
+static clb_status train_step(clb_graph_t g) {
+  clb_status st = backward_pass(g);
+  return st == CLB_OK ? update_pass(g) : st;
+}
+
+/* Forgets the gradients a CLB_PHASE_GRADS step kept (their tensors stay with
+ * their consumers, released as every step's are). */
+static void end_phased(clb_graph_t g) {
+  for (int i = 0; i < g->nnodes; i++) g->nodes[i].grad = NULL;
+  g->in_step = 0;
+  g->phased = 0;
 }
 
 /* ---- plans -------------------------------------------------------------------------- */
@@ -507,10 +544,23 @@ static clb_status forward(clb_graph_t g, int last, int release, const int *last_
   return st;
 }
 
+/* The end of a step (clb_graph_run, or CLB_PHASE_UPDATE): the memory plan's
+ * record, statistics, the shape log. */
+static clb_status finish_step(clb_graph_t g, clb_status st) {
+  clb__graph_mem_end(g, st);
+  g->ctx->build_suffix[0] = 0;
+  if (st != CLB_OK) return st;
+  g->stats.runs++;
+  shape_log(g);
+  return CLB_OK;
+}
+
 /* A step, or with warm_only the walk that builds the plan's program and nothing else. */
-static clb_status run_graph(clb_graph_t g, int warm_only) {
-  const char *op = warm_only ? "clb_graph_warm" : "clb_graph_run";
+static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
+  const char *op = warm_only ? "clb_graph_warm" : grads_only ? "clb_graph_run_phase" : "clb_graph_run";
   if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
+  if (g->in_step)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has a step waiting for CLB_PHASE_UPDATE or CLB_PHASE_DISCARD", op, g->name);
   if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
   clb_status st;
   int64_t dims[CLB_GRAPH_MAX_NODES * 2];
@@ -587,19 +637,104 @@ static clb_status run_graph(clb_graph_t g, int warm_only) {
    * records this plan's first step or serves its arena */
   if ((st = clb__graph_mem_begin(g, dec.plan)) == CLB_OK) st = forward(g, last, release, last_use);
   if (st == CLB_OK) st = note_plan(g, &dec);
+  if (grads_only) {
+    g->phased = 1;
+    const gnode *l = &g->nodes[g->loss];
+    if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, g->loss, g->nodes[l->in[1]].t);
+    if (st == CLB_OK) st = backward_pass(g);
+    g->ctx->build_suffix[0] = 0;
+    if (st == CLB_OK) {
+      g->in_step = 1; /* the memory plan's step stays open until the update */
+      return CLB_OK;
+    }
+    end_phased(g);
+    clb__graph_mem_end(g, st);
+    return st;
+  }
   if (st == CLB_OK && g->loss >= 0) st = train_step(g);
-  clb__graph_mem_end(g, st);
-  g->ctx->build_suffix[0] = 0;
-  if (st != CLB_OK) return st;
-  g->stats.runs++;
-  shape_log(g);
+  return finish_step(g, st);
+}
+
+clb_status clb_graph_run(clb_graph_t g) { return run_graph(g, 0, 0); }
+
+clb_status clb_graph_run_phase(clb_graph_t g, clb_graph_phase phase) {
+  static const char *op = "clb_graph_run_phase";
+  if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
+  switch (phase) {
+  case CLB_PHASE_ALL: return clb_graph_run(g);
+  case CLB_PHASE_GRADS:
+    if (g->loss < 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' does not train (clb_graph_train)", op, g->name);
+    return run_graph(g, 0, 1);
+  case CLB_PHASE_UPDATE:
+  case CLB_PHASE_DISCARD: {
+    if (!g->in_step)
+      return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has no step begun by CLB_PHASE_GRADS", op, g->name);
+    clb_status st = CLB_OK;
+    if (phase == CLB_PHASE_UPDATE) st = update_pass(g);
+    end_phased(g);
+    if (phase == CLB_PHASE_DISCARD) {
+      /* not a step: the memory plan keeps no record of it */
+      clb__graph_mem_end(g, CLB_ERR_INVALID_ARG);
+      g->ctx->build_suffix[0] = 0;
+      return CLB_OK;
+    }
+    return finish_step(g, st);
+  }
+  }
+  return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: unknown phase %d", op, (int)phase);
+}
+
+clb_status clb_graph_params(clb_graph_t g, clb_node *out, int cap, int *n) {
+  static const char *op = "clb_graph_params";
+  if (!g || !n) return clb__set_error(g ? g->ctx : NULL, CLB_ERR_NULL, "%s: %s is NULL", op, g ? "n" : "graph");
+  if (cap > 0 && !out) return clb__set_error(g->ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  if (g->loss < 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' does not train (clb_graph_train)", op, g->name);
+  int k = 0;
+  for (int i = g->loss - 1; i >= 0; i--)
+    if (g->nodes[i].kind == GN_PARAM && g->nodes[i].requires_grad) {
+      if (k < cap) out[k] = i;
+      k++;
+    }
+  *n = k;
   return CLB_OK;
 }
 
-clb_status clb_graph_run(clb_graph_t g) { return run_graph(g, 0); }
+clb_status clb_graph_grad(clb_graph_t g, clb_node param, clb_tensor_t *grad) {
+  static const char *op = "clb_graph_grad";
+  if (!g || !grad) return clb__set_error(g ? g->ctx : NULL, CLB_ERR_NULL, "%s: %s is NULL", op, g ? "grad" : "graph");
+  gnode *n = clb__graph_node(g, param);
+  if (!n || n->kind != GN_PARAM || !n->requires_grad)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: node %d of graph '%s' is not a trainable parameter", op, param, g->name);
+  if (!g->in_step || !n->grad)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has no step begun by CLB_PHASE_GRADS", op, g->name);
+  *grad = n->grad;
+  return CLB_OK;
+}
+
+clb_status clb_graph_loss_count(clb_graph_t g, int64_t *count) {
+  static const char *op = "clb_graph_loss_count";
+  if (!g || !count) return clb__set_error(g ? g->ctx : NULL, CLB_ERR_NULL, "%s: %s is NULL", op, g ? "count" : "graph");
+  if (g->loss < 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' does not train (clb_graph_train)", op, g->name);
+  /* the target's actual elements: the prediction's (rows for cross-entropy),
+   * else the loss raised a deferred check */
+  clb_tensor_t target = g->nodes[g->nodes[g->loss].in[1]].t;
+  if (!target) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has not run (or its target was released)", op, g->name);
+  int64_t dims[CLB_MAX_RANK];
+  clb_status st = clb__sync_sizes(g->ctx, target, op, dims);
+  if (st != CLB_OK) return st;
+  *count = clb__numel(target->rank, dims);
+  return CLB_OK;
+}
+
+clb_status clb_graph_set_grad_hook(clb_graph_t g, clb_graph_grad_fn fn, void *user) {
+  if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "clb_graph_set_grad_hook: graph is NULL");
+  g->grad_hook = fn;
+  g->grad_hook_user = user;
+  return CLB_OK;
+}
 
 clb_status clb_graph_warm(clb_graph_t g) {
-  clb_status st = run_graph(g, 1);
+  clb_status st = run_graph(g, 1, 0);
   if (st == CLB_OK) st = clb_context_store_programs(g->ctx);
   return st;
 }
