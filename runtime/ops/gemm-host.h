@@ -25,4 +25,10 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
                           clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out);
 
+/* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
+ * device's tuned parameters from its tuning file (clbound/tuning.h) with
+ * CLBlastOverrideParameters; a missing, damaged or foreign file is logged
+ * (CLBOUND_LOG=gemm) and nothing is set. Once per context. */
+void clb__tuning_apply(clb_context_t ctx);
+
 #endif /* CLB_OPS_GEMM_HOST_H */

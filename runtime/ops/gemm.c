@@ -74,6 +74,7 @@ static clb_status clblast_use(clb_context_t ctx) {
   clb_status st = clb__context_on_release(ctx, clblast_release);
   if (st == CLB_OK) clblast_contexts++;
   pthread_mutex_unlock(&clblast_lock);
+  if (st == CLB_OK) clb__tuning_apply(ctx);
   return st;
 }
 
