@@ -157,7 +157,15 @@ static int run_tuner(const char *program, char *const args[], const char *dir, d
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  /* a stopped tuner gets 5 s to go after SIGTERM, then SIGKILL */
+  for (double until = clb_tool_now_ms() + 5000.0;;) {
+    pid_t w = waitpid(pid, &status, *stopped ? WNOHANG : 0);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0 && clb_tool_now_ms() > until) {
+      kill(pid, SIGKILL);
+      *stopped = 2;
+    }
+    if (w == 0) nanosleep(&(struct timespec){0, 50000000L}, NULL);
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return -1;
   return 0;

@@ -11,16 +11,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cl-test.h"
+#include "cache-test.h" /* log_lines, capture */
 #include "clbound/nn.h"
-
-static char log_lines[16384];
-
-static void capture(void *user, const char *category, const char *line) {
-  (void)user;
-  size_t used = strlen(log_lines);
-  snprintf(log_lines + used, sizeof log_lines - used, "[%s] %s\n", category, line);
-}
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -102,11 +94,7 @@ static unsigned long long fnv(const char *s, size_t n) {
  * clblast-bound: CLBlast exactly) checked against a double reference; returns
  * how many kernels its tuning set. */
 static int run_context(const char *dir, int64_t n) {
-  clb_context_options o;
-  clb_context_options_init(&o);
-  o.cache_dir = dir;
-  clb_context_t ctx = clb_test_context(&o);
-  log_lines[0] = 0;
+  clb_context_t ctx = cached_context(dir);
   clb_context_set_log(ctx, CLB_LOG_GEMM, capture, NULL);
   EXPECT_EQ_I(clb_context_clblast_tuned(ctx), -1);
   CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_CLBLAST_BOUND));
