@@ -119,8 +119,12 @@ static void report_shape(int json, const gshape *g, const char *strategy, timing
   fflush(stdout);
 }
 
-static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
-  if (!json) {
+/* tuned: 0, the pass of host-blas, kernel and CLBlast with its own parameters;
+ * 1, CLBlast with the device's tuning file ("clblast-tuned"), in a context of
+ * its own made after every untuned call (CLBlast keeps overridden parameters
+ * for the rest of the process). */
+static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tuned) {
+  if (!json && !tuned) {
     printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
            "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
            "call (interleaved)%s\n",
@@ -155,7 +159,7 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
     if (ref) bench_blas_once_ms(ref); /* warm-up: OpenBLAS's threads start */
     static const clb_gemm_strategy strat[] = {CLB_GEMM_HOST_BLAS, CLB_GEMM_DEVICE};
     static const char *const sname[] = {"host-blas", "kernel"};
-    for (int s = 0; s < 2 && st == CLB_OK; s++) {
+    for (int s = 0; s < 2 && st == CLB_OK && !tuned; s++) {
       clb_context_set_gemm_strategy(ctx, strat[s]);
       if (clb_context_gemm_strategy(ctx) != (int)strat[s]) continue; /* host BLAS not here */
       if ((st = time_matmul_t(ctx, strat[s], a, g->ta, b, g->tb, &o, reps, &t, ref, &blas)) == CLB_OK)
@@ -167,7 +171,7 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps) {
         (st = fill_random(ctx, as, ad)) == CLB_OK && (st = fill_random(ctx, bs, bd)) == CLB_OK &&
         (st = time_matmul_t(ctx, CLB_GEMM_CLBLAST_BOUND, as, g->ta, bs, g->tb, &os, quick ? 1 : reps, &t, ref, &blas)) ==
             CLB_OK)
-      report_shape(json, g, "clblast", t, blas);
+      report_shape(json, g, tuned ? "clblast-tuned" : "clblast", t, blas);
     clb_tensor_t all[] = {a, b, o, as, bs, os};
     for (int j = 0; j < 6; j++) clb_tensor_free(all[j]);
     bench_blas_free(ref);
@@ -201,7 +205,8 @@ int clb_bench_gemm(int argc, char **argv) {
     } else {
       fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--sweep [--trans nn,nt]]\n"
                       "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
-                      "  (host-blas, kernel, clblast) against a direct CBLAS call at the same sizes;\n"
+                      "  (host-blas, kernel, clblast, and clblast-tuned where the device has a tuning file)\n"
+                      "  against a direct CBLAS call at the same sizes;\n"
                       "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
                       "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
       return 2;
@@ -216,11 +221,36 @@ int clb_bench_gemm(int argc, char **argv) {
     return 1;
   }
   cl_device_id dev = clb_context_cl_device(ctx);
+  /* the first pass runs CLBlast with its own parameters; CLBOUND_CLBLAST_TUNING=off
+   * given by the caller keeps it so for the whole run (no clblast-tuned rows) */
+  const char *off = getenv("CLBOUND_CLBLAST_TUNING");
+  int keep_off = off && strcmp(off, "off") == 0;
+  setenv("CLBOUND_CLBLAST_TUNING", "off", 1);
   char name[128] = "";
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   if (!sweep) {
     if (!json) printf("clbound bench gemm on %s, f32, median of %d runs\n", name, reps);
-    int r = bench_shapes(ctx, json, quick, reps);
+    int r = bench_shapes(ctx, json, quick, reps, 0);
+    clb_context_free(ctx);
+    if (r != 0 || keep_off) return r;
+    /* CLBlast again with the device's tuning file, if there is one */
+    char path[1200], why[400];
+    clb_tuning_entry e[CLB_TUNING_MAX_ENTRIES];
+    int ne = 0;
+    clb_tuning_state ts = clb_tuning_path(dev, NULL, path, sizeof path) == CLB_OK
+                              ? clb_tuning_load(dev, path, e, CLB_TUNING_MAX_ENTRIES, &ne, why, sizeof why)
+                              : CLB_TUNING_ABSENT;
+    unsetenv("CLBOUND_CLBLAST_TUNING");
+    if (ts != CLB_TUNING_OK) {
+      if (!json) printf("no clblast-tuned rows: %s\n", ts == CLB_TUNING_ABSENT ? "the device has no tuning file (clbound tune)" : why);
+      return 0;
+    }
+    if ((st = clb_context_new(NULL, &ctx)) != CLB_OK) {
+      fprintf(stderr, "clbound bench gemm: %s: %s\n", clb_status_str(st), clb_last_errmsg());
+      return 1;
+    }
+    if (!json) printf("clblast-tuned: CLBlast with the %d kernel(s) of %s\n", ne, path);
+    r = bench_shapes(ctx, json, quick, reps, 1);
     clb_context_free(ctx);
     return r;
   }

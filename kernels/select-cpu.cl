@@ -77,7 +77,16 @@ __kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int b
   sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
   const TM fm = (TM)fmask;
   long c = 0;
-  if (bcast) {
+  if (bcast && stm[rank - 1] == 0) {
+    /* the mask broadcasts along the last dim (a row mask): one flag per run of
+     * od[rank - 1] elements, looked up once */
+    for (long i = s; i < e;) {
+      long ix, im, run = min(e - i, od[rank - 1] - i % od[rank - 1]);
+      sel_split(i, rank, od, stx, stm, &ix, &im);
+      if ((m[im] & fm) != (TM)0) c += run;
+      i += run;
+    }
+  } else if (bcast) {
     for (long i = s; i < e; i++) {
       long ix, im;
       sel_split(i, rank, od, stx, stm, &ix, &im);
@@ -430,6 +439,20 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
   /* under one true flag per block on average: mixed blocks go flag by flag */
   const int sparse = scratch[g] * SEL_BLOCK < e - s;
   const TM fm = (TM)fmask;
+  if (bcast && stm[rank - 1] == 0 && stx[rank - 1] == 1) {
+    /* a row mask over rows of x that are contiguous: whole runs copied or skipped */
+    for (long i = s; i < e && k < kend;) {
+      long ix, im, run = min(e - i, od[rank - 1] - i % od[rank - 1]);
+      sel_split(i, rank, od, stx, stm, &ix, &im);
+      if ((m[im] & fm) != (TM)0) {
+        long cnt = min(run, kend - k);
+        for (long j = 0; j < cnt; j++) out[k + j] = x[ix + j];
+        k += cnt;
+      }
+      i += run;
+    }
+    return;
+  }
   if (bcast) {
     for (long i = s; i < e && k < kend; i++) {
       long ix, im;

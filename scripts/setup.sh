@@ -7,14 +7,15 @@
 set -eu
 
 # Build: compiler, CMake, pkg-config. OpenCL: the ICD loader and headers, PoCL
-# (the CPU driver every test runs on), CLBlast (GEMM). Tests: clang and its
+# (the CPU driver every test runs on), CLBlast (GEMM) and its tuners
+# (clblast-utils, for `clbound tune`). Tests: clang and its
 # runtime (libclang-rt-dev) for the libFuzzer target, valgrind for the overflow
 # tests, oclgrind (a simulated device that reports data races) for the oclgrind
 # label; python3 with numpy and pytest for the Python binding, python3-venv for
 # the test that pip-installs the Python package into a venv (tests/python);
 # Open MPI for runtime/dist (clbound_dist, the data-parallel demo and tests/dist;
 # without it those are simply not built).
-PACKAGES="cmake make gcc g++ pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev libopenblas-dev clang libclang-rt-dev valgrind oclgrind python3 python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin $*"
+PACKAGES="cmake make gcc g++ pkg-config ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clblast-utils libopenblas-dev clang libclang-rt-dev valgrind oclgrind python3 python3-numpy python3-pytest python3-venv libopenmpi-dev openmpi-bin $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup: not a Debian system; make sure these (or your system's equivalents) are installed:" >&2

@@ -34,17 +34,46 @@ static int usage(FILE *f) {
           "  cache info|clear [DIR]\n"
           "  cache warm [--workload W] [--policy P]   build and store the demo plans' programs\n"
           "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
+          "  tune [--platform P] [--device D] [--budget SECONDS] [--size N] [--no-f64] [--quiet]\n"
+          "                   run CLBlast's GEMM tuners (clblast-utils) on one device within\n"
+          "                   SECONDS (default 300); contexts apply the stored parameters\n"
           "  version          print the library version\n"
           "long commands show progress on stderr (a live line on a terminal); --quiet: none\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
           "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm, CLBOUND_METRICS_FILE,\n"
           "  CLBOUND_SHAPE_LOG, CLBOUND_GEMM=auto|host-blas|kernel|clblast-bound|sync-exact,\n"
-          "  CLBOUND_BLAS_THREADS (OpenBLAS threads of host BLAS in the queue)\n");
+          "  CLBOUND_BLAS_THREADS (OpenBLAS threads of host BLAS in the queue),\n"
+          "  CLBOUND_CLBLAST_TUNING=off (CLBlast's own parameters, not the tuning file)\n");
   return f == stderr ? 2 : 0;
 }
 
 static void mib(char *buf, size_t len, uint64_t bytes) {
   snprintf(buf, len, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+/* Whether the device has a tuning file for CLBlast (`clbound tune`), and where. */
+static void print_tuning(int index) {
+  cl_device_id dev = clb_tool_device_id(index, NULL, NULL);
+  char path[1200], why[400];
+  if (!dev || clb_tuning_path(dev, NULL, path, sizeof path) != CLB_OK) {
+    printf("    CLBlast tuning   unknown: the program cache is off (CLBOUND_CACHE_DIR), the file lives next to it\n");
+    return;
+  }
+  clb_tuning_entry e[CLB_TUNING_MAX_ENTRIES];
+  int n = 0;
+  switch (clb_tuning_load(dev, path, e, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why)) {
+  case CLB_TUNING_OK:
+    printf("    CLBlast tuning   tuned: %d kernel(s) in %s\n", n, path);
+    break;
+  case CLB_TUNING_ABSENT:
+    printf("    CLBlast tuning   not tuned (`clbound tune` writes %s)\n", path);
+    break;
+  case CLB_TUNING_OTHER_DEVICE:
+    printf("    CLBlast tuning   not tuned: %s is ignored: %s\n", path, why);
+    break;
+  default:
+    printf("    CLBlast tuning   not tuned: %s is damaged and ignored: %s\n", path, why);
+  }
 }
 
 static int cmd_info(void) {
@@ -74,6 +103,7 @@ static int cmd_info(void) {
     printf("    fp64             %s\n", di.has_fp64 ? "yes" : "no");
     printf("    64-bit atomics   %s\n", di.has_int64_atomics ? "yes" : "no");
     printf("    kernel style     %s\n", di.is_cpu ? "cpu (contiguous chunks)" : "gpu (work-group scans)");
+    print_tuning(i);
   }
   return 0;
 }
@@ -87,6 +117,7 @@ int main(int argc, char **argv) {
     return clb_cmd_demo(argc - 2, argv + 2);
   }
   if (strcmp(argv[1], "bench") == 0) return clb_bench_main(argc - 2, argv + 2);
+  if (strcmp(argv[1], "tune") == 0) return clb_cmd_tune(argc - 2, argv + 2);
   if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
   if (strcmp(argv[1], "shapes") == 0) return clb_cmd_shapes(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {

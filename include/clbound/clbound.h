@@ -13,5 +13,6 @@
 #include "clbound/shapes.h"
 #include "clbound/graph.h"
 #include "clbound/interop.h"
+#include "clbound/tuning.h"
 
 #endif /* CLB_CLBOUND_H */

@@ -67,6 +67,17 @@ void clb__store_wait_key(const char *dir, const char *key);
 /* Whether contexts store in the background (CLBOUND_CACHE_STORE, default yes). */
 int clb__store_in_background(void);
 
+/* Reads a whole regular file of at most max_bytes (NUL-terminated past *len):
+ * no symbolic link is followed and a FIFO or device never blocks; a name that
+ * is not a regular file is removed when it can be, else reported. NULL with
+ * *why NULL: simply absent; else *why says what was wrong. */
+unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, size_t *len, const char **why);
+/* Writes the pieces to path atomically: a temporary file (mode 0600, never
+ * through a link) written, synced and renamed over path. 0, or the errno of
+ * the failure with *step naming it; the temporary is removed on failure. */
+int clb__cache_write_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
+                            const char **step);
+
 /* Loads or builds one program from a single source text (label names it in the
  * key and messages); a build from source hands back its key in *store_key for
  * a later store. */

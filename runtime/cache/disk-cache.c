@@ -155,11 +155,7 @@ static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap
   entry_path_in(ctx->cache_dir, key, buf, cap);
 }
 
-/* Reads a whole entry (at most MAX_ENTRY_BYTES). Only a regular file is read: no
- * symbolic link is followed and a FIFO or device never blocks (O_NONBLOCK); a
- * name that is not a regular file is removed when it can be (an empty folder, a
- * FIFO, a link), else reported. NULL with *why NULL: simply absent. */
-static unsigned char *read_file(const char *path, size_t *len, const char **why) {
+unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, size_t *len, const char **why) {
   *why = NULL;
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -185,7 +181,7 @@ static unsigned char *read_file(const char *path, size_t *len, const char **why)
       *why = unlink(path) == 0 ? "not a regular file (a FIFO, socket or device; removed)" : "not a regular file";
     return NULL;
   }
-  if ((uint64_t)sb.st_size > MAX_ENTRY_BYTES) {
+  if ((uint64_t)sb.st_size > max_bytes) {
     close(fd);
     *why = "too large";
     return NULL;
@@ -204,6 +200,7 @@ static unsigned char *read_file(const char *path, size_t *len, const char **why)
     *why = buf ? "shorter than its size (changed while read)" : "out of host memory";
     return NULL;
   }
+  buf[n] = 0;
   *len = n;
   return buf;
 }
@@ -279,7 +276,7 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
   entry_path(ctx, key, path, sizeof path);
   size_t len = 0, plen = 0;
   const char *why = NULL;
-  unsigned char *buf = read_file(path, &len, &why);
+  unsigned char *buf = clb__cache_read_file(path, MAX_ENTRY_BYTES, &len, &why);
   if (!buf) {
     if (why) clb__log(ctx, CLB_LOG_CACHE, "entry %s rejected: %s; rebuilding", path, why);
     return;
@@ -336,6 +333,32 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
+int clb__cache_write_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
+                            const char **step) {
+  char tmp[1300];
+  static atomic_uint counter;
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1)) >= (int)sizeof tmp) {
+    *step = "naming the temporary";
+    return ENAMETOOLONG;
+  }
+  /* err: the first failure's errno, kept before any other call can change it */
+  int err = 0;
+  *step = "creating the temporary";
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  *step = "writing the temporary";
+  for (int i = 0; i < nparts && !err; i++) err = write_all(fd, parts[i], lens[i]);
+  if (!err && fsync(fd) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno;
+  /* rename is atomic: readers see the old file or the whole new one */
+  if (!err) {
+    *step = "renaming the temporary";
+    if (rename(tmp, path) != 0) err = errno;
+  }
+  if (err) unlink(tmp);
+  return err;
+}
+
 void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why) {
   if (!ctx->cache_dir[0]) return;
   char path[1200];
@@ -361,10 +384,8 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
     free(bin);
     return;
   }
-  char path[1200], tmp[1300];
+  char path[1200];
   entry_path_in(dir, key, path, sizeof path);
-  static atomic_uint counter;
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
   unsigned char header[HEADER_BYTES];
   uint32_t fmt = CACHE_FORMAT, klen = (uint32_t)strlen(key);
   uint64_t payload_len = blen, sum = entry_sum(key, klen, bin, blen);
@@ -373,29 +394,14 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
   memcpy(header + 12, &klen, 4);
   memcpy(header + 16, &payload_len, 8);
   memcpy(header + 24, &sum, 8);
-  /* err: the first failure's errno, kept before any other call can change it */
-  int err = 0;
-  const char *step = "creating";
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) err = errno;
-  if (!err) {
-    step = "writing";
-    err = write_all(fd, header, sizeof header);
-    if (!err) err = write_all(fd, key, klen);
-    if (!err) err = write_all(fd, bin, blen);
-    if (!err && fsync(fd) != 0) err = errno;
-    if (close(fd) != 0 && !err) err = errno;
-  }
-  /* rename is atomic: readers see the old entry or the whole new one */
-  if (!err) {
-    step = "renaming";
-    if (rename(tmp, path) != 0) err = errno;
-  }
+  const void *parts[3] = {header, key, bin};
+  size_t lens[3] = {sizeof header, klen, blen};
+  const char *step = "";
+  int err = clb__cache_write_atomic(path, parts, lens, 3, &step);
   if (!err) {
     clb__log_to(lg, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
   } else {
-    if (fd >= 0) unlink(tmp);
-    clb__log_to(lg, CLB_LOG_CACHE, "could not store %s (%s %s: %s)", path, step, fd >= 0 ? tmp : "the temporary", strerror(err));
+    clb__log_to(lg, CLB_LOG_CACHE, "could not store %s (%s: %s)", path, step, strerror(err));
     if (atomic_exchange(&store_warned, 1) == 0)
       fprintf(stderr, "clbound: warning: program cache: cannot store %s (%s: %s); programs will be built again next time\n",
               path, step, strerror(err));

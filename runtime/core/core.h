@@ -128,6 +128,9 @@ struct clb_context {
   /* what runtime/ops/gemm-host.c resolved for this context (AUTO, CLBOUND_GEMM,
    * and whether host BLAS can run): 0 until the first matmul */
   int gemm_resolved;
+  /* CLBlast kernels set from the device's tuning file, plus 1: 0 until the
+   * context's first CLBlast call (runtime/ops/gemm-tune.c) */
+  int clblast_tuned;
   /* DLPack device exports still held by a consumer (runtime/interop): cut loose
    * from the context by its release hook when the context is freed */
   struct clb__dl_export *exports;

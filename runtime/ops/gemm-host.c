@@ -125,8 +125,8 @@ int clb_context_gemm_strategy(clb_context_t ctx) {
 
 /* The native kernel's argument block (the driver runs the function on a copy). */
 typedef struct host_gemm_args {
-  void *a, *sa, *b, *sb, *c, *sc, *st, *bias; /* host pointers of the mapped buffers */
-  int ta, tb, f64, has_bias;
+  void *a, *sa, *b, *sb, *c, *sc, *st, *bias, *cs, *scs; /* host pointers of the mapped buffers */
+  int ta, tb, f64, has_bias, has_colsum;
   int64_t abound[2], bbound[2];
   uint32_t launch;
 } host_gemm_args;
@@ -182,6 +182,34 @@ static void blas_threads_for(double flops) {
   if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
 }
 
+/* cs[j] = the sum of a's actual rows' column j (dbias of linear_backward, where
+ * a is dy), in double (f32) or compensated (f64), a block of columns at a time. */
+#define COLSUM_BLOCK 512
+static void host_colsum(const host_gemm_args *g, int64_t rows, int64_t cols) {
+  for (int64_t j0 = 0; j0 < cols; j0 += COLSUM_BLOCK) {
+    int64_t w = cols - j0 < COLSUM_BLOCK ? cols - j0 : COLSUM_BLOCK;
+    double acc[COLSUM_BLOCK], comp[COLSUM_BLOCK];
+    for (int64_t j = 0; j < w; j++) acc[j] = comp[j] = 0.0;
+    if (g->f64) {
+      for (int64_t i = 0; i < rows; i++) {
+        const double *r = (const double *)g->a + i * cols + j0;
+        for (int64_t j = 0; j < w; j++) { /* Kahan */
+          double y = r[j] - comp[j], t = acc[j] + y;
+          comp[j] = (t - acc[j]) - y;
+          acc[j] = t;
+        }
+      }
+      for (int64_t j = 0; j < w; j++) ((double *)g->cs)[j0 + j] = acc[j];
+    } else {
+      for (int64_t i = 0; i < rows; i++) {
+        const float *r = (const float *)g->a + i * cols + j0;
+        for (int64_t j = 0; j < w; j++) acc[j] += r[j];
+      }
+      for (int64_t j = 0; j < w; j++) ((float *)g->cs)[j0 + j] = (float)acc[j];
+    }
+  }
+}
+
 static void CL_CALLBACK host_gemm_fn(void *p) {
   const host_gemm_args *g = p;
   const int64_t *sa = g->sa, *sb = g->sb;
@@ -193,6 +221,10 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
   int64_t *sc = g->sc;
   sc[0] = m;
   sc[1] = n;
+  if (g->has_colsum) {
+    ((int64_t *)g->scs)[0] = a1;
+    host_colsum(g, a0, a1);
+  }
   if (ka != kb) host_raise(g->st, g->launch, CLB_STF_DEVICE_CHECK, ka, kb);
   if (m == 0 || n == 0) return;
   /* The leading dimensions are the actual widths (dense at the actual sizes). */
@@ -220,10 +252,10 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
  * pointers land in the wrong places. A mapped region may be used by the host
  * between the map and the unmap, which is where the native kernel runs (the
  * queue is in order); on a CPU device a map is zero-copy. */
-#define HOST_NBUF 8
+#define HOST_NBUF 10
 
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out) {
+                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
   for (int d = 0; d < 2; d++)
     if (a->bound[d] > INT_MAX || b->bound[d] > INT_MAX)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
@@ -236,24 +268,30 @@ clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, c
   g.tb = tb;
   g.f64 = a->dtype == CLB_DTYPE_F64;
   g.has_bias = bias != NULL;
+  g.has_colsum = colsum != NULL;
   for (int d = 0; d < 2; d++) {
     g.abound[d] = a->bound[d];
     g.bbound[d] = b->bound[d];
   }
   const clb_buf *bufs[HOST_NBUF] = {&a->data, &a->shape, &b->data, &b->shape, &out->data, &out->shape, NULL,
-                                    bias ? &bias->data : NULL};
-  void **ptrs[HOST_NBUF] = {&g.a, &g.sa, &g.b, &g.sb, &g.c, &g.sc, &g.st, &g.bias};
-  static const cl_map_flags flags[HOST_NBUF] = {CL_MAP_READ, CL_MAP_READ, CL_MAP_READ,  CL_MAP_READ,
-                                                CL_MAP_WRITE, CL_MAP_WRITE, CL_MAP_READ | CL_MAP_WRITE, CL_MAP_READ};
+                                    bias ? &bias->data : NULL, colsum ? &colsum->data : NULL,
+                                    colsum ? &colsum->shape : NULL};
+  void **ptrs[HOST_NBUF] = {&g.a, &g.sa, &g.b, &g.sb, &g.c, &g.sc, &g.st, &g.bias, &g.cs, &g.scs};
+  static const cl_map_flags flags[HOST_NBUF] = {CL_MAP_READ,  CL_MAP_READ,  CL_MAP_READ, CL_MAP_READ,
+                                                CL_MAP_WRITE, CL_MAP_WRITE, CL_MAP_READ | CL_MAP_WRITE,
+                                                CL_MAP_READ,  CL_MAP_WRITE, CL_MAP_WRITE};
   cl_mem mems[HOST_NBUF];
-  int nmapped = 0, nbuf = bias ? 8 : 7;
+  void *mapped[HOST_NBUF];
+  int nmapped = 0, nbuf = HOST_NBUF;
   cl_int e = CL_SUCCESS;
   for (int i = 0; i < nbuf; i++) {
+    if (i != 6 && !bufs[i]) continue; /* no bias, no column sums */
     cl_mem m = i == 6 ? ctx->status : bufs[i]->mem;
     size_t bytes = i == 6 ? CLB_STATUS_INTS * sizeof(cl_int) : bufs[i]->bytes;
     if (bytes == 0) bytes = 1;
     *ptrs[i] = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, flags[i], 0, bytes, 0, NULL, NULL, &e);
     if (e != CL_SUCCESS) break;
+    mapped[nmapped] = *ptrs[i];
     mems[nmapped++] = m;
   }
   if (e == CL_SUCCESS) {
@@ -263,12 +301,12 @@ clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, c
   }
   cl_int eu = CL_SUCCESS;
   for (int i = 0; i < nmapped; i++) {
-    cl_int ei = clEnqueueUnmapMemObject(ctx->queue, mems[i], *ptrs[i], 0, NULL, NULL);
+    cl_int ei = clEnqueueUnmapMemObject(ctx->queue, mems[i], mapped[i], 0, NULL, NULL);
     if (ei != CL_SUCCESS && eu == CL_SUCCESS) eu = ei;
   }
   if (e != CL_SUCCESS)
-    return clb__cl_error(ctx, e, "%s %s: enqueueing host BLAS (map %d of %d, or the native kernel)", op, what,
-                         nmapped + 1, nbuf);
+    return clb__cl_error(ctx, e, "%s %s: enqueueing host BLAS (map %d, or the native kernel)", op, what,
+                         nmapped + 1);
   if (eu != CL_SUCCESS) return clb__cl_error(ctx, eu, "%s %s: unmapping after host BLAS", op, what);
   return CLB_OK;
 }
@@ -276,8 +314,8 @@ clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, c
 #else /* no OpenBLAS */
 
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out) {
-  (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)out;
+                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
+  (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)out, (void)colsum;
   return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: host BLAS was chosen in a clbound built without OpenBLAS", op, what);
 }
 

@@ -21,8 +21,17 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
  * the shape records; out's record is written [M, N]. A size past its bound is
  * clamped and raises CLB_STF_BOUND_EXCEEDED; K's that differ raise
  * CLB_STF_DEVICE_CHECK and the smaller is used, as the device kernels do. The
- * operands are already validated (gemm.c's gemm_setup). */
+ * operands are already validated (gemm.c's gemm_setup). colsum (or NULL), of
+ * a's dtype, [<= a's dim-1 bound]: also gets the sums of a's actual rows, one
+ * per column, and its record [a's dim 1] (dbias of linear_backward, a = dy):
+ * no separate reduction kernel. */
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out);
+                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum);
+
+/* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
+ * device's tuned parameters from its tuning file (clbound/tuning.h) with
+ * CLBlastOverrideParameters; a missing, damaged or foreign file is logged
+ * (CLBOUND_LOG=gemm) and nothing is set. Once per context. */
+void clb__tuning_apply(clb_context_t ctx);
 
 #endif /* CLB_OPS_GEMM_HOST_H */

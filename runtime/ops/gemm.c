@@ -74,6 +74,7 @@ static clb_status clblast_use(clb_context_t ctx) {
   clb_status st = clb__context_on_release(ctx, clblast_release);
   if (st == CLB_OK) clblast_contexts++;
   pthread_mutex_unlock(&clblast_lock);
+  if (st == CLB_OK) clb__tuning_apply(ctx);
   return st;
 }
 
@@ -110,6 +111,10 @@ typedef struct gemm_job {
   int64_t mb, nb, kb; /* bounds of M, N, K */
   int dm, dn, dk;     /* M, N dynamic; K dynamic in either operand */
   char what[192];     /* the operands, for messages */
+  /* linear_backward's dbias: under HOST_BLAS the dW native kernel also sums dy's
+   * rows into it (colsum_done set); otherwise the caller reduces */
+  clb_tensor_t *colsum_out;
+  int colsum_done;
 } gemm_job;
 
 static clb_status check_operand(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
@@ -390,7 +395,17 @@ static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   if (st != CLB_OK) return st;
   /* AUTO and CLBOUND_GEMM resolved per device (gemm-host.c, docs/gemm.md) */
   int forced, s = clb__gemm_resolve(ctx, &forced);
-  if (s == CLB_GEMM_HOST_BLAS) return clb__gemm_host(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->out);
+  if (s == CLB_GEMM_HOST_BLAS) {
+    clb_tensor_t cs = NULL;
+    if (g->colsum_out) {
+      int64_t cb = g->a->bound[1];
+      uint8_t cd = g->a->dyn[1];
+      if ((st = clb__output(ctx, "linear_backward dbias", g->dt, 1, &cb, &cd, g->colsum_out)) != CLB_OK) return st;
+      cs = *g->colsum_out;
+      g->colsum_done = 1;
+    }
+    return clb__gemm_host(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->out, cs);
+  }
   /* host-known sizes go to CLBlast, unless the caller chose clbound's kernel */
   if (!g->dm && !g->dn && !g->dk && !(forced && s == CLB_GEMM_DEVICE))
     return run_exact(ctx, g, g->mb, g->nb, g->kb, g->a->bound[1], g->b->bound[1]);
@@ -437,11 +452,13 @@ clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w
     gemm_job g = {.op = "linear_backward dx", .a = dy, .b = w, .ta = 0, .tb = 0};
     if ((st = gemm_run(ctx, &g, dx)) != CLB_OK) return st;
   }
+  int dbias_done = 0;
   if (dw) {
-    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0};
+    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0, .colsum_out = dbias};
     if ((st = gemm_run(ctx, &g, dw)) != CLB_OK) return st;
+    dbias_done = g.colsum_done;
   }
-  if (dbias) {
+  if (dbias && !dbias_done) {
     if ((st = clb_reduce_dim(ctx, CLB_REDUCE_SUM, dy, 0, 0, dbias)) != CLB_OK) {
       clb__append_error(ctx, " (dbias of %s)", op);
       return st;

@@ -68,7 +68,9 @@ static void test_cold_counts(void) {
     if (!ra && !rb) {
       EXPECT_EQ_I(a.program_builds, 1);
       EXPECT_EQ_I(a.programs_built, 1);
-      EXPECT_TRUE(b.programs_built > 8); /* a program per kernel file and options */
+      /* a program per kernel file and options: 8 for wide-mlp where dbias is summed
+       * in dW's host-BLAS kernel (no reduction program), 9 without host BLAS */
+      EXPECT_TRUE(b.programs_built >= 8);
       EXPECT_EQ_I(a.kernels_compiled, b.kernels_compiled);
       EXPECT_EQ_I(a.launches_per_step, b.launches_per_step - (params - 1));
       EXPECT_EQ_I(a.steps_replayed, 0);

@@ -89,7 +89,17 @@ static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb
   for (int i = 0; i < 4; i++) clb_test_canary_fill(ctx, outs[i]);
   uint64_t syncs = clb_test_counter_syncs(ctx);
   CL_OK(ctx, clb_linear(ctx, tx, tw, tb, &ty));
+  clb_counters c0 = {.struct_size = sizeof c0}, c1 = {.struct_size = sizeof c1};
+  CL_OK(ctx, clb_context_counters(ctx, &c0));
   CL_OK(ctx, clb_linear_backward(ctx, tx, tw, tdy, &tdx, &tdw, &tdb));
+  CL_OK(ctx, clb_context_counters(ctx, &c1));
+  if (clb_context_gemm_strategy(ctx) == CLB_GEMM_HOST_BLAS) {
+    /* host BLAS: dx and dW are one native kernel each, and dbias is summed in dW's */
+    clb_test_checks++;
+    if (c1.kernel_launches - c0.kernel_launches != 2)
+      CLB_FAIL_AT("%s: backward made %llu launches, want 2 (dx, dW with dbias)", what,
+                  (unsigned long long)(c1.kernel_launches - c0.kernel_launches));
+  }
   clb_test_checks++;
   uint64_t ds = clb_test_counter_syncs(ctx) - syncs;
   if (ds != (s == CLB_GEMM_SYNC_EXACT ? 3u : 0u)) CLB_FAIL_AT("%s: %llu host syncs", what, (unsigned long long)ds);
