@@ -54,6 +54,11 @@ void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
  * background store calls it after the context is gone). */
 void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg);
 
+/* Counts (remove_entries 0) or removes (1: with stale temporaries) the entries
+ * of a cache folder (NULL: the default); clb_cache_info/clear in store-worker.c
+ * call it after waiting for the background store. */
+clb_status clb__cache_walk(const char *dir, int remove_entries, uint64_t *entries, uint64_t *bytes);
+
 /* ---- store-worker.c: the background store --------------------------------- */
 
 /* Hands a program built from source to the process's store thread, which

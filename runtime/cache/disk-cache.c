@@ -409,7 +409,7 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
   free(bin);
 }
 
-static clb_status walk(const char *dir, int remove_entries, uint64_t *entries, uint64_t *bytes) {
+clb_status clb__cache_walk(const char *dir, int remove_entries, uint64_t *entries, uint64_t *bytes) {
   char def[1024];
   if (!dir) {
     clb_cache_default_dir(def, sizeof def);
@@ -446,16 +446,4 @@ static clb_status walk(const char *dir, int remove_entries, uint64_t *entries, u
   }
   closedir(d);
   return st;
-}
-
-clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {
-  clb_cache_wait();
-  if (entries) *entries = 0;
-  if (bytes) *bytes = 0;
-  return walk(dir, 0, entries, bytes);
-}
-
-clb_status clb_cache_clear(const char *dir) {
-  clb_cache_wait();
-  return walk(dir, 1, NULL, NULL);
 }

@@ -166,3 +166,15 @@ clb_status clb_cache_wait(void) {
   pthread_mutex_unlock(&lock);
   return CLB_OK;
 }
+
+clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {
+  clb_cache_wait();
+  if (entries) *entries = 0;
+  if (bytes) *bytes = 0;
+  return clb__cache_walk(dir, 0, entries, bytes);
+}
+
+clb_status clb_cache_clear(const char *dir) {
+  clb_cache_wait();
+  return clb__cache_walk(dir, 1, NULL, NULL);
+}
