@@ -12,15 +12,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "cache-test.h" /* the log capture */
 #include "ops-test.h"
-
-static char log_lines[65536];
-
-static void capture_log(void *user, const char *category, const char *line) {
-  (void)user;
-  size_t used = strlen(log_lines);
-  snprintf(log_lines + used, sizeof log_lines - used, "[%s] %s\n", category, line);
-}
 
 static clb_tensor_t tensor1(clb_context_t ctx, clb_dtype dt, int64_t n, const double *v) {
   clb_tensor_t t = NULL;
@@ -188,7 +181,7 @@ int main(void) {
     o.kernel_style = (clb_kernel_style)style;
     clb_context_t ctx = clb_test_context(&o);
     log_lines[0] = 0;
-    clb_context_set_log(ctx, CLB_LOG_BUILDS, capture_log, NULL);
+    clb_context_set_log(ctx, CLB_LOG_BUILDS, capture, NULL);
     /* 70,000 (reduced sizes: 5,000) elements are more work-groups of 64 than 64 */
     const int64_t sizes[] = {65, 1000, clb_test_small() ? 5000 : 70000};
     for (size_t s = 0; s < 3; s++) {
