@@ -59,6 +59,15 @@ inline long clb_numel(__global const long *shape, int rank) {
 
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
 
+/* Kernels built for one work-group size (-D LOCAL=N: __local arrays and tree
+ * reductions of that size) declare it, so a GPU compiler fits its register use
+ * to N work-items; the runtime lowers N when the kernel still allows fewer
+ * (CL_KERNEL_WORK_GROUP_SIZE, runtime/cache/program-cache.c). Written between
+ * `__kernel` and `void`, without parentheses, for plan-program.c's scanner. */
+#ifdef LOCAL
+#define CLB_FIXED_LOCAL __attribute__((reqd_work_group_size(LOCAL, 1, 1)))
+#endif
+
 /* Whether an op's first work-item may store its output's shape record `so`: not
  * when `so` is the record of an input `si` that the launch reads (an in-place op,
  * out == input). In every legal call the stored sizes would equal the record's,

@@ -114,10 +114,11 @@ __kernel void gemm_cpu(__global const T *a, __global const long *sa, __global co
 #endif
 
 #ifdef GEMM_GPU
+#define GEMM_GPU_WG __attribute__((reqd_work_group_size(TS * TS, 1, 1)))
 /* One work-group of TS * TS work-items per TS x TS tile of C, tiles taken in a
  * grid-stride loop over the tiles the actual M and N have (uniform per group, so
  * the barriers are reached by all its work-items). */
-__kernel void gemm_gpu(__global const T *a, __global const long *sa, __global const T *b,
+__kernel GEMM_GPU_WG void gemm_gpu(__global const T *a, __global const long *sa, __global const T *b,
                        __global const long *sb, __global T *c, __global long *sc,
                        __global const T *bias, __global int *st, uint launch) {
   __local T as[TS][TS + 1];

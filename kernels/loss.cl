@@ -40,7 +40,7 @@ inline void loss_group_sum(T v, __local T *buf, __global T *partials) {
 
 #ifndef LOSS_CE
 /* Stage 1, elementwise losses: n = pred's actual count (target must match). */
-__kernel void loss_part(__global const T *p, __global const long *sp, int rp, __global const T *t,
+__kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long *sp, int rp, __global const T *t,
                         __global const long *stt, int rt, __global T *grad, __global long *sg,
                         __global T *partials, __global int *st, uint launch) {
   __local T buf[LOCAL];
@@ -71,7 +71,7 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
 /* Stage 1, cross-entropy: one work-item per row of logits. A target outside
  * [0, C) raises CLB_STF_BOUND_EXCEEDED (the class and C) and its row adds
  * nothing (its gradient row is softmax alone). */
-__kernel void loss_part(__global const T *p, __global const long *sp, int rp, __global const long *t,
+__kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long *sp, int rp, __global const long *t,
                         __global const long *stt, int rt, __global T *grad, __global long *sg,
                         __global T *partials, __global int *st, uint launch) {
   __local T buf[LOCAL];
@@ -115,7 +115,7 @@ __kernel void loss_part(__global const T *p, __global const long *sp, int rp, __
 
 /* Stage 2: one work-group adds the partials and divides by the count; an empty
  * count gives NaN, as PyTorch's mean of nothing. */
-__kernel void loss_final(__global const T *partials, int nparts, __global const long *sp, int rp,
+__kernel CLB_FIXED_LOCAL void loss_final(__global const T *partials, int nparts, __global const long *sp, int rp,
                          __global T *out) {
   __local T buf[LOCAL];
   int lid = (int)get_local_id(0);

@@ -71,7 +71,7 @@ __kernel void red_dim(__global const TA *a, __global const long *sa, __global TO
 
 #ifdef RED_ALL
 /* Stage 1: each work-group reduces its chunk into one partial. */
-__kernel void red_all_part(__global const TA *a, __global const long *sa,
+__kernel CLB_FIXED_LOCAL void red_all_part(__global const TA *a, __global const long *sa,
                            __global TACC *partials) {
   __local TACC buf[LOCAL];
   long n = clb_numel(sa, RANK);
@@ -89,7 +89,7 @@ __kernel void red_all_part(__global const TA *a, __global const long *sa,
 }
 
 /* Stage 2: one work-group merges the partials and writes the 0-d output. */
-__kernel void red_all_final(__global const TACC *partials, int nparts, __global const long *sa,
+__kernel CLB_FIXED_LOCAL void red_all_final(__global const TACC *partials, int nparts, __global const long *sa,
                             __global TOUT *out, __global int *st, uint launch) {
   __local TACC buf[LOCAL];
   int lid = (int)get_local_id(0);

@@ -29,7 +29,6 @@
 #define TX16 SEL_CAT(TX, 16)
 #define TM8 SEL_CAT(TM, 8)
 #define TX8 SEL_CAT(TX, 8)
-#define SEL_CONVERT_TX8 SEL_CAT(convert_, TX8)
 
 /* The flag type's size: x's for nonzero, a bool mask's otherwise. */
 #ifdef SEL_NONZERO
@@ -155,8 +154,13 @@ __kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __
 /* Left-packing and its inverse by table, 8 lanes at a time: sel_pack8[b] lists
  * the set bits of b in order (the lanes a select keeps, the columns a nonzero
  * writes), sel_expand8[b][j] the number of set bits below j (where lane j lands
- * in a select, the source element it takes in a scatter). */
-__constant uchar sel_pack8[256][8] __attribute__((aligned(8))) = {
+ * in a select, the source element it takes in a scatter). A row is read with
+ * vload8, which needs only the alignment of a uchar: no cast of the table to
+ * uchar8 pointers, which would rely on an alignment attribute a compiler may
+ * not honour for __constant data. */
+#define SEL_PACK8(b) vload8((b), &sel_pack8[0][0])
+#define SEL_EXPAND8(b) vload8((b), &sel_expand8[0][0])
+__constant uchar sel_pack8[256][8] = {
     {0,0,0,0,0,0,0,0}, {0,0,0,0,0,0,0,0}, {1,0,0,0,0,0,0,0}, {0,1,0,0,0,0,0,0},
     {2,0,0,0,0,0,0,0}, {0,2,0,0,0,0,0,0}, {1,2,0,0,0,0,0,0}, {0,1,2,0,0,0,0,0},
     {3,0,0,0,0,0,0,0}, {0,3,0,0,0,0,0,0}, {1,3,0,0,0,0,0,0}, {0,1,3,0,0,0,0,0},
@@ -225,7 +229,7 @@ __constant uchar sel_pack8[256][8] __attribute__((aligned(8))) = {
 
 
 #if defined(SEL_SELECT) || defined(SEL_SCATTER)
-__constant uchar sel_expand8[256][8] __attribute__((aligned(8))) = {
+__constant uchar sel_expand8[256][8] = {
     {0,0,0,0,0,0,0,0}, {0,1,1,1,1,1,1,1}, {0,0,1,1,1,1,1,1}, {0,1,2,2,2,2,2,2},
     {0,0,0,1,1,1,1,1}, {0,1,1,2,2,2,2,2}, {0,0,1,2,2,2,2,2}, {0,1,2,3,3,3,3,3},
     {0,0,0,0,1,1,1,1}, {0,1,1,1,2,2,2,2}, {0,0,1,1,2,2,2,2}, {0,1,2,2,3,3,3,3},
@@ -376,7 +380,7 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
            * chunk's outputs; the rows past the kept ones are rewritten next */
           for (int b = 0; b < SEL_BLOCK; b += 8) {
             uint bits = (word >> b) & 0xffu;
-            long8 col = (long8)(j + b) + convert_long8(((__constant uchar8 *)sel_pack8)[bits]);
+            long8 col = (long8)(j + b) + convert_long8(SEL_PACK8(bits));
             long8 row = (long8)(c[0]);
             vstore16((long16)(row.s0, col.s0, row.s1, col.s1, row.s2, col.s2, row.s3, col.s3, row.s4, col.s4,
                               row.s5, col.s5, row.s6, col.s6, row.s7, col.s7),
@@ -387,7 +391,7 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
 #elif RANK == 1
           for (int b = 0; b < SEL_BLOCK; b += 8) {
             uint bits = (word >> b) & 0xffu;
-            vstore8((long8)(j + b) + convert_long8(((__constant uchar8 *)sel_pack8)[bits]), 0, out + k);
+            vstore8((long8)(j + b) + convert_long8(SEL_PACK8(bits)), 0, out + k);
             k += popcount(bits);
           }
           j += SEL_BLOCK;
@@ -486,11 +490,11 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
           uint bits = (word >> b) & 0xffu;
           TX8 v8 = vload8(0, v + b);
 #ifdef SEL_PERMUTE8
-          vstore8(SEL_PERMUTE8(v8, ((__constant uchar8 *)sel_pack8)[bits]), 0, out + k);
+          vstore8(SEL_PERMUTE8(v8, SEL_PACK8(bits)), 0, out + k);
 #else
           /* lane j stores at its rank among the kept lanes; a dropped lane's store
            * is overwritten by the next kept lane's (or the next group's first) */
-          uchar8 e8 = ((__constant uchar8 *)sel_expand8)[bits];
+          uchar8 e8 = SEL_EXPAND8(bits);
           __global TX *o = out + k;
           o[e8.s0] = v8.s0;
           o[e8.s1] = v8.s1;
@@ -557,9 +561,14 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
         for (int b = 0; b < SEL_BLOCK; b += 8) {
           uint bits = (word >> b) & 0xffu;
 #ifdef SEL_PERMUTE8
-          TX8 s8 = SEL_PERMUTE8(vload8(0, src + k), ((__constant uchar8 *)sel_expand8)[bits]);
+          TX8 s8 = SEL_PERMUTE8(vload8(0, src + k), SEL_EXPAND8(bits));
 #else
-          TX8 s8 = shuffle(vload8(0, src + k), SEL_CONVERT_TX8(((__constant uchar8 *)sel_expand8)[bits]));
+          /* lane j takes source element k + e8[j] (k + 32 <= nsrc: all exist),
+           * read directly: no shuffle() with a run-time mask, which not every
+           * compiler handles well */
+          uchar8 e8 = SEL_EXPAND8(bits);
+          __global const TX *sk = src + k;
+          TX8 s8 = (TX8)(sk[e8.s0], sk[e8.s1], sk[e8.s2], sk[e8.s3], sk[e8.s4], sk[e8.s5], sk[e8.s6], sk[e8.s7]);
 #endif
           TX8 keep = ((TX8)(TX)bits >> (TX8)(0, 1, 2, 3, 4, 5, 6, 7)) & (TX8)1;
           vstore8(bitselect(vload8(0, v + b), s8, (TX8)0 - keep), 0, o + b);

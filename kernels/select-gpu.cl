@@ -36,7 +36,7 @@ inline int sel_flag(__global const TM *m, TM fm, int bcast, long i, int rank, co
   return (m[im] & fm) != (TM)0;
 }
 
-__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+__kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
   __local long buf[LOCAL];
   SEL_SHAPE_LOCALS;
   long s, e;
@@ -56,7 +56,7 @@ __kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int b
   if (lid == 0) scratch[get_group_id(0)] = buf[0];
 }
 
-__kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
+__kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
                          __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
                          __global int *st, uint launch) {
   __local long buf[LOCAL];
@@ -97,7 +97,7 @@ __kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __
 
 /* Each tile: flags, their scan, then every true flag's result at base + its
  * exclusive prefix (never at or past obound); base advances by the tile's sum. */
-__kernel void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
+__kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
                         __global const long *scratch, ulong fmask, int bcast, __global TO *out, long obound,
                         __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill) {
   __local long buf[LOCAL];

@@ -33,6 +33,25 @@ clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const cha
  * program cache and opens its disk cache. */
 clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
                            const char *options, const char *kernel, cl_kernel *out);
+/* clb__kernel_get, and in *wg the most work-items a group of the kernel may have:
+ * its CL_KERNEL_WORK_GROUP_SIZE (register pressure can put it below the device's
+ * maximum), queried once when the kernel is made and kept with it, lowered to
+ * CLBOUND_TEST_KERNEL_WG_LIMIT when that is set. A kernel made allowing fewer
+ * than `want` (0: no check) logs the fallback (CLBOUND_LOG=builds). While a
+ * plan's walk only collects kernels, *wg is `want` (or the local size). */
+clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src, const char *options,
+                              const char *kernel, size_t want, cl_kernel *out, size_t *wg);
+/* A kernel that takes any local size (grid-stride loops): *local is the
+ * context's local size, or the largest power of two the kernel allows if lower. */
+clb_status clb__kernel_get_local(clb_context_t ctx, const char *op, const char *src, const char *options,
+                                 const char *kernel, cl_kernel *out, size_t *local);
+/* Kernels whose work-group size is fixed at build time (they declare
+ * reqd_work_group_size(LOCAL, 1, 1)): the n kernels `names` of src built with
+ * `options` + " -D LOCAL=<size>", the size starting at the context's local size
+ * and lowered to a power of two every kernel allows (the program rebuilt, logged)
+ * until all of them allow it. *local is the size to launch them with. */
+clb_status clb__kernels_get_fixed(clb_context_t ctx, const char *op, const char *src, const char *options, int n,
+                                  const char *const names[], cl_kernel out[], size_t *local);
 
 /* ---- disk-cache.c --------------------------------------------------------- */
 

@@ -24,6 +24,7 @@ typedef struct clb_prog_entry {
   struct {
     char *name;
     cl_kernel kernel;
+    size_t wg; /* its CL_KERNEL_WORK_GROUP_SIZE (clb__kernel_wg_limit) */
   } kernels[CLB_MAX_KERNELS_PER_PROGRAM];
 } clb_prog_entry;
 
@@ -409,6 +410,29 @@ clb_status clb__progcache_insert(clb_context_t ctx, const char *op, const char *
 
 clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
                            const char *base_options, const char *kernel, cl_kernel *out) {
+  return clb__kernel_get_wg(ctx, op, src, base_options, kernel, 0, out, NULL);
+}
+
+/* The most work-items a group of k may have on ctx's device: the driver's
+ * CL_KERNEL_WORK_GROUP_SIZE, lowered to CLBOUND_TEST_KERNEL_WG_LIMIT when set. */
+static size_t kernel_wg_query(clb_context_t ctx, cl_kernel k) {
+  size_t wg = 0;
+  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS ||
+      wg == 0)
+    wg = ctx->info.max_work_group_size; /* unknown: the device's limit, as before */
+  if (ctx->kernel_wg_limit && wg > ctx->kernel_wg_limit) wg = ctx->kernel_wg_limit;
+  return wg;
+}
+
+static size_t pow2_floor(size_t v) {
+  size_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src, const char *base_options,
+                              const char *kernel, size_t want, cl_kernel *out, size_t *wg) {
+  if (wg) *wg = want ? want : ctx->local_size; /* a plan's walk that only collects kernels */
   clb_status st0 = clb__cache_open(ctx);
   if (st0 != CLB_OK) return st0;
   clb_progcache *pc = ctx->programs;
@@ -449,6 +473,7 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
   for (int k = 0; k < e->nkernels; k++)
     if (strcmp(e->kernels[k].name, kernel) == 0) {
       *out = e->kernels[k].kernel;
+      if (wg) *wg = e->kernels[k].wg;
       return CLB_OK;
     }
   if (e->nkernels == CLB_MAX_KERNELS_PER_PROGRAM)
@@ -492,7 +517,44 @@ clb_status clb__kernel_get(clb_context_t ctx, const char *op, const char *src,
   }
   e->kernels[e->nkernels].name = name;
   e->kernels[e->nkernels].kernel = k;
+  size_t kwg = kernel_wg_query(ctx, k);
+  e->kernels[e->nkernels].wg = kwg;
+  if (wg) *wg = kwg;
+  if (want && kwg < want)
+    clb__log(ctx, CLB_LOG_BUILDS, "%s: kernel %s of %s.cl [%s] allows %zu work-items per group (CL_KERNEL_WORK_GROUP_SIZE%s), "
+             "fewer than %zu: falling back to %zu", op, kernel, src, options, kwg,
+             ctx->kernel_wg_limit ? ", lowered by CLBOUND_TEST_KERNEL_WG_LIMIT" : "", want, pow2_floor(kwg));
   e->nkernels++;
   *out = k;
   return CLB_OK;
+}
+
+clb_status clb__kernel_get_local(clb_context_t ctx, const char *op, const char *src, const char *options,
+                                 const char *kernel, cl_kernel *out, size_t *local) {
+  size_t wg = 0;
+  clb_status st = clb__kernel_get_wg(ctx, op, src, options, kernel, ctx->local_size, out, &wg);
+  if (st != CLB_OK) return st;
+  *local = wg < ctx->local_size ? pow2_floor(wg) : ctx->local_size;
+  return CLB_OK;
+}
+
+clb_status clb__kernels_get_fixed(clb_context_t ctx, const char *op, const char *src, const char *options, int n,
+                                  const char *const names[], cl_kernel out[], size_t *local) {
+  size_t want = ctx->local_size;
+  for (;;) {
+    char opts[1024];
+    snprintf(opts, sizeof opts, "%s -D LOCAL=%zu", options, want);
+    size_t least = want;
+    for (int i = 0; i < n; i++) {
+      size_t wg = 0;
+      clb_status st = clb__kernel_get_wg(ctx, op, src, opts, names[i], want, &out[i], &wg);
+      if (st != CLB_OK) return st;
+      if (wg < least) least = wg;
+    }
+    if (least >= want || want == 1) {
+      *local = want;
+      return CLB_OK;
+    }
+    want = pow2_floor(least); /* rebuilt with the size every kernel allows (logged above) */
+  }
 }

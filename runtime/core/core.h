@@ -91,6 +91,11 @@ struct clb_context {
   clb_kernel_style style;
   size_t local_size;   /* work-group size of elementwise-style kernels */
   size_t max_groups;   /* work-groups of a grid-stride launch */
+  /* CLBOUND_TEST_KERNEL_WG_LIMIT (docs/portability.md): every kernel taken as
+   * allowing at most this many work-items per group, as a driver's
+   * CL_KERNEL_WORK_GROUP_SIZE can; a launch above it fails as it would there.
+   * 0: unset. */
+  size_t kernel_wg_limit;
   clb_pool *pool;
   clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
@@ -223,6 +228,9 @@ typedef struct clb_geometry {
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
 /* Work-groups for a grid-stride loop over up to n items. */
 size_t clb__groups_for(clb_context_t ctx, int64_t n);
+/* The same for work-groups of `local` work-items (a kernel that allows fewer
+ * than the context's local size); at most max_groups. */
+size_t clb__groups_local(clb_context_t ctx, int64_t n, size_t local);
 /* Formats a tensor's bounds as "[<=8, 3]" into buf. */
 const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len);
 

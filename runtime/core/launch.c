@@ -63,12 +63,28 @@ clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   ctx->local_size = pow2;
   uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   ctx->max_groups = (size_t)cu * g.per_cu;
+  ctx->kernel_wg_limit = 0;
+  const char *lim = getenv("CLBOUND_TEST_KERNEL_WG_LIMIT");
+  if (lim && *lim) {
+    char *end = NULL;
+    unsigned long long v = strtoull(lim, &end, 10);
+    if (!end || *end || v == 0 || v > (1u << 20))
+      return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
+                            "CLBOUND_TEST_KERNEL_WG_LIMIT=\"%s\": expected a number of work-items, 1 to %u", lim,
+                            1u << 20);
+    ctx->kernel_wg_limit = (size_t)v;
+  }
   return CLB_OK;
 }
 
 size_t clb__groups_for(clb_context_t ctx, int64_t n) {
+  return clb__groups_local(ctx, n, ctx->local_size);
+}
+
+size_t clb__groups_local(clb_context_t ctx, int64_t n, size_t local) {
   if (n <= 0) return 1;
-  uint64_t g = ((uint64_t)n + ctx->local_size - 1) / ctx->local_size;
+  if (local == 0) local = 1;
+  uint64_t g = ((uint64_t)n + local - 1) / local;
   if (g > ctx->max_groups) g = ctx->max_groups;
   return g ? (size_t)g : 1;
 }
@@ -108,6 +124,10 @@ clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_k
     if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: setting kernel argument %d", op, i);
   }
   size_t global = groups * local;
+  if (ctx->kernel_wg_limit && local > ctx->kernel_wg_limit) /* what a driver with that limit answers */
+    return clb__cl_error(ctx, CL_INVALID_WORK_GROUP_SIZE,
+                         "%s %s: launching %zu work-groups of %zu (CLBOUND_TEST_KERNEL_WG_LIMIT=%zu)", op,
+                         what ? what : "", groups, local, ctx->kernel_wg_limit);
   cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
   if (e != CL_SUCCESS)
     return clb__cl_error(ctx, e, "%s %s: launching %zu work-groups of %zu", op, what ? what : "", groups, local);

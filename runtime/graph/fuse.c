@@ -54,6 +54,7 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
   snprintf(name, sizeof name, "fused-sgd-%d-%s-%x", n, clb_dtype_name(dt), velmask);
   snprintf(kname, sizeof kname, "fused_sgd");
   cl_kernel k = NULL;
+  size_t local = 0;
   clb_status st = CLB_OK;
   if (!clb__kernel_src_get(ctx, name)) {
     char text[16384];
@@ -62,7 +63,7 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
     ctx->counters.kernels_fused++;
   }
   const char *opts = dt == CLB_DTYPE_F64 ? "-D CLB_NEED_FP64" : "";
-  if ((st = clb__kernel_get(ctx, op, name, opts, kname, &k)) != CLB_OK) return st;
+  if ((st = clb__kernel_get_local(ctx, op, name, opts, kname, &k, &local)) != CLB_OK) return st;
   clb_arg args[SGD_MAX * 6 + 4];
   cl_int ranks[SGD_MAX];
   union {
@@ -101,7 +102,7 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
     clb__note_output(ctx, op, p[i]);
     if (v[i]) clb__note_output(ctx, op, v[i]);
   }
-  return clb__launch(ctx, op, what, k, args, na, na - 1, clb__groups_for(ctx, most), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, na, na - 1, clb__groups_local(ctx, most, local), local);
 }
 
 clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t *gr, clb_tensor_t *v) {

@@ -70,7 +70,8 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
   int flat = bma == 0 && bmb == 0 && a->rank == b->rank;
   snprintf(opts, sizeof opts, "-D EW_BINARY %s -D %s -D RANK=%d%s", types, binary_macros[bop], rank, flat ? " -D FLAT" : "");
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_binary", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_binary", &k, &local)) != CLB_OK) return st;
   cl_int ra = a->rank, rb = b->rank;
   cl_uint ma = bma, mb = bmb;
   cl_uint zero = 0;
@@ -80,7 +81,7 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
                     CLB_ARG(ctx->status), CLB_ARG(zero)};
   char what[192];
   snprintf(what, sizeof what, "a %.90s, b %.90s", da, db);
-  return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_for(ctx, clb__numel(rank, obound)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_local(ctx, clb__numel(rank, obound), local), local);
 }
 
 clb_status clb_add(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
@@ -109,14 +110,15 @@ static clb_status unary_launch(clb_context_t ctx, const char *op, const char *ma
   type_options(types, sizeof types, a->dtype, out_dtype);
   snprintf(opts, sizeof opts, "-D EW_UNARY %s -D %s", types, macro);
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_unary", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_unary", &k, &local)) != CLB_OK) return st;
   cl_int rank = a->rank;
   cl_uint zero = 0;
   clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(rank),
                     CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem), CLB_ARG(ctx->status), CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 7, 6, clb__groups_for(ctx, clb_tensor_bound_numel(a)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 7, 6, clb__groups_local(ctx, clb_tensor_bound_numel(a), local), local);
 }
 
 clb_status clb_unary(clb_context_t ctx, clb_unary_op uop, clb_tensor_t a, clb_tensor_t *out) {
@@ -170,10 +172,11 @@ clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
   type_options(types, sizeof types, t->dtype, t->dtype);
   snprintf(opts, sizeof opts, "-D EW_FILL %s", types);
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "elementwise", opts, "ew_fill", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_fill", &k, &local)) != CLB_OK) return st;
   cl_int rank = t->rank;
   clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), {vs, &v}};
   char what[192];
   clb__tensor_desc(t, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 4, -1, clb__groups_for(ctx, clb_tensor_bound_numel(t)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 4, -1, clb__groups_local(ctx, clb_tensor_bound_numel(t), local), local);
 }

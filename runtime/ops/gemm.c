@@ -241,6 +241,7 @@ static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, 
   char opts[128];
   helper_options(opts, sizeof opts, g->dt);
   cl_kernel kz;
+  size_t local = 0;
   clb_status st;
   *mem = t->data.mem;
   if (t->dyn[1]) {
@@ -249,17 +250,17 @@ static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, 
     size_t bytes = (size_t)(R * C) * clb_dtype_size(g->dt);
     if ((st = clb__pool_get(ctx->pool, bytes, scratch, err, sizeof err)) != CLB_OK)
       return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", g->op, g->what, bytes, err);
-    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_pad", &kz)) != CLB_OK) return st;
+    if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_pad", &kz, &local)) != CLB_OK) return st;
     clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(scratch->mem), CLB_ARG(R), CLB_ARG(C)};
     *mem = scratch->mem;
-    return clb__launch(ctx, g->op, g->what, kz, args, 5, -1, clb__groups_for(ctx, R * C), ctx->local_size);
+    return clb__launch(ctx, g->op, g->what, kz, args, 5, -1, clb__groups_local(ctx, R * C, local), local);
   }
   if (t->dyn[0] && k_is_dim0) {
-    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_zero_slack", &kz)) != CLB_OK) return st;
+    if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_zero_slack", &kz, &local)) != CLB_OK) return st;
     cl_int rank = 2;
     cl_long bn = (cl_long)clb_tensor_bound_numel(t);
     clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), CLB_ARG(bn)};
-    return clb__launch(ctx, g->op, g->what, kz, args, 4, -1, clb__groups_for(ctx, bn), ctx->local_size);
+    return clb__launch(ctx, g->op, g->what, kz, args, 4, -1, clb__groups_local(ctx, bn, local), local);
   }
   return CLB_OK;
 }
@@ -303,10 +304,11 @@ static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
   if (st != CLB_OK) goto done;
   if (g->dn) {
     cl_kernel ku;
-    if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_unpad", &ku)) != CLB_OK) goto done;
+    size_t local = 0;
+    if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_unpad", &ku, &local)) != CLB_OK) goto done;
     cl_long C = g->nb;
     clb_arg uargs[] = {CLB_ARG(sc.mem), CLB_ARG(C), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem)};
-    st = clb__launch(ctx, g->op, g->what, ku, uargs, 4, -1, clb__groups_for(ctx, g->mb * g->nb), ctx->local_size);
+    st = clb__launch(ctx, g->op, g->what, ku, uargs, 4, -1, clb__groups_local(ctx, g->mb * g->nb, local), local);
     if (st != CLB_OK) goto done;
   }
   st = add_bias(ctx, g);
@@ -323,34 +325,41 @@ static int gpu_style(clb_context_t ctx) {
   return ctx->style == CLB_KERNEL_STYLE_GPU && ctx->info.max_work_group_size >= GPU_TS * GPU_TS;
 }
 
-/* Strategy DEVICE: clbound's kernel reads M, N, K from the shape records. */
+/* Strategy DEVICE: clbound's kernel reads M, N, K from the shape records. The
+ * GPU-style kernel's work-group is a TS x TS tile (reqd_work_group_size): when
+ * the kernel allows fewer work-items, it is rebuilt with a smaller tile
+ * (logged); the CPU-style kernel takes any local size up to CPU_LOCAL. */
 static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   char opts[256];
   const char *fp64 = g->dt == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "";
   int f64 = g->dt == CLB_DTYPE_F64;
-  size_t groups, local;
-  const char *kname;
+  size_t groups, local, wg = 0;
+  cl_kernel k;
+  clb_status st;
   if (gpu_style(ctx)) {
-    snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s", clb__dtype_cl(g->dt),
-             g->ta, g->tb, GPU_TS, g->bias ? " -D HAS_BIAS" : "", fp64);
-    int64_t tiles = ((g->mb + GPU_TS - 1) / GPU_TS) * ((g->nb + GPU_TS - 1) / GPU_TS);
-    local = GPU_TS * GPU_TS;
+    int ts = GPU_TS;
+    for (;;) {
+      snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s",
+               clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", fp64);
+      local = (size_t)ts * (size_t)ts;
+      if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_gpu", local, &k, &wg)) != CLB_OK) return st;
+      if (wg >= local || ts == 1) break;
+      while (ts > 1 && (size_t)ts * (size_t)ts > wg) ts /= 2;
+    }
+    int64_t tiles = ((g->mb + ts - 1) / ts) * ((g->nb + ts - 1) / ts);
     groups = tiles < 1 ? 1 : (size_t)tiles;
     if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
-    kname = "gemm_gpu";
   } else {
     int rm = CPU_RM, rn = f64 ? CPU_RN / 2 : CPU_RN;
     snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s",
              clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", fp64);
-    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn);
+    if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_cpu", CPU_LOCAL, &k, &wg)) != CLB_OK) return st;
     local = CPU_LOCAL;
-    int64_t gr = (blocks + CPU_LOCAL - 1) / CPU_LOCAL;
+    while (local > 1 && local > wg) local /= 2;
+    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn);
+    int64_t gr = (blocks + (int64_t)local - 1) / (int64_t)local;
     groups = gr < 1 ? 1 : gr > (int64_t)ctx->max_groups ? ctx->max_groups : (size_t)gr;
-    kname = "gemm_cpu";
   }
-  cl_kernel k;
-  clb_status st = clb__kernel_get(ctx, g->op, "gemm", opts, kname, &k);
-  if (st != CLB_OK) return st;
   clb_tensor_t o = g->out;
   cl_mem bias = g->bias ? g->bias->data.mem : o->data.mem;
   cl_uint zero = 0;
@@ -375,10 +384,11 @@ static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
   char opts[128];
   helper_options(opts, sizeof opts, g->dt);
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, g->op, "gemm", opts, "gemm_transpose", &k)) == CLB_OK) {
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_transpose", &k, &local)) == CLB_OK) {
     clb_arg args[] = {CLB_ARG(b->data.mem), CLB_ARG(b->shape.mem), CLB_ARG(bt->data.mem), CLB_ARG(bt->shape.mem)};
     int64_t blocks = ((b->bound[0] + 31) / 32) * ((b->bound[1] + 31) / 32);
-    st = clb__launch(ctx, g->op, g->what, k, args, 4, -1, clb__groups_for(ctx, blocks), ctx->local_size);
+    st = clb__launch(ctx, g->op, g->what, k, args, 4, -1, clb__groups_local(ctx, blocks, local), local);
   }
   if (st == CLB_OK) {
     gemm_job h = *g;

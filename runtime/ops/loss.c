@@ -48,13 +48,14 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
   if (grad && (st = clb__output(ctx, op, pred->dtype, pred->rank, pred->bound, pred->dyn, grad)) != CLB_OK) return st;
   clb_tensor_t l = *loss, g = grad ? *grad : NULL;
   char opts[256];
-  snprintf(opts, sizeof opts, "-D %s -D T=%s -D LOCAL=%zu%s%s", loss_macros[kind], clb__dtype_cl(pred->dtype),
-           ctx->local_size, g ? " -D HAS_GRAD" : "", pred->dtype == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "");
-  cl_kernel k1, k2;
-  if ((st = clb__kernel_get(ctx, op, "loss", opts, "loss_part", &k1)) != CLB_OK) return st;
-  if ((st = clb__kernel_get(ctx, op, "loss", opts, "loss_final", &k2)) != CLB_OK) return st;
+  snprintf(opts, sizeof opts, "-D %s -D T=%s%s%s", loss_macros[kind], clb__dtype_cl(pred->dtype),
+           g ? " -D HAS_GRAD" : "", pred->dtype == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "");
+  static const char *const names[] = {"loss_part", "loss_final"};
+  cl_kernel k[2];
+  size_t local;
+  if ((st = clb__kernels_get_fixed(ctx, op, "loss", opts, 2, names, k, &local)) != CLB_OK) return st;
   int64_t items = kind == CLB_LOSS_CROSS_ENTROPY ? pred->bound[0] : clb_tensor_bound_numel(pred);
-  size_t groups = clb__groups_for(ctx, items);
+  size_t groups = clb__groups_local(ctx, items, local);
   char what[192], dp[96], dt[96];
   snprintf(what, sizeof what, "pred %s, target %s", clb__tensor_desc(pred, dp, sizeof dp), clb__tensor_desc(target, dt, sizeof dt));
   cl_int rp = pred->rank, rt = target->rank;
@@ -63,8 +64,8 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
   clb_arg a1[] = {CLB_ARG(pred->data.mem), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(target->data.mem),
                   CLB_ARG(target->shape.mem), CLB_ARG(rt), CLB_ARG(gm), CLB_ARG(gs), CLB_ARG(ctx->scratch),
                   CLB_ARG(ctx->status), CLB_ARG(zero)};
-  if ((st = clb__launch(ctx, op, what, k1, a1, 11, 10, groups, ctx->local_size)) != CLB_OK) return st;
+  if ((st = clb__launch(ctx, op, what, k[0], a1, 11, 10, groups, local)) != CLB_OK) return st;
   cl_int nparts = (cl_int)groups;
   clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(l->data.mem)};
-  return clb__launch(ctx, op, what, k2, a2, 5, -1, 1, ctx->local_size);
+  return clb__launch(ctx, op, what, k[1], a2, 5, -1, 1, local);
 }

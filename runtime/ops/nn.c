@@ -61,7 +61,8 @@ clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op uop, clb_tensor_t 
   snprintf(opts, sizeof opts, "-D NN_UNARY_BWD -D T=%s -D %s%s", clb__dtype_cl(dy->dtype), bwd_macros[uop],
            fp64_opt(dy->dtype));
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "nn", opts, "nn_unary_bwd", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_unary_bwd", &k, &local)) != CLB_OK) return st;
   cl_int rank = dy->rank;
   cl_uint zero = 0;
   clb_arg args[] = {CLB_ARG(v->data.mem), CLB_ARG(v->shape.mem), CLB_ARG(dy->data.mem), CLB_ARG(dy->shape.mem),
@@ -69,7 +70,7 @@ clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op uop, clb_tensor_t 
                     CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(dy, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 9, 8, clb__groups_for(ctx, clb_tensor_bound_numel(dy)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 9, 8, clb__groups_local(ctx, clb_tensor_bound_numel(dy), local), local);
 }
 
 /* Rows of the last dim at the bounds: how many work-items a row kernel needs. */
@@ -91,11 +92,12 @@ clb_status clb_softmax(clb_context_t ctx, clb_tensor_t x, int log, clb_tensor_t 
   char opts[160];
   snprintf(opts, sizeof opts, "-D NN_SOFTMAX -D T=%s%s%s", clb__dtype_cl(x->dtype), log ? " -D LOG" : "", fp64_opt(x->dtype));
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "nn", opts, "nn_softmax", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_softmax", &k, &local)) != CLB_OK) return st;
   cl_int rank = x->rank;
   clb_arg args[] = {CLB_ARG(x->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rank), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem)};
   clb__tensor_desc(x, dx, sizeof dx);
-  return clb__launch(ctx, op, dx, k, args, 5, -1, clb__groups_for(ctx, bound_rows(x)), ctx->local_size);
+  return clb__launch(ctx, op, dx, k, args, 5, -1, clb__groups_local(ctx, bound_rows(x), local), local);
 }
 
 clb_status clb_softmax_backward(clb_context_t ctx, clb_tensor_t y, clb_tensor_t dy, int log, clb_tensor_t *dx) {
@@ -114,14 +116,15 @@ clb_status clb_softmax_backward(clb_context_t ctx, clb_tensor_t y, clb_tensor_t 
   snprintf(opts, sizeof opts, "-D NN_SOFTMAX_BWD -D T=%s%s%s", clb__dtype_cl(dy->dtype), log ? " -D LOG" : "",
            fp64_opt(dy->dtype));
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "nn", opts, "nn_softmax_bwd", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_softmax_bwd", &k, &local)) != CLB_OK) return st;
   cl_int rank = dy->rank;
   cl_uint zero = 0;
   clb_arg args[] = {CLB_ARG(y->data.mem), CLB_ARG(y->shape.mem), CLB_ARG(dy->data.mem), CLB_ARG(dy->shape.mem),
                     CLB_ARG(rank),       CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem),  CLB_ARG(ctx->status),
                     CLB_ARG(zero)};
   clb__tensor_desc(dy, dd, sizeof dd);
-  return clb__launch(ctx, op, dd, k, args, 9, 8, clb__groups_for(ctx, bound_rows(dy)), ctx->local_size);
+  return clb__launch(ctx, op, dd, k, args, 9, 8, clb__groups_local(ctx, bound_rows(dy), local), local);
 }
 
 clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad, clb_tensor_t velocity, double lr,
@@ -142,7 +145,8 @@ clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad
   snprintf(opts, sizeof opts, "-D NN_SGD -D T=%s%s%s", clb__dtype_cl(param->dtype), velocity ? " -D HAS_VEL" : "",
            fp64_opt(param->dtype));
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "nn", opts, "nn_sgd", &k)) != CLB_OK) return st;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_sgd", &k, &local)) != CLB_OK) return st;
   cl_int rank = param->rank;
   cl_uint zero = 0;
   cl_mem vel = velocity ? velocity->data.mem : param->data.mem;
@@ -164,5 +168,5 @@ clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad
                     CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(param, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 10, 9, clb__groups_for(ctx, clb_tensor_bound_numel(param)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 10, 9, clb__groups_local(ctx, clb_tensor_bound_numel(param), local), local);
 }

@@ -25,10 +25,10 @@ static clb_status reduce_types(clb_context_t ctx, const char *op, clb_reduce_op 
   return CLB_OK;
 }
 
-static void reduce_options(clb_context_t ctx, char *buf, size_t len, const char *kind, clb_reduce_op rop,
+static void reduce_options(char *buf, size_t len, const char *kind, clb_reduce_op rop,
                            clb_dtype in, clb_dtype out, const char *acc, const char *lowest, int rank) {
-  snprintf(buf, len, "-D %s -D %s -D TA=%s -D TOUT=%s -D TACC=%s -D TACC_LOWEST=%s -D RANK=%d -D LOCAL=%zu%s%s",
-           kind, reduce_macros[rop], clb__dtype_cl(in), clb__dtype_cl(out), acc, lowest, rank, ctx->local_size,
+  snprintf(buf, len, "-D %s -D %s -D TA=%s -D TOUT=%s -D TACC=%s -D TACC_LOWEST=%s -D RANK=%d%s%s",
+           kind, reduce_macros[rop], clb__dtype_cl(in), clb__dtype_cl(out), acc, lowest, rank,
            clb__dtype_is_float(in) ? " -D TA_FLOAT" : "",
            (in == CLB_DTYPE_F64 || out == CLB_DTYPE_F64) ? " -D CLB_NEED_FP64" : "");
 }
@@ -50,20 +50,21 @@ clb_status clb_reduce_all(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   if ((st = clb__output(ctx, op, odt, 0, NULL, NULL, out)) != CLB_OK) return st;
   clb_tensor_t o = *out;
   char opts[320];
-  reduce_options(ctx, opts, sizeof opts, "RED_ALL", rop, a->dtype, odt, acc, lowest, a->rank);
-  cl_kernel k1, k2;
-  if ((st = clb__kernel_get(ctx, op, "reduce", opts, "red_all_part", &k1)) != CLB_OK) return st;
-  if ((st = clb__kernel_get(ctx, op, "reduce", opts, "red_all_final", &k2)) != CLB_OK) return st;
-  size_t groups = clb__groups_for(ctx, clb_tensor_bound_numel(a));
+  reduce_options(opts, sizeof opts, "RED_ALL", rop, a->dtype, odt, acc, lowest, a->rank);
+  static const char *const names[] = {"red_all_part", "red_all_final"};
+  cl_kernel k[2];
+  size_t local;
+  if ((st = clb__kernels_get_fixed(ctx, op, "reduce", opts, 2, names, k, &local)) != CLB_OK) return st;
+  size_t groups = clb__groups_local(ctx, clb_tensor_bound_numel(a), local);
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
   clb_arg a1[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(ctx->scratch)};
-  if ((st = clb__launch(ctx, op, what, k1, a1, 3, -1, groups, ctx->local_size)) != CLB_OK) return st;
+  if ((st = clb__launch(ctx, op, what, k[0], a1, 3, -1, groups, local)) != CLB_OK) return st;
   cl_int nparts = (cl_int)groups;
   cl_uint zero = 0;
   clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(a->shape.mem), CLB_ARG(o->data.mem),
                   CLB_ARG(ctx->status), CLB_ARG(zero)};
-  return clb__launch(ctx, op, what, k2, a2, 6, 5, 1, ctx->local_size);
+  return clb__launch(ctx, op, what, k[1], a2, 6, 5, 1, local);
 }
 
 clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, int dim, int keepdim,
@@ -97,9 +98,10 @@ clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   if ((st = clb__output(ctx, op, odt, orank, ob, od, out)) != CLB_OK) return st;
   clb_tensor_t o = *out;
   char opts[320];
-  reduce_options(ctx, opts, sizeof opts, "RED_DIM", rop, a->dtype, odt, acc, lowest, a->rank);
+  reduce_options(opts, sizeof opts, "RED_DIM", rop, a->dtype, odt, acc, lowest, a->rank);
   cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "reduce", opts, "red_dim", &k)) != CLB_OK) return st;
+  size_t local;
+  if ((st = clb__kernel_get_local(ctx, op, "reduce", opts, "red_dim", &k, &local)) != CLB_OK) return st;
   cl_int cdim = dim, ckeep = keepdim != 0;
   cl_uint zero = 0;
   clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem),
@@ -107,5 +109,5 @@ clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
   snprintf(what + strlen(what), sizeof what - strlen(what), " dim %d", dim);
-  return clb__launch(ctx, op, what, k, args, 8, 7, clb__groups_for(ctx, clb__numel(orank, ob)), ctx->local_size);
+  return clb__launch(ctx, op, what, k, args, 8, 7, clb__groups_local(ctx, clb__numel(orank, ob), local), local);
 }

@@ -25,7 +25,8 @@ static cl_ulong sel_fmask(clb_dtype dt) {
   return ~(cl_ulong)0;
 }
 
-/* Work-groups and their size: from the bound and the device only. */
+/* Work-groups and their size: from the bound, the device and (GPU style) the
+ * size the kernels were built for, *local on entry. */
 static void sel_geometry(clb_context_t ctx, int64_t bound_numel, size_t *groups, size_t *local) {
   if (ctx->style == CLB_KERNEL_STYLE_CPU) {
     uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
@@ -34,8 +35,7 @@ static void sel_geometry(clb_context_t ctx, int64_t bound_numel, size_t *groups,
     *groups = (size_t)(g < most ? g : most);
     *local = 1;
   } else {
-    *groups = clb__groups_for(ctx, bound_numel);
-    *local = ctx->local_size;
+    *groups = clb__groups_local(ctx, bound_numel, *local);
   }
 }
 
@@ -51,14 +51,18 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   char opts[320];
   snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D TX_BYTES=%zu -D RANK=%d", kind_macros[p->kind], tx, tm,
            clb_dtype_size(x->dtype), crank);
-  if (gpu) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " -D LOCAL=%zu", ctx->local_size);
-  cl_kernel kc, kf, kw;
-  clb_status st;
-  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_count", &kc)) != CLB_OK) return st;
-  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_finish", &kf)) != CLB_OK) return st;
-  if ((st = clb__kernel_get(ctx, p->op, src_name, opts, "sel_write", &kw)) != CLB_OK) return st;
-
-  size_t groups, local;
+  static const char *const names[] = {"sel_count", "sel_finish", "sel_write"};
+  cl_kernel k[3];
+  clb_status st = CLB_OK;
+  size_t groups, local = 1;
+  if (gpu) {
+    /* built with -D LOCAL=<local>, lowered when a kernel allows fewer work-items */
+    st = clb__kernels_get_fixed(ctx, p->op, src_name, opts, 3, names, k, &local);
+  } else {
+    for (int i = 0; i < 3 && st == CLB_OK; i++) st = clb__kernel_get(ctx, p->op, src_name, opts, names[i], &k[i]);
+  }
+  if (st != CLB_OK) return st;
+  cl_kernel kc = k[0], kf = k[1], kw = k[2];
   sel_geometry(ctx, p->bound_numel, &groups, &local);
   /* scratch: counts [0, G), offsets [G, 2G), total at 2G */
   clb_buf scratch;

@@ -8,7 +8,7 @@
 
 #include "cl-test.h"
 
-static char log_lines[16384];
+static char log_lines[65536];
 
 static void capture(void *user, const char *category, const char *line) {
   (void)user;
@@ -18,7 +18,7 @@ static void capture(void *user, const char *category, const char *line) {
 
 /* A context on `folder` (CLB_LOG_BUILDS and CLB_LOG_CACHE captured, log_lines
  * emptied). */
-static clb_context_t cached_context(const char *folder) {
+static inline clb_context_t cached_context(const char *folder) {
   clb_context_options o;
   clb_context_options_init(&o);
   o.cache_dir = folder;

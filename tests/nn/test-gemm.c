@@ -133,9 +133,13 @@ static void static_cases(clb_context_t ctx) {
   static const gcase S[] = {{17, 18, 19, 0, 0, 0}, {0, 5, 3, 0, 0, 0}, {4, 0, 3, 0, 0, 0}, {4, 5, 0, 0, 0, 0}};
   static const clb_gemm_strategy ss[] = {CLB_GEMM_AUTO, CLB_GEMM_CLBLAST_BOUND, CLB_GEMM_HOST_BLAS, CLB_GEMM_DEVICE};
   for (int si = 0; si < 4; si++)
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
+      /* reduced sizes (the oclgrind label): clbound's kernel and CLBlast's bound
+       * path on the non-empty case */
+      if (clb_test_small() && (i > 0 || (ss[si] != CLB_GEMM_DEVICE && ss[si] != CLB_GEMM_CLBLAST_BOUND))) continue;
       for (int t = 0; t < 4; t++)
         check_one(ctx, "static", ss[si], CLB_DTYPE_F32, t & 1, t >> 1, &S[i], S[i].mb, S[i].nb, S[i].kb);
+    }
 }
 
 /* Which strategy runs: AUTO is host BLAS on a device with native kernels in a
@@ -319,6 +323,7 @@ static void counters(clb_context_t ctx) {
   REQUIRE_TRUE(va != NULL);
   clb_test_write(ctx, b, bb, vb);
   for (int s = 0; s < CLB_GEMM_STRATEGY_COUNT; s++) {
+    if (clb_test_small() && s != CLB_GEMM_DEVICE && s != CLB_GEMM_SYNC_EXACT) continue;
     for (int t = 0; t < 4; t++) {
       int ta = t & 1, tb = t >> 1;
       clb_tensor_t aa = a, bt = b, o = NULL;
@@ -367,10 +372,15 @@ int main(void) {
   info.struct_size = sizeof info;
   CL_OK(ctx, clb_device_info_get(0, &info));
   has_fp64 = clb_tensor_new(ctx, CLB_DTYPE_F64, 0, NULL, NULL, &(clb_tensor_t){NULL}) == CLB_OK;
+  /* reduced sizes (the oclgrind label, Oclgrind simulating every work-item):
+   * the short sweep of clbound's kernel and of CLBlast's bound path, f32 */
+  const int small = clb_test_small();
   static_cases(ctx);
-  for (int s = 1; s < CLB_GEMM_STRATEGY_COUNT; s++) sweep(ctx, "cpu-style", (clb_gemm_strategy)s, CLB_DTYPE_F32, 1);
-  sweep(ctx, "cpu-style", CLB_GEMM_AUTO, CLB_DTYPE_F32, 0);
-  if (has_fp64)
+  for (int s = 1; s < CLB_GEMM_STRATEGY_COUNT; s++)
+    if (!small || s == CLB_GEMM_DEVICE || s == CLB_GEMM_CLBLAST_BOUND)
+      sweep(ctx, "cpu-style", (clb_gemm_strategy)s, CLB_DTYPE_F32, !small);
+  if (!small) sweep(ctx, "cpu-style", CLB_GEMM_AUTO, CLB_DTYPE_F32, 0);
+  if (has_fp64 && !small)
     for (int s = 1; s < CLB_GEMM_STRATEGY_COUNT; s++) sweep(ctx, "cpu-style", (clb_gemm_strategy)s, CLB_DTYPE_F64, 0);
   k_mismatch(ctx);
   host_blas_records(ctx);
@@ -383,8 +393,8 @@ int main(void) {
   clb_context_options_init(&opts);
   opts.kernel_style = CLB_KERNEL_STYLE_GPU;
   ctx = clb_test_context(&opts);
-  sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F32, 1);
-  if (has_fp64) sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F64, 0);
+  sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F32, !small);
+  if (has_fp64 && !small) sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F64, 0);
   clb_context_free(ctx);
   resolution();
   return clb_test_finish("nn/gemm");

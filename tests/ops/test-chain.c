@@ -68,7 +68,7 @@ static void run_chain(clb_kernel_style style) {
 }
 
 int main(void) {
-  run_chain(CLB_KERNEL_STYLE_CPU);
+  if (ops_style_runs(CLB_KERNEL_STYLE_CPU, "ops/chain")) run_chain(CLB_KERNEL_STYLE_CPU);
   run_chain(CLB_KERNEL_STYLE_GPU);
   return clb_test_finish("ops/chain");
 }

@@ -254,6 +254,7 @@ static void static_truncates(clb_context_t ctx) {
 int main(int argc, char **argv) {
   small = argc > 1 && strcmp(argv[1], "--small") == 0;
   for (int style = CLB_KERNEL_STYLE_CPU; style <= CLB_KERNEL_STYLE_GPU; style++) {
+    if (!ops_style_runs((clb_kernel_style)style, "ops/overflow")) continue;
     clb_context_t ctx = ops_context((clb_kernel_style)style);
     /* counts above the bound, at it, below it; tiny bounds; the whole chunk range */
     nonzero_overflow(ctx, 200, 150, 0.5, 10);
