@@ -519,6 +519,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     res->fused_groups = gs.fused_groups;
     res->fused_nodes = gs.fused_nodes;
     res->fused_losses = gs.fused_losses;
+    res->fused_epilogues = gs.fused_epilogues;
   }
   res->peak_device_bytes = c.peak_device_bytes;
   res->arena_bytes = c.arena_bytes;

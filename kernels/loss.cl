@@ -190,12 +190,7 @@ __kernel void loss_fused(__global const T *z, __global const long *sz, int rz, _
     T g = DLOSS(p, q) * inv;
     dz[i] = ACT_GRAD(x, p, g);
   }
-  buf[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = LOCAL / 2; s > 0; s >>= 1) {
-    if (lid < s) buf[lid] += buf[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0) out[0] = n > 0 ? buf[0] / (T)n : (T)NAN;
+  loss_group_sum(v, buf, out); /* one group: out[0] = the sum (work-item 0 wrote it) */
+  if (lid == 0) out[0] = n > 0 ? out[0] / (T)n : (T)NAN;
 }
 #endif

@@ -12,7 +12,7 @@
 #include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
 #include "runtime/ops/elementwise.h"
-#include "runtime/ops/loss.h"
+#include "runtime/ops/fused.h"
 
 int clb__graph_fusion_on(void) {
   const char *env = getenv("CLBOUND_FUSE");
@@ -164,7 +164,7 @@ static int same_shape(clb_graph_t g, const gnode *t, const gnode *c) {
 
 clb_status clb__graph_fuse_find(clb_graph_t g) {
   if (!clb__graph_fusion_on()) {
-    g->stats.fused_groups = g->stats.fused_nodes = g->stats.fused_losses = 0;
+    g->stats.fused_groups = g->stats.fused_nodes = g->stats.fused_losses = g->stats.fused_epilogues = 0;
     g->fuse_nnodes = -1;
     g->fuse_loss_pred = -1;
     return CLB_OK;
@@ -185,6 +185,7 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
   for (int i = 0; i < n; i++) {
     g->nodes[i].fuse_last = g->nodes[i].fuse_next = -1;
     g->nodes[i].fuse_drop = 0;
+    g->nodes[i].fuse_epi = -1;
   }
   /* an intermediate is not materialised when its tensor would be released after
    * the step anyway and no gradient reads it */
@@ -234,6 +235,20 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
       g->fuse_loss_pred = l->in[0];
       g->stats.fused_losses = 1;
     }
+  }
+  /* a linear node read by an activation alone, whose output would be released
+   * after the step: the activation is the GEMM's epilogue, and its gradient
+   * reads its output (relu: y > 0 exactly where x > 0) */
+  g->stats.fused_epilogues = 0;
+  for (int i = 0; i <= last_run; i++) {
+    gnode *l = &g->nodes[i], *a = &g->nodes[reader[i]];
+    if (l->kind != GN_LINEAR || readers[i] != 1 || l->keep || !releasable || a->kind != GN_UNARY || a->fuse_last >= 0 ||
+        reader[i] == g->fuse_loss_pred || !clb__dtype_is_float(l->dtype))
+      continue;
+    if (a->op != CLB_UNARY_RELU && a->op != CLB_UNARY_SIGMOID && a->op != CLB_UNARY_TANH && a->op != CLB_UNARY_EXP) continue;
+    l->fuse_epi = reader[i];
+    a->fuse_epi = i;
+    g->stats.fused_epilogues++;
   }
   free(readers);
   free(reader);
@@ -475,4 +490,15 @@ clb_status clb__graph_fused_loss(clb_graph_t g) {
   const int keep_y = p->keep || !clb__graph_mem_enabled(g);
   return clb__loss_fused(g->ctx, (clb_loss_kind)l->op, (clb_unary_op)p->op, z->t, t->t, keep_y ? &p->t : NULL, &p->egrad[0],
                          &l->t);
+}
+
+/* ---- the linear layer with its activation ---------------------------------------- */
+
+clb_status clb__graph_fused_linear(clb_graph_t g, int a) {
+  gnode *an = &g->nodes[a], *l = &g->nodes[an->fuse_epi];
+  clb__graph_set_suffix(g, an->deps);
+  clb__graph_ensure_key(g, l);
+  clb__graph_ensure_key(g, an);
+  clb_tensor_t bias = l->nin > 2 ? g->nodes[l->in[2]].t : NULL;
+  return clb__linear_act(g->ctx, g->nodes[l->in[0]].t, g->nodes[l->in[1]].t, bias, (clb_unary_op)an->op, &an->t);
 }

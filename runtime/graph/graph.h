@@ -72,6 +72,8 @@ typedef struct gnode {
   int fuse_last;         /* the group's last member */
   int fuse_next;         /* the next member, -1 for the last */
   int fuse_drop;         /* an intermediate nothing else reads: not materialised */
+  int fuse_epi;          /* a linear node and the activation fused as its epilogue:
+                            each the other's index; -1 when none */
 } gnode;
 
 typedef struct plan_rec {
@@ -168,6 +170,8 @@ clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tenso
 clb_status clb__graph_fuse_find(clb_graph_t g);
 /* Runs the group whose last member is node `last` as one kernel. */
 clb_status clb__graph_fused_run(clb_graph_t g, int last);
+/* Runs the linear node whose epilogue is activation node a, writing a's output. */
+clb_status clb__graph_fused_linear(clb_graph_t g, int a);
 /* At the loss's activation node p (g->fuse_loss_pred): 1 when this step runs it
  * inside the loss's kernel (set g->loss_fused_now), else 0. */
 int clb__graph_loss_fuses_now(clb_graph_t g, int p);

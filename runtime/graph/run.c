@@ -317,7 +317,11 @@ static clb_status backward_node(clb_graph_t g, int i) {
     return clb_linear_backward(ctx, in[0]->t, in[1]->t, dy, in[0]->requires_grad ? &n->egrad[0] : NULL,
                                in[1]->requires_grad ? &n->egrad[1] : NULL,
                                (in[2] && in[2]->requires_grad) ? &n->egrad[2] : NULL);
-  case GN_UNARY: return clb_unary_backward(ctx, (clb_unary_op)n->op, in[0]->t, n->t, dy, &n->egrad[0]);
+  case GN_UNARY:
+    /* an epilogue of its linear node: the pre-activation is not kept, and the
+     * gradients fused there read the output alone (relu: y > 0 where x > 0) */
+    return clb_unary_backward(ctx, (clb_unary_op)n->op, n->fuse_epi >= 0 && clb__graph_fusion_on() ? n->t : in[0]->t, n->t, dy,
+                              &n->egrad[0]);
   case GN_SOFTMAX: return clb_softmax_backward(ctx, n->t, dy, n->op, &n->egrad[0]);
   case GN_BINARY:
     for (int k = 0; k < 2 && st == CLB_OK; k++) {
@@ -461,15 +465,20 @@ static clb_status forward(clb_graph_t g, int last, int release, const int *last_
     if (fuse && n->fuse_last >= 0 && n->fuse_last != i) continue;
     /* the loss's activation runs in the loss's kernel */
     if (fuse && i == g->fuse_loss_pred && clb__graph_loss_fuses_now(g, i)) continue;
+    /* a linear node runs at its activation, as the GEMM's epilogue */
+    if (fuse && n->kind == GN_LINEAR && n->fuse_epi >= 0) continue;
     if (fuse && n->fuse_last == i) st = clb__graph_fused_run(g, i);
+    else if (fuse && n->kind == GN_UNARY && n->fuse_epi >= 0) st = clb__graph_fused_linear(g, i);
     else if (fuse && i == g->loss && g->fuse_loss_pred >= 0 && g->loss_fused_now) st = clb__graph_fused_loss(g);
     else st = run_node(g, &g->nodes[i]);
     if (!release || st != CLB_OK) continue;
-    const int grouped = fuse && n->fuse_last == i;
-    int m = i;
-    if (grouped) /* the group's members, from its first */
+    /* the nodes that ran: a group's members from its first, a linear node and
+     * its epilogue, or node i */
+    const int grouped = fuse && n->fuse_last == i, epi = fuse && n->kind == GN_UNARY && n->fuse_epi >= 0;
+    int m = epi ? n->fuse_epi : i;
+    if (grouped)
       for (m = 0; g->nodes[m].fuse_last != i;) m++;
-    for (; m >= 0; m = grouped ? g->nodes[m].fuse_next : -1)
+    for (; m >= 0; m = grouped ? g->nodes[m].fuse_next : (epi && m != i) ? i : -1)
       for (int k = 0; k < g->nodes[m].nin; k++) {
         gnode *in = &g->nodes[g->nodes[m].in[k]];
         /* the queue is in order: the buffer is rewritten only after node i ran */

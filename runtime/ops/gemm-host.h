@@ -24,5 +24,8 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
  * operands are already validated (gemm.c's gemm_setup). */
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
                           clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out);
+/* The same with relu != 0: a ReLU of the product plus bias (clb__linear_act). */
+clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
+                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out);
 
 #endif /* CLB_OPS_GEMM_HOST_H */

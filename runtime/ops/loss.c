@@ -5,7 +5,7 @@
 
 #include "clbound/nn.h"
 #include "runtime/cache/cache.h"
-#include "runtime/ops/loss.h"
+#include "runtime/ops/fused.h"
 
 static const char *const loss_names[CLB_LOSS_KIND_COUNT] = {"mse_loss", "bce_loss", "bce_with_logits_loss",
                                                             "cross_entropy_loss"};

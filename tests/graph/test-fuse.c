@@ -6,7 +6,9 @@
  * symbol engine cannot prove equal stops fusion (group count 0); a status bit
  * raised inside a fused kernel gives the same error as op by op; a training
  * graph's loss fused with its activation (sigmoid + BCE, tanh + MSE) trains as
- * op by op and as a double reference, at batch sizes 0, 1, 5 and the bound. */
+ * op by op and as a double reference, at batch sizes 0, 1, 5 and the bound; a
+ * linear layer's activation as its GEMM's epilogue (host BLAS and clbound's
+ * kernel). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -316,12 +318,81 @@ static void test_fused_loss(clb_context_t ctx) {
   setenv("CLBOUND_FUSE", "on", 1);
 }
 
+/* act(x w^T + b) as the GEMM's epilogue (relu and tanh; x [<=16, 3], w [4, 3])
+ * under host BLAS and clbound's kernel: fused and op by op against a double
+ * reference (1e-5 relative + 1e-6 absolute) at 0, 1, 9 and the bound rows; relu
+ * fused and op by op bit for bit. */
+static void test_epilogue(clb_context_t ctx) {
+  static const float W[4 * LIN] = {0.5f, -0.25f, 1.0f, -0.75f, 0.3f, 0.2f, 0.1f, -0.6f, 0.4f, 0.9f, -0.1f, 0.05f};
+  static const float Bv[4] = {0.1f, -0.2f, 0.0f, 0.3f};
+  static const clb_gemm_strategy strat[2] = {CLB_GEMM_AUTO, CLB_GEMM_DEVICE};
+  static const clb_unary_op acts[2] = {CLB_UNARY_RELU, CLB_UNARY_TANH};
+  static const int sizes[] = {9, 0, 1, LB};
+  for (int s = 0; s < 2; s++)
+    for (int a = 0; a < 2; a++) {
+      CL_OK(ctx, clb_context_set_gemm_strategy(ctx, strat[s]));
+      float got[2][LB * 4];
+      clb_graph_t g[2];
+      clb_node x[2], y[2];
+      for (int fuse = 0; fuse < 2; fuse++) {
+        setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+        clb_graph_options o;
+        clb_graph_options_init(&o);
+        o.policy = CLB_POLICY_DYNAMIC;
+        o.free_intermediates = 1;
+        o.name = "fuse-epilogue";
+        CL_OK(ctx, clb_graph_new(ctx, &o, &g[fuse]));
+        int64_t xd[2] = {LB, LIN}, wd[2] = {4, LIN}, bd[1] = {4};
+        uint8_t dyn[2] = {1, 0};
+        clb_node w, b, z;
+        CL_OK(ctx, clb_graph_input(g[fuse], "x", CLB_DTYPE_F32, 2, xd, dyn, &x[fuse]));
+        CL_OK(ctx, clb_graph_param(g[fuse], "w", CLB_DTYPE_F32, 2, wd, W, sizeof W, 0, &w));
+        CL_OK(ctx, clb_graph_param(g[fuse], "b", CLB_DTYPE_F32, 1, bd, Bv, sizeof Bv, 0, &b));
+        CL_OK(ctx, clb_graph_linear(g[fuse], x[fuse], w, b, &z));
+        CL_OK(ctx, clb_graph_unary(g[fuse], acts[a], z, &y[fuse]));
+      }
+      for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int n = sizes[k];
+        float xv[LB * LIN];
+        for (int i = 0; i < n * LIN; i++) xv[i] = (float)((i * 29) % 23) / 23.0f - 0.4f;
+        int64_t xd[2] = {n, LIN};
+        for (int fuse = 0; fuse < 2; fuse++) {
+          setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+          CL_OK(ctx, clb_graph_feed(g[fuse], x[fuse], xd, xv, sizeof(float) * (size_t)(n * LIN)));
+          CL_OK(ctx, clb_graph_run(g[fuse]));
+          int64_t dims[CLB_MAX_RANK];
+          CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g[fuse], y[fuse]), dims, got[fuse], sizeof got[fuse], NULL));
+          EXPECT_EQ_I(dims[0], n);
+          for (int i = 0; i < n; i++)
+            for (int j = 0; j < 4; j++) {
+              double zz = Bv[j];
+              for (int q = 0; q < LIN; q++) zz += (double)xv[i * LIN + q] * W[j * LIN + q];
+              double want = acts[a] == CLB_UNARY_RELU ? (zz > 0 ? zz : 0) : tanh(zz);
+              clb_test_checks++;
+              if (!close_to(got[fuse][i * 4 + j], want))
+                CLB_FAIL_AT("strategy %d act %d %s, %d rows: y[%d][%d] = %.9g, want %.9g", (int)strat[s], (int)acts[a],
+                            fuse ? "fused" : "op by op", n, i, j, got[fuse][i * 4 + j], want);
+            }
+        }
+        clb_test_checks++;
+        if (acts[a] == CLB_UNARY_RELU && memcmp(got[0], got[1], sizeof(float) * (size_t)(n * 4)))
+          CLB_FAIL_AT("strategy %d relu, %d rows: fused and op-by-op bits differ", (int)strat[s], n);
+      }
+      setenv("CLBOUND_FUSE", "on", 1);
+      EXPECT_EQ_I(stats_of(g[1]).fused_epilogues, 1);
+      for (int fuse = 0; fuse < 2; fuse++) clb_graph_free(g[fuse]);
+    }
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_AUTO));
+  setenv("CLBOUND_FUSE", "on", 1);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_groups(ctx);
   test_unproven(ctx);
   test_status_bits(ctx);
   test_fused_loss(ctx);
+  test_epilogue(ctx);
   clb_context_free(ctx);
   return clb_test_finish("graph/fuse");
 }
