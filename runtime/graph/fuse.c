@@ -441,6 +441,9 @@ clb_status clb__graph_fused_run(clb_graph_t g, int last) {
     fp64 |= opnd[j]->dtype == CLB_DTYPE_F64;
   }
   for (int m = 0; m < nm; m++) fp64 |= mb[m].n->dtype == CLB_DTYPE_F64;
+  if (fp64 && !ctx->info.has_fp64) /* as clb_cast says it */
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "graph %s: %s %s: f64 needs cl_khr_fp64, which %s lacks", g->name, op, what,
+                          ctx->info.name);
   char *text = malloc(65536);
   if (!text) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "graph %s: %s: out of host memory", g->name, op);
   group_source(text, 65536, mb, nm, opnd, bm, nopnd);
