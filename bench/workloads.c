@@ -582,6 +582,15 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->programs_built = c.program_builds + c.program_cache_hits_disk;
   res->launches_per_step = s1.kernel_launches - s0.kernel_launches;
   res->steps_replayed = c.steps_replayed;
+  clb_graph_stats gs;
+  memset(&gs, 0, sizeof gs);
+  gs.struct_size = sizeof gs;
+  if (clb_graph_stats_get(dg.g, &gs) == CLB_OK) {
+    res->fused_groups = gs.fused_groups;
+    res->fused_nodes = gs.fused_nodes;
+    res->fused_losses = gs.fused_losses;
+    res->fused_epilogues = gs.fused_epilogues;
+  }
   res->peak_device_bytes = c.peak_device_bytes;
   res->arena_bytes = c.arena_bytes;
   res->live_lower_bound_bytes = c.live_lower_bound_bytes;

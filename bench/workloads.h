@@ -33,6 +33,9 @@ typedef struct demo_result {
   uint64_t programs_built;     /* programs made in the run: built from source or loaded from disk */
   uint64_t launches_per_step;  /* kernel launches of the second training step */
   uint64_t steps_replayed;     /* steps replayed from a recorded command buffer */
+  uint64_t fused_groups, fused_nodes; /* elementwise groups of the graph, one kernel each (clb_graph_stats) */
+  uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */
+  uint64_t fused_epilogues;    /* linear layers with their activation as the GEMM's epilogue */
   uint64_t peak_device_bytes;
   /* the memory plan (docs/graph.md), summed over the run's plans: their arenas,
    * the most bytes each step had live at once, what the pool would hold; the

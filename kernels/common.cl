@@ -57,6 +57,52 @@ inline long clb_numel(__global const long *shape, int rank) {
   CLB_CHUNK_BEGIN(n, clb_s_, clb_e_)                                        \
   for (long i = clb_s_ + (long)get_local_id(0); i < clb_e_; i += (long)get_local_size(0))
 
+/* The elementwise operation table, shared by kernels/elementwise.cl and the
+ * fused kernels runtime/graph/fuse.c generates (so both compute the same
+ * thing): T / TOUT are the operand / result types, ISNAN is isnan for floating
+ * operands and CLB_NO_NAN otherwise. */
+#define CLB_NO_NAN(x) 0
+#define CLB_OP_ADD(x, y) ((x) + (y))
+#define CLB_OP_SUB(x, y) ((x) - (y))
+#define CLB_OP_MUL(x, y) ((x) * (y))
+#define CLB_OP_DIV(x, y) ((x) / (y))
+#define CLB_OP_MAX(ISNAN, x, y) ((ISNAN(x) || (x) > (y)) ? (x) : (y))
+#define CLB_OP_MIN(ISNAN, x, y) ((ISNAN(x) || (x) < (y)) ? (x) : (y))
+#define CLB_OP_NEG(TOUT, x) ((TOUT)(-(x)))
+#define CLB_OP_RELU(T, x) ((x) < (T)0 ? (T)0 : (x))
+#define CLB_OP_SIGMOID(T, x) ((T)1 / ((T)1 + exp(-(x))))
+#define CLB_OP_TANH(x) tanh(x)
+#define CLB_OP_EXP(x) exp(x)
+#define CLB_OP_LOG(x) log(x)
+#define CLB_OP_COPY(x) (x)
+#define CLB_OP_CAST_BOOL(T, TOUT, x) ((TOUT)((x) != (T)0))
+#define CLB_OP_CAST(TOUT, x) ((TOUT)(x))
+/* The unary ops' gradients: dy = g, x the op's input, y its output. */
+#define CLB_GRAD_NEG(T, x, y, g) (-(g))
+#define CLB_GRAD_RELU(T, x, y, g) ((x) > (T)0 ? (g) : (T)0)
+#define CLB_GRAD_SIGMOID(T, x, y, g) ((g) * (y) * ((T)1 - (y)))
+#define CLB_GRAD_TANH(T, x, y, g) ((g) * ((T)1 - (y) * (y)))
+#define CLB_GRAD_EXP(T, x, y, g) ((g) * (y))
+#define CLB_GRAD_LOG(T, x, y, g) ((g) / (x))
+#define CLB_GRAD_COPY(T, x, y, g) (g)
+
+/* The body of Python's modulo (the result takes the divisor's sign) of x and y
+ * of type T, in a function that has st and launch; an integer division by zero
+ * raises CLB_STF_DIV_ZERO and gives 0. (Functions are written out where they
+ * are defined: runtime/cache/plan-program.c renames them per section.) */
+#define CLB_REM_BODY_FLOAT(T)                                               \
+  T r = fmod(x, y);                                                         \
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;                               \
+  return r;
+#define CLB_REM_BODY_INT(T)                                                 \
+  if (y == 0) {                                                             \
+    clb_raise(st, launch, CLB_STF_DIV_ZERO, 0, 0);                          \
+    return 0;                                                               \
+  }                                                                         \
+  T r = x % y;                                                              \
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;                               \
+  return r;
+
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
 
 /* Kernels built for one work-group size (-D LOCAL=N: __local arrays and tree

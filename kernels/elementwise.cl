@@ -6,64 +6,52 @@
 #ifdef TA_FLOAT
 #define CLB_ISNAN(x) isnan(x)
 #else
-#define CLB_ISNAN(x) 0
+#define CLB_ISNAN CLB_NO_NAN
 #endif
 
-#define CLB_MAXF(x, y) ((CLB_ISNAN(x) || (x) > (y)) ? (x) : (y))
-#define CLB_MINF(x, y) ((CLB_ISNAN(x) || (x) < (y)) ? (x) : (y))
-
 #ifdef TA
-/* Python's modulo: the result takes the divisor's sign. */
 inline TA clb_rem(TA x, TA y, __global int *st, uint launch) {
 #ifdef TA_FLOAT
-  TA r = fmod(x, y);
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
+  CLB_REM_BODY_FLOAT(TA)
 #else
-  if (y == 0) {
-    clb_raise(st, launch, CLB_STF_DIV_ZERO, 0, 0);
-    return 0;
-  }
-  TA r = x % y;
-  if (r != 0 && ((r < 0) != (y < 0))) r += y;
-  return r;
+  CLB_REM_BODY_INT(TA)
 #endif
 }
 #endif
 
-/* The operation table: one line per op. */
+/* The operation (kernels/common.cl has the table). */
 #if defined(OP_ADD)
-#define OPF(x, y) ((x) + (y))
+#define OPF(x, y) CLB_OP_ADD(x, y)
 #elif defined(OP_SUB)
-#define OPF(x, y) ((x) - (y))
+#define OPF(x, y) CLB_OP_SUB(x, y)
 #elif defined(OP_MUL)
-#define OPF(x, y) ((x) * (y))
+#define OPF(x, y) CLB_OP_MUL(x, y)
 #elif defined(OP_DIV)
-#define OPF(x, y) ((x) / (y))
+#define OPF(x, y) CLB_OP_DIV(x, y)
 #elif defined(OP_REM)
 #define OPF(x, y) clb_rem((x), (y), st, launch)
 #elif defined(OP_MAX)
-#define OPF(x, y) CLB_MAXF(x, y)
+#define OPF(x, y) CLB_OP_MAX(CLB_ISNAN, x, y)
 #elif defined(OP_MIN)
-#define OPF(x, y) CLB_MINF(x, y)
+#define OPF(x, y) CLB_OP_MIN(CLB_ISNAN, x, y)
 #elif defined(OP_NEG)
-#define OPF(x) ((TOUT)(-(x)))
+#define OPF(x) CLB_OP_NEG(TOUT, x)
 #elif defined(OP_RELU)
-#define OPF(x) ((x) < (TA)0 ? (TA)0 : (x))
+#define OPF(x) CLB_OP_RELU(TA, x)
 #elif defined(OP_SIGMOID)
-#define OPF(x) ((TA)1 / ((TA)1 + exp(-(x))))
+#define OPF(x) CLB_OP_SIGMOID(TA, x)
 #elif defined(OP_TANH)
-#define OPF(x) tanh(x)
+#define OPF(x) CLB_OP_TANH(x)
 #elif defined(OP_EXP)
-#define OPF(x) exp(x)
+#define OPF(x) CLB_OP_EXP(x)
 #elif defined(OP_LOG)
-#define OPF(x) log(x)
+#define OPF(x) CLB_OP_LOG(x)
 #elif defined(OP_COPY)
-#define OPF(x) (x)
+#define OPF(x) CLB_OP_COPY(x)
 #elif defined(OP_CAST) && defined(TOUT_BOOL)
-#define OPF(x) ((TOUT)((x) != (TA)0))
+#define OPF(x) CLB_OP_CAST_BOOL(TA, TOUT, x)
 #elif defined(OP_CAST)
-#define OPF(x) ((TOUT)(x))
+#define OPF(x) CLB_OP_CAST(TOUT, x)
 #endif
 
 #ifdef EW_UNARY

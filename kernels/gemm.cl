@@ -4,7 +4,8 @@
  * Built with: T (float or double), TRANS_A and TRANS_B (0 or 1), and for the
  * matmul kernels one of GEMM_CPU (RM x RN blocks per work-item, RN a vector width
  * along N; B not transposed) or GEMM_GPU (TS x TS tiles in local memory, one
- * work-group per tile), and HAS_BIAS to add a bias row. GEMM_HELPERS builds the
+ * work-group per tile), HAS_BIAS to add a bias row, and ACT_<NAME> for an
+ * activation epilogue. GEMM_HELPERS builds the
  * helper kernels. Storage is dense row-major at the actual sizes:
  * op(a) is [M, K] (a is [K, M] when TRANS_A), op(b) is [K, N] (b is [N, K] when
  * TRANS_B), and the leading dimension of each is its actual dim 1. */
@@ -45,6 +46,20 @@
     if (ka != kb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, ka, kb);      \
   }
 
+/* The epilogue: an activation of the product plus bias (kernels/common.cl's
+ * table), TT the scalar or vector type. */
+#if defined(ACT_RELU)
+#define EPI(TT, v) CLB_OP_RELU(TT, v)
+#elif defined(ACT_SIGMOID)
+#define EPI(TT, v) CLB_OP_SIGMOID(TT, v)
+#elif defined(ACT_TANH)
+#define EPI(TT, v) CLB_OP_TANH(v)
+#elif defined(ACT_EXP)
+#define EPI(TT, v) CLB_OP_EXP(v)
+#else
+#define EPI(TT, v) (v)
+#endif
+
 #ifdef HAS_BIAS
 #define BIAS_AT(j) bias[j]
 #else
@@ -62,7 +77,7 @@ inline void gemm_edge(__global const T *a, long lda, __global const T *b, long l
       if (j >= n) break;
       T acc = 0;
       for (long kk = 0; kk < k; kk++) acc = GEMM_MAD(A_AT(i, kk), B_AT(kk, j), acc);
-      c[i * n + j] = acc + BIAS_AT(j);
+      c[i * n + j] = EPI(T, acc + BIAS_AT(j));
     }
   }
 }
@@ -90,7 +105,7 @@ inline void gemm_block(__global const T *a, long lda, __global const T *b, long 
 #else
   VT bb = (VT)0;
 #endif
-  for (int r = 0; r < RM; r++) VSTORE(acc[r] + bb, 0, c + (i0 + r) * n + j0);
+  for (int r = 0; r < RM; r++) VSTORE(EPI(VT, acc[r] + bb), 0, c + (i0 + r) * n + j0);
 }
 
 /* Each work-item takes blocks of C in a grid-stride loop over the blocks the
@@ -150,7 +165,7 @@ __kernel GEMM_GPU_WG void gemm_gpu(__global const T *a, __global const long *sa,
       for (int q = 0; q < TS; q++) acc = GEMM_MAD(as[q][ty], bs[q][tx], acc);
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (i < m && j < n) c[i * n + j] = acc + BIAS_AT(j);
+    if (i < m && j < n) c[i * n + j] = EPI(T, acc + BIAS_AT(j));
   }
 }
 #endif

@@ -3,7 +3,10 @@
  * group that adds them and divides).
  * Built with T (float or double), LOCAL (the fixed work-group size), HAS_GRAD, and
  * one of LOSS_MSE, LOSS_BCE, LOSS_BCE_LOGITS (elementwise: pred and target hold
- * the same number of elements) or LOSS_CE (pred [M, C] logits, target [M] long). */
+ * the same number of elements) or LOSS_CE (pred [M, C] logits, target [M] long).
+ * With LOSS_FUSED and one ACT_<NAME> (an elementwise kind): loss_fused, the
+ * loss of pred = ACT(z) and d loss / d z in one work-group (runtime/graph/fuse.c
+ * uses it for a training graph's last activation and its loss). */
 
 /* Kahan-compensated accumulation of one work-item's terms. */
 #define KAHAN_ADD(v, c, x)                                                  \
@@ -132,3 +135,62 @@ __kernel CLB_FIXED_LOCAL void loss_final(__global const T *partials, int nparts,
     out[0] = n > 0 ? buf[0] / (T)n : (T)NAN;
   }
 }
+
+#if defined(LOSS_FUSED) && !defined(LOSS_CE)
+#if defined(ACT_NEG)
+#define ACT(x) CLB_OP_NEG(T, x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_NEG(T, x, y, g)
+#elif defined(ACT_RELU)
+#define ACT(x) CLB_OP_RELU(T, x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_RELU(T, x, y, g)
+#elif defined(ACT_SIGMOID)
+#define ACT(x) CLB_OP_SIGMOID(T, x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_SIGMOID(T, x, y, g)
+#elif defined(ACT_TANH)
+#define ACT(x) CLB_OP_TANH(x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_TANH(T, x, y, g)
+#elif defined(ACT_EXP)
+#define ACT(x) CLB_OP_EXP(x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_EXP(T, x, y, g)
+#elif defined(ACT_LOG)
+#define ACT(x) CLB_OP_LOG(x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_LOG(T, x, y, g)
+#else
+#define ACT(x) CLB_OP_COPY(x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_COPY(T, x, y, g)
+#endif
+/* One work-group of LOCAL items: y = ACT(z) (stored with HAS_Y), the loss of y
+ * against t averaged over z's actual count (NaN for none) into out[0], and dz =
+ * d loss / d z; the same terms and device check as loss_part and
+ * nn_unary_bwd, summed in one group instead of two stages. */
+__kernel void loss_fused(__global const T *z, __global const long *sz, int rz, __global const T *t,
+                         __global const long *stt, int rt, __global T *y, __global long *sy, __global T *dz,
+                         __global long *sdz, __global T *out, __global int *st, uint launch) {
+  __local T buf[LOCAL];
+  int lid = (int)get_local_id(0);
+  long n = clb_numel(sz, rz), nt = clb_numel(stt, rt);
+  if (clb_first_item()) {
+#ifdef HAS_Y
+    if (CLB_OWN_RECORD(sy, sz) && CLB_OWN_RECORD(sy, stt))
+      for (int d = 0; d < rz; d++) sy[d] = sz[d];
+#endif
+    if (CLB_OWN_RECORD(sdz, sz) && CLB_OWN_RECORD(sdz, stt))
+      for (int d = 0; d < rz; d++) sdz[d] = sz[d];
+    if (n != nt) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, nt);
+  }
+  long m = min(n, nt);
+  T inv = (T)1 / (T)n;
+  T v = 0, c = 0;
+  for (long i = lid; i < m; i += LOCAL) {
+    T x = z[i], p = ACT(x), q = t[i];
+#ifdef HAS_Y
+    y[i] = p;
+#endif
+    KAHAN_ADD(v, c, LOSS(p, q));
+    T g = DLOSS(p, q) * inv;
+    dz[i] = ACT_GRAD(x, p, g);
+  }
+  loss_group_sum(v, buf, out); /* one group: out[0] = the sum (work-item 0 wrote it) */
+  if (lid == 0) out[0] = n > 0 ? out[0] / (T)n : (T)NAN;
+}
+#endif

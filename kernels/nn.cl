@@ -8,19 +8,19 @@
 /* The gradient of op given g = dy and v = the tensor the op's derivative reads
  * (x for relu and log, y for sigmoid, tanh and exp). */
 #if defined(OP_NEG)
-#define GRAD(v, g) (-(g))
+#define GRAD(v, g) CLB_GRAD_NEG(T, v, v, g)
 #elif defined(OP_RELU)
-#define GRAD(v, g) ((v) > (T)0 ? (g) : (T)0)
+#define GRAD(v, g) CLB_GRAD_RELU(T, v, v, g)
 #elif defined(OP_SIGMOID)
-#define GRAD(v, g) ((g) * (v) * ((T)1 - (v)))
+#define GRAD(v, g) CLB_GRAD_SIGMOID(T, v, v, g)
 #elif defined(OP_TANH)
-#define GRAD(v, g) ((g) * ((T)1 - (v) * (v)))
+#define GRAD(v, g) CLB_GRAD_TANH(T, v, v, g)
 #elif defined(OP_EXP)
-#define GRAD(v, g) ((g) * (v))
+#define GRAD(v, g) CLB_GRAD_EXP(T, v, v, g)
 #elif defined(OP_LOG)
-#define GRAD(v, g) ((g) / (v))
+#define GRAD(v, g) CLB_GRAD_LOG(T, v, v, g)
 #else
-#define GRAD(v, g) (g)
+#define GRAD(v, g) CLB_GRAD_COPY(T, v, v, g)
 #endif
 
 /* dx = GRAD(v, dy) elementwise; dx takes dy's sizes. v and dy must have the same

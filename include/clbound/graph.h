@@ -250,6 +250,12 @@ typedef struct clb_graph_stats {
   uint64_t arena_held_bytes;       /* the device memory behind the arenas now (the largest plan's) */
   uint64_t arena_align_bytes;      /* the offsets' alignment */
   uint64_t arena_fallbacks;        /* steps that left their plan's arena for the pool (expected 0) */
+  /* Fusion (docs/design.md, "Executor"): chains of elementwise nodes run as one
+   * generated kernel each; 0 with CLBOUND_FUSE=off. Known after the first run. */
+  uint64_t fused_groups; /* groups found */
+  uint64_t fused_nodes;  /* nodes in them */
+  uint64_t fused_losses; /* 1 when a training graph's loss runs with its activation and both gradients in one kernel */
+  uint64_t fused_epilogues; /* linear nodes whose activation (relu, sigmoid, tanh, exp) is their GEMM's epilogue */
 } clb_graph_stats;
 
 CLB_API clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out);

@@ -37,6 +37,7 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
   g->policy_kind = o.policy;
   snprintf(g->name, sizeof g->name, "%s", o.name ? o.name : "graph");
   g->loss = -1;
+  g->fuse_loss_pred = -1;
   g->free_intermediates = o.free_intermediates != 0;
   g->current_plan = -1;
   if (clb_shapes_new(&g->shapes) != CLB_OK) {
@@ -521,6 +522,7 @@ clb_status clb_graph_train(clb_graph_t g, clb_node loss, double lr, double momen
   for (int i = 0; i < g->nnodes; i++)
     if (!on_path[i]) g->nodes[i].requires_grad = 0;
   g->loss = loss;
+  g->fuse_nnodes = -1; /* the groups depend on what backward reads */
   g->lr = lr;
   g->momentum = momentum;
   if (momentum > 0)
@@ -589,6 +591,7 @@ clb_status clb_graph_keep(clb_graph_t g, clb_node n) {
   gnode *node = clb__graph_node(g, n);
   if (!node) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "clb_graph_keep: graph '%s' has no node %d", g->name, n);
   node->keep = 1;
+  g->fuse_nnodes = -1; /* a kept node is materialised */
   return CLB_OK;
 }
 

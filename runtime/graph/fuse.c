@@ -11,6 +11,8 @@
 
 #include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
+#include "runtime/ops/elementwise.h"
+#include "runtime/ops/fused.h"
 
 int clb__graph_fusion_on(void) {
   const char *env = getenv("CLBOUND_FUSE");
@@ -120,4 +122,387 @@ clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tenso
     a = b;
   }
   return st;
+}
+
+/* ---- elementwise groups ---------------------------------------------------------- */
+
+#define GROUP_MAX 16 /* members of one group */
+#define OPND_MAX 32  /* operands read from memory by one group */
+
+static int is_elementwise(const gnode *n) { return n->kind == GN_UNARY || n->kind == GN_BINARY || n->kind == GN_CAST; }
+
+/* Whether the symbol engine proves dims a and b equal. */
+static int proven_equal(clb_graph_t g, clb_expr_t a, clb_expr_t b) {
+  clb_expr_t ra, rb;
+  if (clb_shapes_resolve(g->shapes, a, &ra) != CLB_OK || clb_shapes_resolve(g->shapes, b, &rb) != CLB_OK) return 0;
+  return ra == rb;
+}
+
+static int is_one(clb_graph_t g, clb_expr_t e) {
+  clb_expr_t r;
+  return clb_shapes_resolve(g->shapes, e, &r) == CLB_OK && clb_expr_is_const(r) && clb_expr_value(r) == 1;
+}
+
+/* Whether operand `e` fits node n's output dim by dim: each of its dims is proven
+ * equal to n's, or a static 1 (or missing) that broadcasts. */
+static int operand_fits(clb_graph_t g, const gnode *n, const gnode *e) {
+  if (e->rank > n->rank) return 0;
+  for (int d = 0; d < n->rank; d++) {
+    int ie = d - (n->rank - e->rank);
+    if (ie < 0) continue;
+    if (!proven_equal(g, e->shape.dims[ie], n->shape.dims[d]) && !is_one(g, e->shape.dims[ie])) return 0;
+  }
+  return 1;
+}
+
+/* Whether the chained operand t has c's output shape exactly (no broadcast). */
+static int same_shape(clb_graph_t g, const gnode *t, const gnode *c) {
+  if (t->rank != c->rank) return 0;
+  for (int d = 0; d < c->rank; d++)
+    if (!proven_equal(g, t->shape.dims[d], c->shape.dims[d])) return 0;
+  return 1;
+}
+
+clb_status clb__graph_fuse_find(clb_graph_t g) {
+  if (!clb__graph_fusion_on()) {
+    g->stats.fused_groups = g->stats.fused_nodes = g->stats.fused_losses = g->stats.fused_epilogues = 0;
+    g->fuse_nnodes = -1;
+    g->fuse_loss_pred = -1;
+    return CLB_OK;
+  }
+  if (g->fuse_nnodes == g->nnodes) return CLB_OK;
+  int n = g->nnodes, last_run = g->loss >= 0 ? g->loss : n - 1;
+  int *readers = calloc((size_t)n, sizeof *readers), *reader = calloc((size_t)n, sizeof *reader);
+  if (!readers || !reader) {
+    free(readers);
+    free(reader);
+    return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "graph %s: fusion: out of host memory", g->name);
+  }
+  for (int i = 0; i <= last_run; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++) {
+      readers[g->nodes[i].in[k]]++;
+      reader[g->nodes[i].in[k]] = i;
+    }
+  for (int i = 0; i < n; i++) {
+    g->nodes[i].fuse_last = g->nodes[i].fuse_next = -1;
+    g->nodes[i].fuse_drop = 0;
+    g->nodes[i].fuse_epi = -1;
+  }
+  /* an intermediate is not materialised when its tensor would be released after
+   * the step anyway and no gradient reads it */
+  const int releasable = g->loss >= 0 ? clb__graph_mem_enabled(g) : g->free_intermediates;
+  g->stats.fused_groups = g->stats.fused_nodes = 0;
+  for (int a = 0; a <= last_run; a++) {
+    gnode *head = &g->nodes[a];
+    if (!is_elementwise(head) || head->fuse_last >= 0) continue;
+    int ok = 1;
+    for (int k = 0; k < head->nin && ok; k++) ok = operand_fits(g, head, &g->nodes[head->in[k]]);
+    if (!ok) continue;
+    int members[GROUP_MAX], nm = 1, nopnd = head->nin;
+    members[0] = a;
+    for (int t = a; nm < GROUP_MAX;) {
+      if (readers[t] != 1 || t == g->loss) break;
+      int c = reader[t];
+      gnode *cn = &g->nodes[c];
+      if (!is_elementwise(cn) || cn->fuse_last >= 0 || !same_shape(g, &g->nodes[t], cn)) break;
+      int fits = 1;
+      for (int k = 0; k < cn->nin && fits; k++)
+        if (cn->in[k] != t) fits = operand_fits(g, cn, &g->nodes[cn->in[k]]);
+      if (!fits || nopnd + cn->nin - 1 > OPND_MAX) break;
+      nopnd += cn->nin - 1;
+      members[nm++] = c;
+      t = c;
+    }
+    if (nm < 2) continue;
+    for (int m = 0; m < nm; m++) {
+      gnode *mn = &g->nodes[members[m]];
+      mn->fuse_last = members[nm - 1];
+      mn->fuse_next = m + 1 < nm ? members[m + 1] : -1;
+      const gnode *next = m + 1 < nm ? &g->nodes[members[m + 1]] : NULL;
+      mn->fuse_drop = next && releasable && !mn->keep && !mn->requires_grad && !next->requires_grad;
+    }
+    g->stats.fused_groups++;
+    g->stats.fused_nodes += (uint64_t)nm;
+  }
+  /* a training graph's loss of an activation read by the loss alone: the
+   * activation, the loss, its gradient and the activation's gradient in one */
+  g->fuse_loss_pred = -1;
+  g->stats.fused_losses = 0;
+  if (g->loss >= 0) {
+    const gnode *l = &g->nodes[g->loss];
+    const gnode *p = &g->nodes[l->in[0]];
+    if (l->kind == GN_LOSS && l->op != CLB_LOSS_CROSS_ENTROPY && l->requires_grad && p->kind == GN_UNARY &&
+        p->requires_grad && readers[l->in[0]] == 1 && p->fuse_last < 0 && clb__dtype_is_float(p->dtype)) {
+      g->fuse_loss_pred = l->in[0];
+      g->stats.fused_losses = 1;
+    }
+  }
+  /* a linear node read by an activation alone, whose output would be released
+   * after the step: the activation is the GEMM's epilogue, and its gradient
+   * reads its output (relu: y > 0 exactly where x > 0) */
+  g->stats.fused_epilogues = 0;
+  for (int i = 0; i <= last_run; i++) {
+    gnode *l = &g->nodes[i], *a = &g->nodes[reader[i]];
+    if (l->kind != GN_LINEAR || readers[i] != 1 || l->keep || !releasable || a->kind != GN_UNARY || a->fuse_last >= 0 ||
+        reader[i] == g->fuse_loss_pred || !clb__dtype_is_float(l->dtype))
+      continue;
+    if (a->op != CLB_UNARY_RELU && a->op != CLB_UNARY_SIGMOID && a->op != CLB_UNARY_TANH && a->op != CLB_UNARY_EXP) continue;
+    l->fuse_epi = reader[i];
+    a->fuse_epi = i;
+    g->stats.fused_epilogues++;
+  }
+  free(readers);
+  free(reader);
+  g->fuse_nnodes = n;
+  return CLB_OK;
+}
+
+/* One member's output as the unfused op makes it. */
+typedef struct member {
+  gnode *n;
+  int rank;
+  int64_t bound[CLB_MAX_RANK];
+  uint8_t dyn[CLB_MAX_RANK];
+  int src[2]; /* per input: the operand index, or -(member index + 1) when chained */
+} member;
+
+/* kernels/common.cl's table; the first three take the type first */
+static const char *const ew_unary_macro[CLB_UNARY_COUNT] = {"CLB_OP_NEG", "CLB_OP_RELU", "CLB_OP_SIGMOID", "CLB_OP_TANH",
+                                                            "CLB_OP_EXP", "CLB_OP_LOG", "CLB_OP_COPY"};
+static const char *const ew_binary_macro[CLB_BINARY_COUNT] = {"CLB_OP_ADD", "CLB_OP_SUB", "CLB_OP_MUL", "CLB_OP_DIV",
+                                                              NULL, "CLB_OP_MAX", "CLB_OP_MIN"};
+
+static void operand_ref(char *buf, size_t cap, int src) {
+  if (src >= 0) snprintf(buf, cap, "a%d", src);
+  else snprintf(buf, cap, "v%d", -src - 1);
+}
+
+/* The group's kernel: operand j is x<j> with record s<j> (rank rk[j], broadcast
+ * mask bm[j] over the rank-R iteration space); member m writes o<m> / so<m> when
+ * materialised. */
+static void group_source(char *buf, size_t cap, const member *mb, int nm, const clb_tensor_t *opnd, const unsigned *bm,
+                         int nopnd) {
+  size_t u = 0;
+#define PUT(...) u += (size_t)snprintf(buf + u, u < cap ? cap - u : 0, __VA_ARGS__)
+  const int R = mb[nm - 1].rank;
+  int flat = 1;
+  for (int j = 0; j < nopnd; j++) flat &= bm[j] == 0 && opnd[j]->rank == R;
+  PUT("#pragma OPENCL FP_CONTRACT OFF\n"); /* as the unfused ops: one rounding per op */
+  unsigned rem_done = 0;
+  for (int m = 0; m < nm; m++)
+    if (mb[m].n->kind == GN_BINARY && mb[m].n->op == CLB_BINARY_REM && !(rem_done >> mb[m].n->dtype & 1)) {
+      rem_done |= 1u << mb[m].n->dtype;
+      const char *T = clb__dtype_cl(mb[m].n->dtype);
+      PUT("inline %s fz_rem_%s(%s x, %s y, __global int *st, uint launch) {\n  CLB_REM_BODY_%s(%s)\n}\n", T,
+          clb_dtype_name(mb[m].n->dtype), T, T, clb__dtype_is_float(mb[m].n->dtype) ? "FLOAT" : "INT", T);
+    }
+  PUT("__kernel void fused_ew(");
+  for (int j = 0; j < nopnd; j++) PUT("__global const %s *x%d, __global const long *s%d, ", clb__dtype_cl(opnd[j]->dtype), j, j);
+  for (int m = 0; m < nm; m++)
+    if (!mb[m].n->fuse_drop) PUT("__global %s *o%d, __global long *so%d, ", clb__dtype_cl(mb[m].n->dtype), m, m);
+  PUT("__global int *st, uint launch) {\n  long od[%d];\n", R > 0 ? R : 1);
+  /* the actual size of each dim: the operands that do not broadcast there must
+   * agree (a deferred check, as the unfused ops raise); the smallest is used */
+  for (int d = 0; d < R; d++) {
+    int first = -1;
+    for (int j = 0; j < nopnd; j++) {
+      int ij = d - (R - opnd[j]->rank);
+      if (ij < 0 || (bm[j] >> d & 1)) continue;
+      if (first < 0) {
+        PUT("  od[%d] = s%d[%d];\n", d, j, ij);
+        first = j;
+      } else {
+        PUT("  if (s%d[%d] != od[%d]) {\n    if (clb_first_item()) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, od[%d], s%d[%d]);\n"
+            "    od[%d] = min(od[%d], s%d[%d]);\n  }\n", j, ij, d, d, j, ij, d, d, j, ij);
+      }
+    }
+    if (first < 0) PUT("  od[%d] = 1;\n", d);
+  }
+  PUT("  long n = 1;\n  for (int d = 0; d < %d; d++) n *= od[d];\n", R);
+  PUT("  if (clb_first_item()) {\n");
+  for (int m = 0; m < nm; m++) {
+    if (mb[m].n->fuse_drop) continue;
+    PUT("    if (1");
+    for (int j = 0; j < nopnd; j++) PUT(" && CLB_OWN_RECORD(so%d, s%d)", m, j);
+    PUT(")\n      for (int d = 0; d < %d; d++) so%d[d] = od[d];\n", R, m);
+  }
+  PUT("  }\n");
+  if (!flat) {
+    for (int j = 0; j < nopnd; j++) {
+      PUT("  long str%d[%d];\n  {\n    long acc = 1;\n", j, R > 0 ? R : 1);
+      PUT("    for (int d = %d; d >= 0; d--) {\n      int ij = d - %d;\n      long sz = ij >= 0 ? s%d[ij] : 1;\n", R - 1,
+          R - opnd[j]->rank, j);
+      PUT("      str%d[d] = (ij < 0 || (%uu >> d & 1u)) ? 0 : acc;\n      acc *= sz;\n    }\n  }\n", j, bm[j]);
+    }
+  }
+  PUT("  CLB_FOR_CHUNK(i, n) {\n");
+  if (!flat) {
+    PUT("    long r = i");
+    for (int j = 0; j < nopnd; j++) PUT(", i%d = 0", j);
+    PUT(";\n    for (int d = %d; d >= 0; d--) {\n      long c = r %% od[d];\n      r /= od[d];\n", R - 1);
+    for (int j = 0; j < nopnd; j++) PUT("      i%d += c * str%d[d];\n", j, j);
+    PUT("    }\n");
+  }
+  for (int j = 0; j < nopnd; j++) {
+    if (flat) PUT("    %s a%d = x%d[i];\n", clb__dtype_cl(opnd[j]->dtype), j, j);
+    else PUT("    %s a%d = x%d[i%d];\n", clb__dtype_cl(opnd[j]->dtype), j, j, j);
+  }
+  for (int m = 0; m < nm; m++) {
+    const gnode *n = mb[m].n;
+    char x[16], y[16];
+    operand_ref(x, sizeof x, mb[m].src[0]);
+    const char *T = clb__dtype_cl(n->dtype);
+    PUT("    %s v%d = ", T, m);
+    if (n->kind == GN_CAST) {
+      const clb_dtype from = mb[m].src[0] >= 0 ? opnd[mb[m].src[0]]->dtype : mb[-mb[m].src[0] - 1].n->dtype;
+      if (n->dtype == CLB_DTYPE_BOOL) PUT("CLB_OP_CAST_BOOL(%s, %s, %s);\n", clb__dtype_cl(from), T, x);
+      else PUT("CLB_OP_CAST(%s, %s);\n", T, x);
+    } else if (n->kind == GN_UNARY) {
+      if (n->op == CLB_UNARY_NEG || n->op == CLB_UNARY_RELU || n->op == CLB_UNARY_SIGMOID)
+        PUT("%s(%s, %s);\n", ew_unary_macro[n->op], T, x);
+      else PUT("%s(%s);\n", ew_unary_macro[n->op], x);
+    } else {
+      operand_ref(y, sizeof y, mb[m].src[1]);
+      if (n->op == CLB_BINARY_REM) PUT("fz_rem_%s(%s, %s, st, launch);\n", clb_dtype_name(n->dtype), x, y);
+      else if (n->op == CLB_BINARY_MAX || n->op == CLB_BINARY_MIN)
+        PUT("%s(%s, %s, %s);\n", ew_binary_macro[n->op], clb__dtype_is_float(n->dtype) ? "isnan" : "CLB_NO_NAN", x, y);
+      else PUT("%s(%s, %s);\n", ew_binary_macro[n->op], x, y);
+    }
+    if (!n->fuse_drop) PUT("    o%d[i] = v%d;\n", m, m);
+  }
+  PUT("  }\n}\n#pragma OPENCL FP_CONTRACT DEFAULT\n"); /* for the sections after it in a plan's program */
+#undef PUT
+}
+
+clb_status clb__graph_fused_run(clb_graph_t g, int last) {
+  static const char *op = "fused_elementwise";
+  clb_context_t ctx = g->ctx;
+  member mb[GROUP_MAX];
+  clb_tensor_t opnd[OPND_MAX];
+  unsigned bm[OPND_MAX];
+  int nm = 0, nopnd = 0, head = -1;
+  for (int i = 0; i <= last && head < 0; i++)
+    if (g->nodes[i].fuse_last == last) head = i;
+  clb_status st = CLB_OK;
+  clb__graph_set_suffix(g, g->nodes[last].deps);
+  char what[256];
+  size_t wu = (size_t)snprintf(what, sizeof what, "group of");
+  for (int i = head; i >= 0 && nm < GROUP_MAX; i = g->nodes[i].fuse_next) {
+    member *m = &mb[nm];
+    m->n = &g->nodes[i];
+    clb__graph_ensure_key(g, m->n);
+    const int64_t *ib[2];
+    const uint8_t *iy[2];
+    int ir[2];
+    for (int k = 0; k < m->n->nin; k++) {
+      int src = m->n->in[k];
+      if (nm > 0 && src == mb[nm - 1].n - g->nodes) {
+        m->src[k] = -nm; /* member nm - 1 */
+        ib[k] = mb[nm - 1].bound;
+        iy[k] = mb[nm - 1].dyn;
+        ir[k] = mb[nm - 1].rank;
+        continue;
+      }
+      clb_tensor_t t = g->nodes[src].t;
+      if ((st = clb__check_tensor(ctx, op, g->nodes[src].name, t)) != CLB_OK) return st;
+      m->src[k] = nopnd;
+      opnd[nopnd++] = t;
+      ib[k] = t->bound;
+      iy[k] = t->dyn;
+      ir[k] = t->rank;
+    }
+    if (m->n->kind == GN_BINARY) {
+      unsigned ba, bb;
+      int bad = 0;
+      m->rank = clb__broadcast_bounds(ir[0], ib[0], iy[0], ir[1], ib[1], iy[1], m->bound, m->dyn, &ba, &bb, &bad);
+      if (m->rank < 0)
+        return clb__set_error(ctx, CLB_ERR_SHAPE, "graph %s: %s %s: the operands do not broadcast at dim %d", g->name, op,
+                              m->n->name, bad);
+    } else {
+      m->rank = ir[0];
+      memcpy(m->bound, ib[0], sizeof(int64_t) * (size_t)ir[0]);
+      memcpy(m->dyn, iy[0], (size_t)ir[0]);
+    }
+    if (!m->n->fuse_drop &&
+        (st = clb__output(ctx, op, m->n->dtype, m->rank, m->bound, m->dyn, &m->n->t)) != CLB_OK)
+      return st;
+    if (wu < sizeof what) wu += (size_t)snprintf(what + wu, sizeof what - wu, " %s", m->n->name);
+    nm++;
+  }
+  const member *out = &mb[nm - 1];
+  int fp64 = 0;
+  for (int j = 0; j < nopnd; j++) {
+    /* operand j's broadcast dims over the group's iteration space (the last
+     * member's shape, which every member has) */
+    bm[j] = 0;
+    for (int d = 0; d < out->rank; d++) {
+      int ij = d - (out->rank - opnd[j]->rank);
+      if (ij < 0 || (opnd[j]->bound[ij] == 1 && !opnd[j]->dyn[ij] && !(out->bound[d] == 1 && !out->dyn[d]))) bm[j] |= 1u << d;
+    }
+    fp64 |= opnd[j]->dtype == CLB_DTYPE_F64;
+  }
+  for (int m = 0; m < nm; m++) fp64 |= mb[m].n->dtype == CLB_DTYPE_F64;
+  if (fp64 && !ctx->info.has_fp64) /* as clb_cast says it */
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "graph %s: %s %s: f64 needs cl_khr_fp64, which %s lacks", g->name, op, what,
+                          ctx->info.name);
+  char *text = malloc(65536);
+  if (!text) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "graph %s: %s: out of host memory", g->name, op);
+  group_source(text, 65536, mb, nm, opnd, bm, nopnd);
+  char name[64];
+  snprintf(name, sizeof name, "fused-ew-%016llx", (unsigned long long)clb__fnv1a(1469598103934665603ull, text, strlen(text)));
+  if (!clb__kernel_src_get(ctx, name)) {
+    if ((st = clb__kernel_source_add(ctx, name, text)) == CLB_OK) ctx->counters.kernels_fused++;
+  }
+  free(text);
+  if (st != CLB_OK) return st;
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, name, fp64 ? "-D CLB_NEED_FP64" : "", "fused_ew", &k)) != CLB_OK) return st;
+  clb_arg args[OPND_MAX * 2 + GROUP_MAX * 2 + 2];
+  int na = 0;
+  for (int j = 0; j < nopnd; j++) {
+    args[na++] = CLB_ARG(opnd[j]->data.mem);
+    args[na++] = CLB_ARG(opnd[j]->shape.mem);
+  }
+  for (int m = 0; m < nm; m++)
+    if (!mb[m].n->fuse_drop) {
+      clb__note_output(ctx, op, mb[m].n->t);
+      args[na++] = CLB_ARG(mb[m].n->t->data.mem);
+      args[na++] = CLB_ARG(mb[m].n->t->shape.mem);
+    }
+  cl_uint zero = 0;
+  args[na++] = CLB_ARG(ctx->status);
+  args[na++] = CLB_ARG(zero);
+  return clb__launch(ctx, op, what, k, args, na, na - 1, clb__groups_for(ctx, clb__numel(out->rank, out->bound)),
+                     ctx->local_size);
+}
+
+/* ---- the loss with its activation ------------------------------------------------ */
+
+int clb__graph_loss_fuses_now(clb_graph_t g, int p) {
+  const gnode *z = &g->nodes[g->nodes[p].in[0]];
+  g->loss_fused_now = z->t && clb_tensor_bound_numel(z->t) <= CLB_LOSS_FUSED_MAX;
+  return g->loss_fused_now;
+}
+
+clb_status clb__graph_fused_loss(clb_graph_t g) {
+  gnode *l = &g->nodes[g->loss], *p = &g->nodes[g->fuse_loss_pred];
+  const gnode *z = &g->nodes[p->in[0]], *t = &g->nodes[l->in[1]];
+  clb__graph_set_suffix(g, l->deps);
+  clb__graph_ensure_key(g, p);
+  clb__graph_ensure_key(g, l);
+  /* the activation's output is kept only where the step would keep it */
+  const int keep_y = p->keep || !clb__graph_mem_enabled(g);
+  return clb__loss_fused(g->ctx, (clb_loss_kind)l->op, (clb_unary_op)p->op, z->t, t->t, keep_y ? &p->t : NULL, &p->egrad[0],
+                         &l->t);
+}
+
+/* ---- the linear layer with its activation ---------------------------------------- */
+
+clb_status clb__graph_fused_linear(clb_graph_t g, int a) {
+  gnode *an = &g->nodes[a], *l = &g->nodes[an->fuse_epi];
+  clb__graph_set_suffix(g, an->deps);
+  clb__graph_ensure_key(g, l);
+  clb__graph_ensure_key(g, an);
+  clb_tensor_t bias = l->nin > 2 ? g->nodes[l->in[2]].t : NULL;
+  return clb__linear_act(g->ctx, g->nodes[l->in[0]].t, g->nodes[l->in[1]].t, bias, (clb_unary_op)an->op, &an->t);
 }

@@ -16,7 +16,8 @@ typedef enum gn_kind {
   GN_SOFTMAX, GN_NONZERO, GN_MASKED_SELECT, GN_LINEAR, GN_LOSS
 } gn_kind;
 
-/* How a plan treats one slot. */
+/* How a plan treats one slot (SLOT_UNRESOLVED: a count not yet read back). */
+#define SLOT_UNRESOLVED 255
 typedef enum slot_kind { SLOT_BOUNDED = 0, SLOT_STATIC = 1, SLOT_BUCKET = 2 } slot_kind;
 
 typedef struct slot_val {
@@ -67,6 +68,13 @@ typedef struct gnode {
   int nconsumers;        /* edges that read this node on the gradient path */
   int keep;              /* clb_graph_keep: never released by free_intermediates */
   clb_tensor_t grad;     /* trainable params, between CLB_PHASE_GRADS and the update: d loss / d param (borrowed) */
+  /* fusion (fuse.c): the elementwise group the node belongs to, run as one
+   * generated kernel at its last member's place; -1 when none */
+  int fuse_last;         /* the group's last member */
+  int fuse_next;         /* the next member, -1 for the last */
+  int fuse_drop;         /* an intermediate nothing else reads: not materialised */
+  int fuse_epi;          /* a linear node and the activation fused as its epilogue:
+                            each the other's index; -1 when none */
 } gnode;
 
 typedef struct plan_rec {
@@ -109,6 +117,9 @@ struct clb_graph {
   int phased;                 /* the backward in progress belongs to CLB_PHASE_GRADS */
   clb_graph_grad_fn grad_hook;
   void *grad_hook_user;
+  int fuse_nnodes;            /* nodes when the groups were found (fuse.c) */
+  int fuse_loss_pred;         /* the activation fused into the loss, or -1 (fuse.c) */
+  int loss_fused_now;         /* this step runs it fused (its size allows) */
 };
 
 /* The node of a handle, or NULL for a handle the graph does not have. */
@@ -120,6 +131,13 @@ static inline gnode *clb__graph_node(clb_graph_t g, clb_node n) {
 const char *clb__graph_kind_name(gn_kind k);
 /* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
+/* Whether the sizes in `mask` are those n's tensors were made for. */
+int clb__graph_key_same(const clb_graph_t g, const gnode *n, uint64_t mask);
+/* Keeps n's tensors when the sizes it depends on are those of its last run,
+ * else releases them so that the ops create them at the new plan's bounds. */
+void clb__graph_ensure_key(clb_graph_t g, gnode *n);
+/* The build suffix of the sizes in `mask` (what a run does before each op). */
+void clb__graph_set_suffix(clb_graph_t g, uint64_t mask);
 
 /* memory.c: the memory plan (docs/graph.md, "Memory plan"). */
 clb_status clb__graph_mem_new(clb_graph_t g, int enabled);
@@ -140,6 +158,7 @@ void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s);
 /* Line i of the last run's plan's memory map (0: the summary); 0 past the end. */
 int clb__graph_mem_map_line(clb_graph_t g, size_t i, char *line, size_t cap);
 
+
 /* whole-step.c */
 /* 1 when a new plan's first step may be walked without launches to collect its
  * kernels into one program (CLBOUND_PLAN_PROGRAMS=off turns it off). */
@@ -151,5 +170,19 @@ int clb__graph_fusion_on(void);
 /* The SGD step of n parameters (velocities may be NULL) with the graph's lr and
  * momentum, in one launch per dtype run of at most 16 parameters. */
 clb_status clb__graph_fused_sgd(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t *grads, clb_tensor_t *vel);
+/* Finds the elementwise groups of the graph (once per node count): chains of
+ * unary, binary and cast nodes whose dims the symbol engine proves equal (or
+ * broadcast), each intermediate read by its successor alone. */
+clb_status clb__graph_fuse_find(clb_graph_t g);
+/* Runs the group whose last member is node `last` as one kernel. */
+clb_status clb__graph_fused_run(clb_graph_t g, int last);
+/* Runs the linear node whose epilogue is activation node a, writing a's output. */
+clb_status clb__graph_fused_linear(clb_graph_t g, int a);
+/* At the loss's activation node p (g->fuse_loss_pred): 1 when this step runs it
+ * inside the loss's kernel (set g->loss_fused_now), else 0. */
+int clb__graph_loss_fuses_now(clb_graph_t g, int p);
+/* The loss and its activation, with d loss / d (the activation's input), as one
+ * kernel (runtime/ops/loss.c, clb__loss_fused). */
+clb_status clb__graph_fused_loss(clb_graph_t g);
 
 #endif /* CLB_GRAPH_INTERNAL_H */

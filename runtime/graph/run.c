@@ -11,48 +11,6 @@
 #include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
 
-#define SLOT_UNRESOLVED 255
-
-static uint64_t key_hash(const clb_graph_t g, uint64_t mask) {
-  uint64_t h = 1469598103934665603ull;
-  for (int s = 0; s < g->nslots; s++)
-    if (mask >> s & 1) {
-      h = clb__fnv1a(h, &s, sizeof s);
-      h = clb__fnv1a(h, &g->cur[s].value, sizeof g->cur[s].value);
-      h = clb__fnv1a(h, &g->cur[s].kind, sizeof g->cur[s].kind);
-    }
-  return h;
-}
-
-/* Whether the sizes in `mask` are those n's tensors were made for. */
-static int key_same(const clb_graph_t g, const gnode *n, uint64_t mask) {
-  if (!n->have_key) return 0;
-  for (int s = 0; s < g->nslots; s++)
-    if ((mask >> s & 1) && (n->key[s].value != g->cur[s].value || n->key[s].kind != g->cur[s].kind)) return 0;
-  return 1;
-}
-
-/* Keeps n's tensors when the sizes it depends on are those of its last run,
- * else releases them so that the ops create them at the new plan's bounds. */
-static void ensure_key(clb_graph_t g, gnode *n) {
-  if (key_same(g, n, n->deps)) return;
-  clb__graph_release_tensors(n);
-  memcpy(n->key, g->cur, sizeof n->key);
-  n->have_key = 1;
-}
-
-/* Programs of a plan that compiles sizes in are built with those sizes as a
- * define, so each such plan builds its own programs (what a static-shape
- * compiler does); a node whose sizes are all bounded shares programs with
- * every plan. */
-static void set_suffix(clb_graph_t g, uint64_t mask) {
-  int specialized = 0;
-  for (int s = 0; s < g->nslots; s++)
-    if ((mask >> s & 1) && g->cur[s].kind != SLOT_BOUNDED) specialized = 1;
-  if (!specialized) g->ctx->build_suffix[0] = 0;
-  else snprintf(g->ctx->build_suffix, sizeof g->ctx->build_suffix, "-D CLB_PLAN_SIZES=0x%016llx",
-                (unsigned long long)key_hash(g, mask));
-}
 
 /* ---- the policy over the inputs ------------------------------------------------ */
 
@@ -191,7 +149,7 @@ clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, co
 /* ---- forward ----------------------------------------------------------------------- */
 
 static clb_status run_input(clb_graph_t g, gnode *n) {
-  ensure_key(g, n);
+  clb__graph_ensure_key(g, n);
   clb_status st;
   if (!n->t) {
     int64_t b[CLB_MAX_RANK];
@@ -238,7 +196,7 @@ static clb_status materialize(clb_graph_t g, gnode *n) {
   g->cur[n->slot].kind = g->policy_kind == CLB_POLICY_BUCKETED ? SLOT_BUCKET : SLOT_STATIC;
   clb_tensor_t raw = n->raw;
   n->raw = NULL; /* ensure_key may release n's tensors; the raw result survives */
-  ensure_key(g, n);
+  clb__graph_ensure_key(g, n);
   n->raw = raw;
   if (!n->t) {
     int64_t b[CLB_MAX_RANK];
@@ -272,16 +230,16 @@ static clb_status run_node(clb_graph_t g, gnode *n) {
      * bound those sizes give) is made again when they change, so that a count
      * is never clamped to a bound an earlier plan compiled in */
     const uint64_t in_deps = n->deps & ~(1ull << n->slot);
-    if (!key_same(g, n, in_deps)) clb__graph_release_tensors(n);
-    set_suffix(g, in_deps);
+    if (!clb__graph_key_same(g, n, in_deps)) clb__graph_release_tensors(n);
+    clb__graph_set_suffix(g, in_deps);
     g->cur[n->slot].kind = SLOT_UNRESOLVED;
     clb_status st = n->kind == GN_NONZERO ? clb_nonzero(ctx, x, &n->raw) : clb_masked_select(ctx, x, y, &n->raw);
     if (st != CLB_OK) return st;
     if ((st = materialize(g, n)) != CLB_OK) return st;
     return clb__graph_mem_resolved(g); /* the plan's arena, once every compiled-in count is known */
   }
-  set_suffix(g, n->deps);
-  ensure_key(g, n);
+  clb__graph_set_suffix(g, n->deps);
+  clb__graph_ensure_key(g, n);
   switch (n->kind) {
   case GN_INPUT: return run_input(g, n);
   case GN_PARAM: case GN_SCALAR: return CLB_OK;
@@ -346,10 +304,12 @@ static clb_status backward_node(clb_graph_t g, int i) {
   gnode *n = &g->nodes[i];
   clb_context_t ctx = g->ctx;
   if (n->kind == GN_LOSS || n->kind == GN_PARAM || !n->requires_grad) return CLB_OK;
+  /* the loss's kernel computed it (runtime/graph/fuse.c) */
+  if (i == g->fuse_loss_pred && g->loss_fused_now && clb__graph_fusion_on()) return CLB_OK;
   clb_tensor_t dy;
   clb_status st = grad_of(g, i, &dy);
   if (st != CLB_OK) return st;
-  set_suffix(g, n->deps);
+  clb__graph_set_suffix(g, n->deps);
   gnode *in[3] = {NULL, NULL, NULL};
   for (int k = 0; k < n->nin; k++) in[k] = &g->nodes[n->in[k]];
   switch (n->kind) {
@@ -357,7 +317,11 @@ static clb_status backward_node(clb_graph_t g, int i) {
     return clb_linear_backward(ctx, in[0]->t, in[1]->t, dy, in[0]->requires_grad ? &n->egrad[0] : NULL,
                                in[1]->requires_grad ? &n->egrad[1] : NULL,
                                (in[2] && in[2]->requires_grad) ? &n->egrad[2] : NULL);
-  case GN_UNARY: return clb_unary_backward(ctx, (clb_unary_op)n->op, in[0]->t, n->t, dy, &n->egrad[0]);
+  case GN_UNARY:
+    /* an epilogue of its linear node: the pre-activation is not kept, and the
+     * gradients fused there read the output alone (relu: y > 0 where x > 0) */
+    return clb_unary_backward(ctx, (clb_unary_op)n->op, n->fuse_epi >= 0 && clb__graph_fusion_on() ? n->t : in[0]->t, n->t, dy,
+                              &n->egrad[0]);
   case GN_SOFTMAX: return clb_softmax_backward(ctx, n->t, dy, n->op, &n->egrad[0]);
   case GN_BINARY:
     for (int k = 0; k < 2 && st == CLB_OK; k++) {
@@ -425,7 +389,7 @@ static clb_status backward_pass(clb_graph_t g) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM && n->requires_grad && (st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
     if (st == CLB_OK && g->phased && n->kind == GN_PARAM && n->requires_grad) {
-      set_suffix(g, n->deps);
+      clb__graph_set_suffix(g, n->deps);
       st = grad_of(g, i, &n->grad);
       if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, i, n->grad);
     }
@@ -437,7 +401,7 @@ static clb_status backward_pass(clb_graph_t g) {
 /* The SGD update from each parameter's gradient. */
 static clb_status update_pass(clb_graph_t g) {
   clb_status st = CLB_OK;
-  set_suffix(g, g->nodes[g->loss].deps);
+  clb__graph_set_suffix(g, g->nodes[g->loss].deps);
   if (clb__graph_fusion_on()) return fused_sgd(g, st);
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
@@ -530,16 +494,35 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
  * inputs whose last reader ran when `release`. */
 static clb_status forward(clb_graph_t g, int last, int release, const int *last_use) {
   clb_status st = CLB_OK;
+  const int fuse = clb__graph_fusion_on();
   for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {
     if (!(i <= last || g->loss < 0)) continue;
-    st = run_node(g, &g->nodes[i]);
-    for (int k = 0; release && st == CLB_OK && k < g->nodes[i].nin; k++) {
-      gnode *in = &g->nodes[g->nodes[i].in[k]];
-      /* the queue is in order: the buffer is rewritten only after node i ran */
-      if (last_use[g->nodes[i].in[k]] == i && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
-          in->kind != GN_SCALAR)
-        clb__graph_release_tensors(in);
-    }
+    const gnode *n = &g->nodes[i];
+    /* an elementwise group runs as one kernel at its last member (runtime/graph/fuse.c) */
+    if (fuse && n->fuse_last >= 0 && n->fuse_last != i) continue;
+    /* the loss's activation runs in the loss's kernel */
+    if (fuse && i == g->fuse_loss_pred && clb__graph_loss_fuses_now(g, i)) continue;
+    /* a linear node runs at its activation, as the GEMM's epilogue */
+    if (fuse && n->kind == GN_LINEAR && n->fuse_epi >= 0) continue;
+    if (fuse && n->fuse_last == i) st = clb__graph_fused_run(g, i);
+    else if (fuse && n->kind == GN_UNARY && n->fuse_epi >= 0) st = clb__graph_fused_linear(g, i);
+    else if (fuse && i == g->loss && g->fuse_loss_pred >= 0 && g->loss_fused_now) st = clb__graph_fused_loss(g);
+    else st = run_node(g, &g->nodes[i]);
+    if (!release || st != CLB_OK) continue;
+    /* the nodes that ran: a group's members from its first, a linear node and
+     * its epilogue, or node i */
+    const int grouped = fuse && n->fuse_last == i, epi = fuse && n->kind == GN_UNARY && n->fuse_epi >= 0;
+    int m = epi ? n->fuse_epi : i;
+    if (grouped)
+      for (m = 0; g->nodes[m].fuse_last != i;) m++;
+    for (; m >= 0; m = grouped ? g->nodes[m].fuse_next : (epi && m != i) ? i : -1)
+      for (int k = 0; k < g->nodes[m].nin; k++) {
+        gnode *in = &g->nodes[g->nodes[m].in[k]];
+        /* the queue is in order: the buffer is rewritten only after node i ran */
+        if (last_use[g->nodes[m].in[k]] == m && !in->keep && in->kind != GN_INPUT && in->kind != GN_PARAM &&
+            in->kind != GN_SCALAR)
+          clb__graph_release_tensors(in);
+      }
   }
   return st;
 }
@@ -575,6 +558,8 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
     }
   }
   if (!g->policy && (st = policy_setup(g)) != CLB_OK) return st;
+  if ((st = clb__graph_fuse_find(g)) != CLB_OK) return st;
+  g->loss_fused_now = 0;
   clb_decision dec;
   if ((st = clb_policy_decide(g->policy, dims, nd, &dec)) != CLB_OK)
     return clb__set_error(g->ctx, st, "graph %s: %s", g->name, dec.reason ? dec.reason : clb_policy_errmsg(g->policy));

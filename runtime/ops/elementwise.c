@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runtime/cache/cache.h"
+#include "runtime/ops/elementwise.h"
 
 static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum"};
 static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM", "OP_MAX", "OP_MIN"};
@@ -14,6 +15,35 @@ static void type_options(char *buf, size_t len, clb_dtype in, clb_dtype out) {
   snprintf(buf, len, "-D TA=%s -D TOUT=%s%s%s%s", clb__dtype_cl(in), clb__dtype_cl(out),
            clb__dtype_is_float(in) ? " -D TA_FLOAT" : "", out == CLB_DTYPE_BOOL ? " -D TOUT_BOOL" : "",
            (in == CLB_DTYPE_F64 || out == CLB_DTYPE_F64) ? " -D CLB_NEED_FP64" : "");
+}
+
+int clb__broadcast_bounds(int ra, const int64_t *ba, const uint8_t *ya, int rb, const int64_t *bb, const uint8_t *yb,
+                          int64_t *ob, uint8_t *oy, unsigned *bma, unsigned *bmb, int *bad) {
+  int rank = ra > rb ? ra : rb;
+  *bma = *bmb = 0;
+  for (int d = 0; d < rank; d++) {
+    int ia = d - (rank - ra), ib = d - (rank - rb);
+    int64_t va = ia >= 0 ? ba[ia] : 1, vb = ib >= 0 ? bb[ib] : 1;
+    int da = ia >= 0 && ya[ia], db = ib >= 0 && yb[ib];
+    int one_a = va == 1 && !da, one_b = vb == 1 && !db;
+    if (one_a && !one_b) {
+      *bma |= 1u << d;
+      ob[d] = vb;
+      oy[d] = (uint8_t)db;
+    } else if (one_b && !one_a) {
+      *bmb |= 1u << d;
+      ob[d] = va;
+      oy[d] = (uint8_t)da;
+    } else {
+      if (va != vb) {
+        *bad = d;
+        return -1;
+      }
+      ob[d] = va;
+      oy[d] = (uint8_t)(da && db);
+    }
+  }
+  return rank;
 }
 
 static clb_status check_ctx(clb_context_t ctx, const char *op) {
@@ -37,31 +67,15 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
     return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
   if (bop == CLB_BINARY_DIV && !clb__dtype_is_float(a->dtype))
     return clb__set_error(ctx, CLB_ERR_DTYPE, "div: %s is not floating; cast to f32 or f64 first", clb_dtype_name(a->dtype));
-  int rank = a->rank > b->rank ? a->rank : b->rank;
   int64_t obound[CLB_MAX_RANK];
   uint8_t odyn[CLB_MAX_RANK];
   unsigned bma = 0, bmb = 0;
-  for (int d = 0; d < rank; d++) {
-    int ia = d - (rank - a->rank), ib = d - (rank - b->rank);
-    int64_t ba = ia >= 0 ? a->bound[ia] : 1, bb = ib >= 0 ? b->bound[ib] : 1;
-    int ya = ia >= 0 && a->dyn[ia], yb = ib >= 0 && b->dyn[ib];
-    int one_a = ba == 1 && !ya, one_b = bb == 1 && !yb;
-    if (one_a && !one_b) {
-      bma |= 1u << d;
-      obound[d] = bb;
-      odyn[d] = (uint8_t)yb;
-    } else if (one_b && !one_a) {
-      bmb |= 1u << d;
-      obound[d] = ba;
-      odyn[d] = (uint8_t)ya;
-    } else {
-      if (ba != bb)
-        return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: a %s and b %s do not broadcast: dim %d of the result has bounds %lld and %lld",
-                              op, da, db, d, (long long)ba, (long long)bb);
-      obound[d] = ba;
-      /* a static side fixes the size; the dynamic side is checked on the device */
-      odyn[d] = (uint8_t)(ya && yb);
-    }
+  int bad = 0;
+  int rank = clb__broadcast_bounds(a->rank, a->bound, a->dyn, b->rank, b->bound, b->dyn, obound, odyn, &bma, &bmb, &bad);
+  if (rank < 0) {
+    int r = a->rank > b->rank ? a->rank : b->rank, ia = bad - (r - a->rank), ib = bad - (r - b->rank);
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: a %s and b %s do not broadcast: dim %d of the result has bounds %lld and %lld",
+                          op, da, db, bad, (long long)(ia >= 0 ? a->bound[ia] : 1), (long long)(ib >= 0 ? b->bound[ib] : 1));
   }
   if ((st = clb__output(ctx, op, a->dtype, rank, obound, odyn, out)) != CLB_OK) return st;
   clb_tensor_t o = *out;

@@ -126,7 +126,7 @@ int clb_context_gemm_strategy(clb_context_t ctx) {
 /* The native kernel's argument block (the driver runs the function on a copy). */
 typedef struct host_gemm_args {
   void *a, *sa, *b, *sb, *c, *sc, *st, *bias, *cs, *scs; /* host pointers of the mapped buffers */
-  int ta, tb, f64, has_bias, has_colsum;
+  int ta, tb, f64, has_bias, has_colsum, relu;
   int64_t abound[2], bbound[2];
   uint32_t launch;
 } host_gemm_args;
@@ -210,6 +210,15 @@ static void host_colsum(const host_gemm_args *g, int64_t rows, int64_t cols) {
   }
 }
 
+/* The ReLU epilogue (clb__linear_act), as kernels/common.cl's CLB_OP_RELU. */
+static void relu_epilogue(const host_gemm_args *g, int64_t count) {
+  if (!g->relu) return;
+  if (g->f64)
+    for (double *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0 ? 0.0 : *c;
+  else
+    for (float *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0f ? 0.0f : *c;
+}
+
 static void CL_CALLBACK host_gemm_fn(void *p) {
   const host_gemm_args *g = p;
   const int64_t *sa = g->sa, *sb = g->sb;
@@ -237,12 +246,16 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
     for (int64_t i = 0; i < m; i++) memcpy((char *)g->c + (size_t)i * row, g->bias, row);
   else if (k == 0)
     memset(g->c, 0, (size_t)m * row);
-  if (k == 0) return;
+  if (k == 0) {
+    relu_epilogue(g, m * n);
+    return;
+  }
   blas_threads_for(2.0 * (double)m * (double)n * (double)k);
   if (g->f64)
     cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
   else
     cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
+  relu_epilogue(g, m * n);
 }
 
 /* The native kernel gets its buffers as host pointers of non-blocking maps
@@ -254,8 +267,9 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
  * queue is in order); on a CPU device a map is zero-copy. */
 #define HOST_NBUF 10
 
-clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
+clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
+                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
+                              clb_tensor_t colsum) {
   for (int d = 0; d < 2; d++)
     if (a->bound[d] > INT_MAX || b->bound[d] > INT_MAX)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
@@ -269,6 +283,7 @@ clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, c
   g.f64 = a->dtype == CLB_DTYPE_F64;
   g.has_bias = bias != NULL;
   g.has_colsum = colsum != NULL;
+  g.relu = relu;
   for (int d = 0; d < 2; d++) {
     g.abound[d] = a->bound[d];
     g.bbound[d] = b->bound[d];
@@ -313,10 +328,16 @@ clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, c
 
 #else /* no OpenBLAS */
 
-clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
-  (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)out, (void)colsum;
+clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
+                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
+                              clb_tensor_t colsum) {
+  (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)relu, (void)out, (void)colsum;
   return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: host BLAS was chosen in a clbound built without OpenBLAS", op, what);
 }
 
 #endif
+
+clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
+                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
+  return clb__gemm_host_act(ctx, op, what, a, ta, b, tb, bias, 0, out, colsum);
+}

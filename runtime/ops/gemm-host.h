@@ -27,6 +27,10 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
  * no separate reduction kernel. */
 clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
                           clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum);
+/* The same with relu != 0: a ReLU of the product plus bias (clb__linear_act). */
+clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
+                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
+                              clb_tensor_t colsum);
 
 /* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
  * device's tuned parameters from its tuning file (clbound/tuning.h) with

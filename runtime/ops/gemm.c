@@ -8,6 +8,7 @@
 
 #include "clbound/nn.h"
 #include "runtime/cache/cache.h"
+#include "runtime/ops/fused.h"
 #include "runtime/ops/gemm-host.h"
 
 /* CPU-style blocks: RM rows x RN columns per work-item, RN a vector width along
@@ -107,6 +108,7 @@ typedef struct gemm_job {
   const char *op;
   clb_tensor_t a, b, bias, out;
   int ta, tb;
+  int act;            /* an activation epilogue (clb_unary_op), or -1 */
   clb_dtype dt;
   int64_t mb, nb, kb; /* bounds of M, N, K */
   int dm, dn, dk;     /* M, N dynamic; K dynamic in either operand */
@@ -173,11 +175,13 @@ static clb_status gemm_setup(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) 
   return CLB_OK;
 }
 
+/* The bias, then the activation epilogue, in place after a library product. */
 static clb_status add_bias(clb_context_t ctx, gemm_job *g) {
-  if (!g->bias) return CLB_OK;
   clb_tensor_t o = g->out;
-  clb_status st = clb_binary(ctx, CLB_BINARY_ADD, o, g->bias, &o);
-  if (st != CLB_OK) clb__append_error(ctx, " (bias of %s)", g->op);
+  clb_status st = CLB_OK;
+  if (g->bias && (st = clb_binary(ctx, CLB_BINARY_ADD, o, g->bias, &o)) != CLB_OK) clb__append_error(ctx, " (bias of %s)", g->op);
+  if (st == CLB_OK && g->act >= 0 && (st = clb_unary(ctx, (clb_unary_op)g->act, o, &o)) != CLB_OK)
+    clb__append_error(ctx, " (activation of %s)", g->op);
   return st;
 }
 
@@ -325,6 +329,17 @@ static int gpu_style(clb_context_t ctx) {
   return ctx->style == CLB_KERNEL_STYLE_GPU && ctx->info.max_work_group_size >= GPU_TS * GPU_TS;
 }
 
+/* The build option of the kernel's activation epilogue. */
+static const char *act_opt(const gemm_job *g) {
+  switch (g->act) {
+  case CLB_UNARY_RELU: return " -D ACT_RELU";
+  case CLB_UNARY_SIGMOID: return " -D ACT_SIGMOID";
+  case CLB_UNARY_TANH: return " -D ACT_TANH";
+  case CLB_UNARY_EXP: return " -D ACT_EXP";
+  default: return "";
+  }
+}
+
 /* Strategy DEVICE: clbound's kernel reads M, N, K from the shape records. The
  * GPU-style kernel's work-group is a TS x TS tile (reqd_work_group_size): when
  * the kernel allows fewer work-items, it is rebuilt with a smaller tile
@@ -339,8 +354,8 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   if (gpu_style(ctx)) {
     int ts = GPU_TS;
     for (;;) {
-      snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s",
-               clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", fp64);
+      snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s%s",
+               clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64);
       local = (size_t)ts * (size_t)ts;
       if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_gpu", local, &k, &wg)) != CLB_OK) return st;
       if (wg >= local || ts == 1) break;
@@ -351,8 +366,8 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
     if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
   } else {
     int rm = CPU_RM, rn = f64 ? CPU_RN / 2 : CPU_RN;
-    snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s",
-             clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", fp64);
+    snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s%s",
+             clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64);
     if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_cpu", CPU_LOCAL, &k, &wg)) != CLB_OK) return st;
     local = CPU_LOCAL;
     while (local > 1 && local > wg) local /= 2;
@@ -414,7 +429,13 @@ static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
       cs = *g->colsum_out;
       g->colsum_done = 1;
     }
-    return clb__gemm_host(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->out, cs);
+    /* ReLU in the native kernel; another activation right after it */
+    st = clb__gemm_host_act(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->act == CLB_UNARY_RELU, g->out,
+                            cs);
+    if (st != CLB_OK || g->act < 0 || g->act == CLB_UNARY_RELU) return st;
+    gemm_job h = *g;
+    h.bias = NULL;
+    return add_bias(ctx, &h);
   }
   /* host-known sizes go to CLBlast, unless the caller chose clbound's kernel */
   if (!g->dm && !g->dn && !g->dk && !(forced && s == CLB_GEMM_DEVICE))
@@ -429,7 +450,7 @@ static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
 clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b,
                       clb_tensor_t *out) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "matmul: ctx is NULL");
-  gemm_job g = {.op = "matmul", .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0};
+  gemm_job g = {.op = "matmul", .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0, .act = -1};
   return gemm_run(ctx, &g, out);
 }
 
@@ -437,7 +458,16 @@ clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor
 
 clb_status clb_linear(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_tensor_t *out) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "linear: ctx is NULL");
-  gemm_job g = {.op = "linear", .a = x, .b = w, .bias = bias, .ta = 0, .tb = 1};
+  gemm_job g = {.op = "linear", .a = x, .b = w, .bias = bias, .ta = 0, .tb = 1, .act = -1};
+  return gemm_run(ctx, &g, out);
+}
+
+clb_status clb__linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_unary_op act,
+                           clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "linear: ctx is NULL");
+  if (act != CLB_UNARY_RELU && act != CLB_UNARY_SIGMOID && act != CLB_UNARY_TANH && act != CLB_UNARY_EXP)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "linear: activation %d is not an epilogue", (int)act);
+  gemm_job g = {.op = "linear", .a = x, .b = w, .bias = bias, .ta = 0, .tb = 1, .act = (int)act};
   return gemm_run(ctx, &g, out);
 }
 
@@ -459,12 +489,12 @@ clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w
     return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: x %s, w %s and dy %s do not match: x [M, in], w [features, in], dy [M, features]",
                           op, dxs, dws, dys);
   if (dx) {
-    gemm_job g = {.op = "linear_backward dx", .a = dy, .b = w, .ta = 0, .tb = 0};
+    gemm_job g = {.op = "linear_backward dx", .a = dy, .b = w, .ta = 0, .tb = 0, .act = -1};
     if ((st = gemm_run(ctx, &g, dx)) != CLB_OK) return st;
   }
   int dbias_done = 0;
   if (dw) {
-    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0, .colsum_out = dbias};
+    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0, .colsum_out = dbias, .act = -1};
     if ((st = gemm_run(ctx, &g, dw)) != CLB_OK) return st;
     dbias_done = g.colsum_done;
   }

@@ -5,6 +5,7 @@
 
 #include "clbound/nn.h"
 #include "runtime/cache/cache.h"
+#include "runtime/ops/fused.h"
 
 static const char *const loss_names[CLB_LOSS_KIND_COUNT] = {"mse_loss", "bce_loss", "bce_with_logits_loss",
                                                             "cross_entropy_loss"};
@@ -68,4 +69,43 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
   cl_int nparts = (cl_int)groups;
   clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(l->data.mem)};
   return clb__launch(ctx, op, what, k[1], a2, 5, -1, 1, local);
+}
+
+static const char *const act_macros[CLB_UNARY_COUNT] = {"ACT_NEG", "ACT_RELU", "ACT_SIGMOID", "ACT_TANH",
+                                                        "ACT_EXP", "ACT_LOG", "ACT_COPY"};
+
+clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op act, clb_tensor_t z, clb_tensor_t target,
+                           clb_tensor_t *y, clb_tensor_t *dz, clb_tensor_t *loss) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "loss (fused): ctx is NULL");
+  if ((unsigned)kind >= CLB_LOSS_KIND_COUNT || kind == CLB_LOSS_CROSS_ENTROPY || (unsigned)act >= CLB_UNARY_COUNT)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "loss (fused): kind %d with activation %d is not fused", (int)kind, (int)act);
+  const char *op = loss_names[kind];
+  clb_status st = clb__check_tensor(ctx, op, "z", z);
+  if (st == CLB_OK) st = clb__check_tensor(ctx, op, "target", target);
+  if (st == CLB_OK) st = check_shapes(ctx, op, kind, z, target);
+  if (st != CLB_OK) return st;
+  char dz_[128];
+  if (clb_tensor_bound_numel(z) > CLB_LOSS_FUSED_MAX)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s (fused): z %s holds more than %lld elements", op,
+                          clb__tensor_desc(z, dz_, sizeof dz_), (long long)CLB_LOSS_FUSED_MAX);
+  if ((st = clb__output(ctx, op, z->dtype, 0, NULL, NULL, loss)) != CLB_OK) return st;
+  if (y && (st = clb__output(ctx, op, z->dtype, z->rank, z->bound, z->dyn, y)) != CLB_OK) return st;
+  if ((st = clb__output(ctx, op, z->dtype, z->rank, z->bound, z->dyn, dz)) != CLB_OK) return st;
+  char opts[256];
+  snprintf(opts, sizeof opts, "-D %s -D LOSS_FUSED -D %s -D T=%s -D LOCAL=%zu%s%s", loss_macros[kind], act_macros[act],
+           clb__dtype_cl(z->dtype), ctx->local_size, y ? " -D HAS_Y" : "", z->dtype == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : "");
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, op, "loss", opts, "loss_fused", &k)) != CLB_OK) return st;
+  char what[192], dt[96];
+  snprintf(what, sizeof what, "z %s, target %s (fused with its activation and gradient)", clb__tensor_desc(z, dz_, sizeof dz_),
+           clb__tensor_desc(target, dt, sizeof dt));
+  cl_int rz = z->rank, rt = target->rank;
+  cl_uint zero = 0;
+  clb_tensor_t yo = y ? *y : *dz;
+  clb_arg a[] = {CLB_ARG(z->data.mem),      CLB_ARG(z->shape.mem),     CLB_ARG(rz),
+                 CLB_ARG(target->data.mem), CLB_ARG(target->shape.mem), CLB_ARG(rt),
+                 CLB_ARG(yo->data.mem),     CLB_ARG(yo->shape.mem),    CLB_ARG((*dz)->data.mem),
+                 CLB_ARG((*dz)->shape.mem), CLB_ARG((*loss)->data.mem), CLB_ARG(ctx->status),
+                 CLB_ARG(zero)};
+  return clb__launch(ctx, op, what, k, a, 13, 12, 1, ctx->local_size);
 }

@@ -35,8 +35,12 @@ static void test_workloads(void) {
       if (memcmp(r[0].losses, r[1].losses, sizeof(float) * (size_t)cfg.iterations) != 0)
         CLB_FAIL_AT("%s under %s: the losses differ from the pool path's", wn, pn);
       EXPECT_EQ_I(r[1].host_syncs, r[0].host_syncs);
-      /* built or loaded from the disk cache: the same programs, whichever run came first */
-      EXPECT_EQ_I(r[1].programs_after_first, r[0].programs_after_first);
+      /* built or loaded from the disk cache: the same programs, whichever run
+       * came first; fewer under the memory plan when a GEMM's activation is its
+       * epilogue there (the pool path keeps the pre-activation readable, so it
+       * runs the activation's own kernel: runtime/graph/fuse.c) */
+      if (r[1].fused_epilogues == r[0].fused_epilogues) EXPECT_EQ_I(r[1].programs_after_first, r[0].programs_after_first);
+      else EXPECT_TRUE(r[1].fused_epilogues > r[0].fused_epilogues && r[1].programs_after_first <= r[0].programs_after_first);
       EXPECT_EQ_I(r[0].arena_bytes, 0);
       EXPECT_TRUE(r[1].arena_bytes > 0);
       EXPECT_TRUE(r[1].arena_bytes >= r[1].live_lower_bound_bytes);
@@ -155,7 +159,9 @@ static void test_chain(void) {
          (unsigned long long)s.arena_buffers, (unsigned long long)s.arena_align_bytes, (unsigned long long)s.arena_fallbacks);
   EXPECT_EQ_I(s.memory_plan, 1);
   EXPECT_EQ_I(s.arena_fallbacks, 0);
-  EXPECT_TRUE(s.arena_buffers >= LAYERS * 2);
+  /* a buffer per layer at least (two op by op; one when each tanh is its
+   * linear's epilogue and the pre-activation is never made) */
+  EXPECT_TRUE(s.arena_buffers >= (s.fused_epilogues == LAYERS ? LAYERS : LAYERS * 2));
   clb_test_checks++;
   if (!(s.arena_bytes >= s.live_lower_bound_bytes && (double)s.arena_bytes <= 1.05 * (double)s.live_lower_bound_bytes))
     CLB_FAIL_AT("chain12: arena %llu, lower bound %llu", (unsigned long long)s.arena_bytes,

@@ -1,0 +1,26 @@
+/* fused.h: runtime/ops, ops fused with their neighbours for the graph executor
+ * (runtime/graph/fuse.c): a loss with the activation before it, a linear layer
+ * with the activation after it. */
+#ifndef CLB_OPS_FUSED_H
+#define CLB_OPS_FUSED_H
+
+#include "clbound/nn.h"
+
+/* The most elements clb__loss_fused takes: it sums in one work-group. */
+#define CLB_LOSS_FUSED_MAX ((int64_t)1 << 16)
+
+/* loss(act(z), target) into *loss (0-d), with act(z) into *y when y is not
+ * NULL, and d loss / d z into *dz, in one launch: what clb_unary, clb_loss with
+ * its gradient and clb_unary_backward compute. Elementwise loss kinds only (not
+ * cross-entropy), z of at most CLB_LOSS_FUSED_MAX elements at its bounds. */
+clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op act, clb_tensor_t z, clb_tensor_t target,
+                           clb_tensor_t *y, clb_tensor_t *dz, clb_tensor_t *loss);
+
+/* act(x w^T + bias) into *out: clb_linear with the activation as its epilogue
+ * (RELU, SIGMOID, TANH or EXP): in clbound's GEMM kernel, in the host-BLAS
+ * native kernel for RELU, else an in-place activation launch right after the
+ * product. The pre-activation is not kept: the activation's gradient reads y. */
+clb_status clb__linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_unary_op act,
+                           clb_tensor_t *out);
+
+#endif /* CLB_OPS_FUSED_H */
