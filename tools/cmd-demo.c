@@ -328,6 +328,12 @@ int clb_cmd_demo(int argc, char **argv) {
     print_intro(full);
     fflush(stdout);
   }
+  /* Each run has its own context, freed when it ends; its programs are stored
+   * by the background store while a context of the process is alive (freeing
+   * the last one waits for it). This idle context keeps the store of each run
+   * beside the next run instead of in line with it. */
+  clb_context_t keep = NULL;
+  if (clb_context_new(NULL, &keep) == CLB_OK) (void)clb_context_cache_dir(keep);
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
     if (!wl_all && w != (int)wl) continue;
     int iters = iterations ? iterations : full ? FULL_ITERATIONS : short_iterations((demo_workload)w);
@@ -341,6 +347,7 @@ int clb_cmd_demo(int argc, char **argv) {
       if (!ref || demo_reference_cfg(&rc_cfg, ref) != 0) {
         fprintf(stderr, CMD ": the host reference ran out of memory\n");
         free(ref);
+        clb_context_free(keep);
         return 1;
       }
     }
@@ -426,6 +433,7 @@ int clb_cmd_demo(int argc, char **argv) {
     clb_cache_wait();
     clb_progress_end(p);
   }
+  clb_context_free(keep);
   if (!json) {
     print_summary(tot, full);
     printf("(demo run time %.1f s)\n", 1e-3 * (clb_tool_now_ms() - t_start));

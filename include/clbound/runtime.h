@@ -187,11 +187,13 @@ CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *
 CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
 
 /* When a context is freed, the programs it built and has not stored go to one
- * background thread per process, which writes their entries while the caller
- * goes on (CLBOUND_CACHE_STORE=release stores them in clb_context_free instead).
- * A context that needs an entry still being written waits for it; the process
- * waits for every store at exit. clb_cache_pending: the programs queued or being
- * written; clb_cache_wait: returns when there are none. */
+ * background thread per process, which writes their entries while the other
+ * contexts go on; freeing the process's last context waits for them
+ * (CLBOUND_CACHE_STORE=release stores them in clb_context_free instead). A
+ * context that needs an entry still being written waits for it; a process that
+ * exits with a context alive drops what is still queued. clb_cache_pending:
+ * the programs queued or being written; clb_cache_wait: returns when there are
+ * none. */
 CLB_API uint64_t clb_cache_pending(void);
 CLB_API clb_status clb_cache_wait(void);
 

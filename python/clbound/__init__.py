@@ -95,7 +95,7 @@ def cache_clear(folder: Optional[Union[str, os.PathLike]] = None) -> None:
 
 def cache_wait() -> None:
     """Waits until the programs of freed contexts are written to the persistent
-    cache (a background thread writes them; the process also waits at exit)."""
+    cache (a background thread writes them; freeing the last context also waits)."""
     L.check_global(L.cache_wait())
 
 

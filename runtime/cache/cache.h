@@ -88,6 +88,10 @@ void clb__store_enqueue(clb_context_t ctx, char *key, cl_program prog);
 /* Waits until no store of `key` into `dir` is queued or under way (a context
  * about to build what another context is still storing waits and loads it). */
 void clb__store_wait_key(const char *dir, const char *key);
+/* A context's program cache opened / closed (after its programs were handed
+ * over): closing the last one waits for the queue, so no store runs at exit. */
+void clb__store_cache_opened(void);
+void clb__store_cache_closed(void);
 /* Whether contexts store in the background (CLBOUND_CACHE_STORE, default yes). */
 int clb__store_in_background(void);
 

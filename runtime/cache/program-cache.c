@@ -179,9 +179,11 @@ clb_status clb_context_store_programs(clb_context_t ctx) {
 }
 
 static void release_caches(clb_context_t ctx) {
+  int opened = ctx->programs != NULL;
   store_pending(ctx, clb__store_in_background());
   progcache_free(ctx->programs);
   ctx->programs = NULL;
+  if (opened) clb__store_cache_closed(); /* the last one waits for the background store */
 }
 
 clb_status clb__cache_open(clb_context_t ctx) {
@@ -190,6 +192,7 @@ clb_status clb__cache_open(clb_context_t ctx) {
   if (st != CLB_OK) return st;
   ctx->programs = calloc(1, sizeof *ctx->programs);
   if (!ctx->programs) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "program cache: out of host memory");
+  clb__store_cache_opened();
   clb__disk_cache_init(ctx, ctx->cache_dir_option);
   return CLB_OK;
 }

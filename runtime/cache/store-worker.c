@@ -1,14 +1,20 @@
 /* store-worker.c: the background program store. Handing out a program's binary
  * makes PoCL compile a work-group function for every kernel of the program:
  * 0.2-0.4 s a kernel, 20 s of the default demo's 62 s when each context stored
- * its programs as it was freed. Freed contexts now hand their programs to one
- * thread per process, which writes the entries while the caller goes on (PoCL
- * compiles under a lock per OpenCL context, so the store of a freed context runs
- * beside the builds of the next one). Nothing is lost: a context that needs a
- * program still being stored waits for that entry and loads it, clb_cache_info
- * and clb_cache_clear wait for every store, and the process waits for the queue
- * at exit (atexit, before the drivers' own teardown). CLBOUND_CACHE_STORE=release
- * stores in the freeing thread instead. */
+ * its programs as it was freed. A freed context now hands its programs to one
+ * thread per process, which writes the entries while the other contexts of the
+ * process go on (PoCL compiles under a lock per OpenCL context, so the store of
+ * a freed context runs beside the builds of the next one). Nothing is lost: a
+ * context that needs a program still being stored waits for that entry and
+ * loads it; clb_cache_info and clb_cache_clear wait for every store; and freeing
+ * the process's last context with an open program cache waits for the queue.
+ *
+ * That last rule keeps the store out of process exit: at exit, handlers that the
+ * compiler's libraries registered after ours (LLVM's lazily made statics) run
+ * first, and a store still compiling then corrupts the heap (seen in ops tests
+ * run 4 at a time). A process that exits with a context still alive drops what
+ * is queued (rebuilt next time) and waits only for the entry being written.
+ * CLBOUND_CACHE_STORE=release stores in the freeing thread instead. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
@@ -29,12 +35,19 @@ static pthread_cond_t done = PTHREAD_COND_INITIALIZER; /* a job was written */
 static store_job *head, *tail, *current;               /* queue, and the job being written */
 static uint64_t pending;                               /* queued + being written */
 static int running, stopping, hooks_set;
+static uint64_t open_caches; /* contexts whose program cache is open */
 static pthread_t thread;
 static clb__logger logger; /* CLBOUND_LOG's categories, to stderr: the contexts are gone */
 
 int clb__store_in_background(void) {
   const char *env = getenv("CLBOUND_CACHE_STORE");
   return !(env && (strcmp(env, "release") == 0 || strcmp(env, "sync") == 0));
+}
+
+static void free_job(store_job *j) {
+  free(j->dir);
+  free(j->key);
+  free(j);
 }
 
 static void *worker(void *arg) {
@@ -53,25 +66,33 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&lock);
     current = NULL;
     pending--;
-    free(j->dir);
-    free(j->key);
-    free(j);
+    free_job(j);
     pthread_cond_broadcast(&done);
   }
   pthread_mutex_unlock(&lock);
   return NULL;
 }
 
-/* At exit (or when the library is unloaded): write what is queued, then stop
- * the thread, so that no entry is lost and no thread runs unmapped code. */
+/* At exit (or when the library is unloaded) with a context still alive: drop
+ * the queue (no compiling at exit: see the top of the file), wait for the entry
+ * being written, and stop the thread, so that none runs unmapped code. The
+ * dropped jobs' programs are not released: the OpenCL runtime may be going. */
 static void stop_at_exit(void) {
   pthread_mutex_lock(&lock);
   if (!running) {
     pthread_mutex_unlock(&lock);
     return;
   }
+  while (head) {
+    store_job *j = head;
+    head = j->next;
+    free_job(j);
+    pending--;
+  }
+  tail = NULL;
   stopping = 1;
   pthread_cond_broadcast(&wake);
+  pthread_cond_broadcast(&done);
   pthread_mutex_unlock(&lock);
   pthread_join(thread, NULL);
   pthread_mutex_lock(&lock);
@@ -162,9 +183,22 @@ uint64_t clb_cache_pending(void) {
 
 clb_status clb_cache_wait(void) {
   pthread_mutex_lock(&lock);
-  while (pending) pthread_cond_wait(&done, &lock);
+  while (pending && !stopping) pthread_cond_wait(&done, &lock);
   pthread_mutex_unlock(&lock);
   return CLB_OK;
+}
+
+void clb__store_cache_opened(void) {
+  pthread_mutex_lock(&lock);
+  open_caches++;
+  pthread_mutex_unlock(&lock);
+}
+
+void clb__store_cache_closed(void) {
+  pthread_mutex_lock(&lock);
+  int last = --open_caches == 0;
+  pthread_mutex_unlock(&lock);
+  if (last) clb_cache_wait();
 }
 
 clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {

@@ -132,6 +132,15 @@ int main(int argc, char **argv) {
     clb_context_free(c);
     return clb_test_failures ? 1 : 0;
   }
+  if (argc == 3 && strcmp(argv[1], "--exit-live") == 0) {
+    /* a context freed while another stays alive: its programs go to the
+     * background store, and the process exits with the other still alive */
+    clb_context_t keep = cached_context(argv[2]), c = cached_context(argv[2]);
+    (void)clb_context_cache_dir(keep);
+    run_ops(c);
+    clb_context_free(c);
+    return clb_test_failures ? 1 : 0;
+  }
   snprintf(dir, sizeof dir, "/tmp/clbound-cache-test-XXXXXX");
   REQUIRE_TRUE(mkdtemp(dir) != NULL);
 
@@ -142,6 +151,13 @@ int main(int argc, char **argv) {
   EXPECT_EQ_I(counters(ctx).program_builds, 2);
   EXPECT_TRUE(strstr(log_lines, "built from source") != NULL);
   clb_context_free(ctx);
+  /* freeing the process's last context waited for the background store: both
+   * entries are in the folder (read directly, not through clb_cache_info,
+   * which waits by itself) */
+  char names[8][512];
+  EXPECT_EQ_I(entries(names, 8), 2);
+  EXPECT_EQ_I(count_temp_files(), 0);
+  EXPECT_EQ_I(clb_cache_pending(), 0);
   uint64_t n = 0, bytes = 0;
   EXPECT_EQ_I(clb_cache_info(dir, &n, &bytes), CLB_OK);
   EXPECT_EQ_I(n, 2);
@@ -225,6 +241,28 @@ int main(int argc, char **argv) {
   run_ops(ctx);
   EXPECT_EQ_I(counters(ctx).program_builds, 0);
   clb_context_free(ctx);
+
+  /* A process that exits with a context alive, just after another context
+   * handed its programs to the background store: it exits cleanly (no store
+   * compiles during exit), leaving whole entries or none, no temporaries. */
+  for (int round = 0; round < 3; round++) {
+    EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
+    fflush(NULL);
+    pid_t kid = fork();
+    REQUIRE_TRUE(kid >= 0);
+    if (kid == 0) {
+      execl("/proc/self/exe", "test-cache-disk-cache", "--exit-live", dir, (char *)NULL);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(kid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ_I(count_temp_files(), 0);
+    ctx = cached_context(dir);
+    run_ops(ctx); /* an entry that is there loads; one that is not is rebuilt */
+    EXPECT_EQ_I(counters(ctx).program_builds + counters(ctx).program_cache_hits_disk, 2);
+    clb_context_free(ctx);
+  }
 
   EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
   rmdir(dir);
