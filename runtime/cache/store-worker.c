@@ -73,7 +73,7 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* At exit (or when the library is unloaded) with a context still alive: drop
+/* When the process ends, or the library is unloaded, with a context alive: drop
  * the queue (no compiling at exit: see the top of the file), wait for the entry
  * being written, and stop the thread, so that none runs unmapped code. The
  * dropped jobs' programs are not released: the OpenCL runtime may be going. */
