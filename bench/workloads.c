@@ -582,6 +582,10 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->programs_built = c.program_builds + c.program_cache_hits_disk;
   res->launches_per_step = s1.kernel_launches - s0.kernel_launches;
   res->steps_replayed = c.steps_replayed;
+  res->build_ms = c.build_ms;
+  res->first_launches = c.first_launches;
+  res->first_launch_ms = c.first_launch_ms;
+  res->first_launches_after_first = c1.first_launches - cf.first_launches;
   clb_graph_stats gs;
   memset(&gs, 0, sizeof gs);
   gs.struct_size = sizeof gs;

@@ -33,6 +33,10 @@ typedef struct demo_result {
   uint64_t programs_built;     /* programs made in the run: built from source or loaded from disk */
   uint64_t launches_per_step;  /* kernel launches of the second training step */
   uint64_t steps_replayed;     /* steps replayed from a recorded command buffer */
+  /* where a cold start's time goes: ms in builds from source, kernels' first
+   * launches at each local size (count and ms from ready to done), and first
+   * launches after the first iteration (0 under one plan) */
+  uint64_t build_ms, first_launches, first_launch_ms, first_launches_after_first;
   uint64_t fused_groups, fused_nodes; /* elementwise groups of the graph, one kernel each (clb_graph_stats) */
   uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */
   uint64_t fused_epilogues;    /* linear layers with their activation as the GEMM's epilogue */

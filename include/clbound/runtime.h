@@ -235,6 +235,9 @@ typedef struct clb_counters {
   uint64_t plan_programs;         /* merged programs made for graph plans (one per plan) */
   uint64_t kernels_fused;         /* generated kernels that replace several ops of a plan */
   uint64_t steps_replayed;        /* graph steps replayed from a recorded command buffer */
+  uint64_t first_launches;        /* launches that were a kernel's first at its local size */
+  uint64_t first_launch_ms;       /* milliseconds those took from ready to done (PoCL: the
+                                     kernel's compile for that size); grows as they complete */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

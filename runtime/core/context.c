@@ -127,6 +127,7 @@ void clb_context_free(clb_context_t ctx) {
   for (int i = ctx->n_release_hooks - 1; i >= 0; i--) ctx->release_hooks[i](ctx);
   clb__staging_reap(ctx, 1);
   if (ctx->pool) clb__metrics_write_env(ctx);
+  clb__first_launch_free(ctx);
   for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);
   free(ctx->recompile_reasons);
   while (ctx->tensors) clb_tensor_free(ctx->tensors);

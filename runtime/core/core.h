@@ -149,6 +149,12 @@ struct clb_context {
   struct clb__staging *staging;
   size_t n_staging, cap_staging;
   uint64_t staging_bytes;
+  /* first launches (runtime/core/launch.c): the (kernel, local size) pairs
+   * launched so far, an open-addressed set of cap_first_seen slots, and the
+   * timer their events report to (shared with callbacks still to come) */
+  struct clb__first_seen *first_seen;
+  size_t n_first_seen, cap_first_seen;
+  struct clb__first_timer *first_timer;
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -206,6 +212,14 @@ typedef struct clb_arg {
 /* Takes the next launch id and records op and what under it in the launch ring,
  * for work that is enqueued other than by clb__launch (a native kernel). */
 uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what);
+/* For a launch of k at local size `local`: NULL when the context launched that
+ * pair before, else an event slot the caller passes to the enqueue and then
+ * hands to clb__first_launch_watch, which times it (from ready to done: on
+ * PoCL the kernel's compile for that size, on a GPU little more than the run). */
+cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot);
+void clb__first_launch_watch(clb_context_t ctx, cl_event ev);
+double clb__first_launch_ms(clb_context_t ctx);
+void clb__first_launch_free(clb_context_t ctx);
 /* Sets the args and enqueues a 1-D launch of `groups` work-groups of `local`
  * work-items, recording it in the launch ring (what: bounds, for messages).
  * Returns the launch id through *id when id is not NULL, before setting args,

@@ -1,8 +1,11 @@
-/* launch.c: the launch geometry of a context (CLBOUND_GEOMETRY), and kernel
- * launches with fixed geometry, recorded for error messages. */
+/* launch.c: the launch geometry of a context (CLBOUND_GEOMETRY), kernel
+ * launches with fixed geometry, recorded for error messages, and the time of
+ * each kernel's first launch at each local size. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/core/core.h"
 
@@ -128,9 +131,121 @@ clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_k
     return clb__cl_error(ctx, CL_INVALID_WORK_GROUP_SIZE,
                          "%s %s: launching %zu work-groups of %zu (CLBOUND_TEST_KERNEL_WG_LIMIT=%zu)", op,
                          what ? what : "", groups, local, ctx->kernel_wg_limit);
-  cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
+  cl_event first = NULL, *ev = clb__first_launch_slot(ctx, k, local, &first);
+  cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, ev);
   if (e != CL_SUCCESS)
     return clb__cl_error(ctx, e, "%s %s: launching %zu work-groups of %zu", op, what ? what : "", groups, local);
+  if (first) clb__first_launch_watch(ctx, first);
   ctx->counters.kernel_launches++;
   return CLB_OK;
+}
+
+/* ---- First launches ------------------------------------------------------------
+ * A driver may compile a kernel for its local size at the first launch (PoCL
+ * does: about 0.1 s a kernel), which no build counter sees. The first launch of
+ * each (kernel, local size) pair in a context gets an event; callbacks take the
+ * time it became ready (CL_SUBMITTED: the in-order queue's earlier commands are
+ * done) and the time it completed, and add the difference to a timer. The
+ * timer is shared by the context and the callbacks still to come and freed by
+ * the last of them, so a context freed before a callback runs is never touched
+ * by it. Nothing waits: the figure grows as the first launches complete. */
+
+struct clb__first_seen {
+  cl_kernel k;
+  size_t local;
+};
+
+struct clb__first_timer {
+  int refs;     /* the context's, plus one per watched event: __atomic */
+  uint64_t ns;  /* summed: __atomic */
+};
+
+typedef struct first_watch {
+  struct clb__first_timer *t;
+  uint64_t ready_ns; /* __atomic: 0 until CL_SUBMITTED */
+} first_watch;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void timer_unref(struct clb__first_timer *t) {
+  if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) free(t);
+}
+
+static size_t seen_slot(const struct clb__first_seen *set, size_t cap, cl_kernel k, size_t local) {
+  uint64_t h = ((uint64_t)(uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)local;
+  size_t i = (size_t)(h ^ (h >> 29)) & (cap - 1);
+  while (set[i].k && (set[i].k != k || set[i].local != local)) i = (i + 1) & (cap - 1);
+  return i;
+}
+
+cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot) {
+  if (ctx->cap_first_seen) {
+    size_t i = seen_slot(ctx->first_seen, ctx->cap_first_seen, k, local);
+    if (ctx->first_seen[i].k) return NULL; /* launched before */
+  }
+  if (2 * (ctx->n_first_seen + 1) > ctx->cap_first_seen) { /* grow to keep the set at most half full */
+    size_t cap = ctx->cap_first_seen ? 2 * ctx->cap_first_seen : 64;
+    struct clb__first_seen *set = calloc(cap, sizeof *set);
+    if (!set) return NULL; /* not timed: the launch itself goes on */
+    for (size_t i = 0; i < ctx->cap_first_seen; i++)
+      if (ctx->first_seen[i].k) set[seen_slot(set, cap, ctx->first_seen[i].k, ctx->first_seen[i].local)] = ctx->first_seen[i];
+    free(ctx->first_seen);
+    ctx->first_seen = set;
+    ctx->cap_first_seen = cap;
+  }
+  if (!ctx->first_timer) {
+    if (!(ctx->first_timer = calloc(1, sizeof *ctx->first_timer))) return NULL;
+    ctx->first_timer->refs = 1;
+  }
+  struct clb__first_seen *e = &ctx->first_seen[seen_slot(ctx->first_seen, ctx->cap_first_seen, k, local)];
+  e->k = k;
+  e->local = local;
+  ctx->n_first_seen++;
+  return slot;
+}
+
+static void CL_CALLBACK on_ready(cl_event ev, cl_int status, void *p) {
+  (void)ev, (void)status;
+  __atomic_store_n(&((first_watch *)p)->ready_ns, now_ns(), __ATOMIC_RELEASE);
+}
+
+static void CL_CALLBACK on_done(cl_event ev, cl_int status, void *p) {
+  (void)ev, (void)status;
+  first_watch *w = p;
+  uint64_t ready = __atomic_load_n(&w->ready_ns, __ATOMIC_ACQUIRE), done = now_ns();
+  if (ready && done > ready) __atomic_add_fetch(&w->t->ns, done - ready, __ATOMIC_RELAXED);
+  timer_unref(w->t);
+  free(w);
+}
+
+void clb__first_launch_watch(clb_context_t ctx, cl_event ev) {
+  ctx->counters.first_launches++;
+  first_watch *w = calloc(1, sizeof *w);
+  if (w) {
+    w->t = ctx->first_timer;
+    __atomic_add_fetch(&w->t->refs, 1, __ATOMIC_ACQ_REL);
+    /* A callback for a state already reached runs at once, in this thread. A
+     * driver that calls back only on CL_COMPLETE (OpenCL 1.x) is timed from
+     * the enqueue. */
+    if (clSetEventCallback(ev, CL_SUBMITTED, on_ready, w) != CL_SUCCESS) w->ready_ns = now_ns();
+    if (clSetEventCallback(ev, CL_COMPLETE, on_done, w) != CL_SUCCESS)
+      timer_unref(w->t); /* not timed; w stays (a few bytes): on_ready may still store into it */
+  }
+  clReleaseEvent(ev);
+}
+
+double clb__first_launch_ms(clb_context_t ctx) {
+  return ctx->first_timer ? (double)__atomic_load_n(&ctx->first_timer->ns, __ATOMIC_RELAXED) / 1e6 : 0.0;
+}
+
+void clb__first_launch_free(clb_context_t ctx) {
+  free(ctx->first_seen);
+  ctx->first_seen = NULL;
+  ctx->n_first_seen = ctx->cap_first_seen = 0;
+  timer_unref(ctx->first_timer);
+  ctx->first_timer = NULL;
 }

@@ -59,6 +59,12 @@ int main(void) {
   EXPECT_EQ_I(json_int(json, "host_syncs"), 1);
   EXPECT_EQ_I(json_int(json, "program_cache_hits_memory"), 3);
   EXPECT_EQ_I(json_int(json, "bytes_to_host"), (long long)c.bytes_to_host);
+  /* first launches: fill, part and final once each (the second sum launches
+   * the same kernels at the same local sizes); their time is what the read's
+   * sync waited for, on PoCL each kernel's compile for its size */
+  EXPECT_EQ_I(json_int(json, "first_launches"), 3);
+  EXPECT_EQ_I((long long)c.first_launches, 3);
+  EXPECT_TRUE(json_int(json, "first_launch_ms") >= 0);
   char tiny[8];
   EXPECT_STATUS(ctx, clb_context_metrics_json(ctx, tiny, sizeof tiny, &len), CLB_ERR_BUFFER_SMALL, "bytes needed");
   EXPECT_EQ_I(strlen(tiny), 7);

@@ -87,6 +87,13 @@ static void test_cold_counts(void) {
       EXPECT_EQ_I(a.kernels_compiled, b.kernels_compiled - 3 - 1);
       EXPECT_EQ_I(a.launches_per_step, b.launches_per_step - (params - 1) - (grouped - groups) - 3 - epilogues);
       EXPECT_EQ_I(a.steps_replayed, 0);
+      /* each kernel compiled is launched, at one local size, and first in the
+       * first step (a driver that compiles per local size compiles each once,
+       * before the first step ends), under either path */
+      EXPECT_EQ_I(a.first_launches, a.kernels_compiled);
+      EXPECT_EQ_I(b.first_launches, b.kernels_compiled);
+      EXPECT_EQ_I(a.first_launches_after_first, 0);
+      EXPECT_EQ_I(b.first_launches_after_first, 0);
       if (clb_test_failures)
         fprintf(stderr, "%s: whole-step: %llu programs, %llu kernels, %llu launches per step; op by op: %llu, %llu, %llu\n",
                 demo_workload_name((demo_workload)w), (unsigned long long)a.programs_built,
