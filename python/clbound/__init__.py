@@ -318,7 +318,8 @@ class Context:
 
     def counters(self) -> Dict[str, int]:
         """clb_context_counters as a dict: program builds, cache hits, kernel
-        launches, host syncs, bytes each way, plans, recompiles, pool bytes."""
+        launches, host syncs, bytes each way, plans, recompiles, pool bytes,
+        kernels compiled, build and store ms, first launches and their ms."""
         s = L.CountersStruct()
         s.struct_size = ctypes.sizeof(s)
         self._check(L.ctx_counters(self._live(), ctypes.byref(s)))

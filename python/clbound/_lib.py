@@ -208,7 +208,9 @@ class CountersStruct(ctypes.Structure):
         "program_builds", "program_cache_hits_memory", "program_cache_hits_disk", "kernel_launches",
         "host_syncs", "bytes_to_device", "bytes_to_host", "plans_compiled", "recompiles",
         "device_bytes_live", "device_bytes_held", "peak_device_bytes", "buffers_fresh", "buffers_reused",
-        "arena_bytes", "live_lower_bound_bytes", "pool_peak_bytes", "arena_allocations", "arena_max_bytes")]
+        "arena_bytes", "live_lower_bound_bytes", "pool_peak_bytes", "arena_allocations", "arena_max_bytes",
+        "kernels_compiled", "build_ms", "store_ms", "plan_programs", "kernels_fused", "steps_replayed",
+        "first_launches", "first_launch_ms")]
 
 
 LogFn = ctypes.CFUNCTYPE(None, p, c_str, c_str)

@@ -351,6 +351,11 @@ def test_devices_op_names_counters_and_log(ctx, tmp_path):
         before = c.counters()["host_syncs"]
         c.sync()
         assert c.counters()["host_syncs"] == before + 1
+        # the counters dict has the metrics file's counters, equal to them
+        counts, metrics = c.counters(), c.metrics()
+        for key in ("kernel_launches", "kernels_compiled", "first_launches", "build_ms"):
+            assert counts[key] == metrics[key], key
+        assert counts["first_launches"] == 1  # relu, once, at one local size
         c.set_log("none")
         c.sync()
     cats = {cat for cat, _ in lines}
