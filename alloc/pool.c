@@ -125,6 +125,7 @@ clb_status clb__pool_get(clb_pool *p, size_t bytes, clb_buf *out, char *err, siz
 void clb__pool_put(clb_pool *p, clb_buf *b) {
   if (!b->mem) return;
   if (b->sub) { /* a sub-buffer of an arena: its memory is the arena's */
+    if (b->held) *b->held = 0;
     clReleaseMemObject(b->mem);
     memset(b, 0, sizeof *b);
     return;

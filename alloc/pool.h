@@ -27,6 +27,7 @@ typedef struct clb_buf {
   uint8_t exact;   /* made by clb__pool_get_exact: released when put, never kept */
   uint8_t sub;     /* a sub-buffer of an arena (runtime/graph/memory.c): put releases
                     * the sub-buffer object; the arena's bytes are not the pool's */
+  int *held;       /* with sub: a flag of the buffer's owner, cleared when put */
 } clb_buf;
 
 typedef struct clb_pool_stats {

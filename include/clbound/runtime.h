@@ -153,7 +153,8 @@ typedef enum clb_log_category {
   CLB_LOG_BUILDS = 1u << 2,     /* a program built from source or loaded from disk, and why */
   CLB_LOG_CACHE = 1u << 3,      /* persistent cache entries rejected, written, disabled */
   CLB_LOG_GEMM = 1u << 4,       /* the GEMM strategy a context uses, and why a faster one cannot run */
-  CLB_LOG_ALL = 0x1fu
+  CLB_LOG_RECORD = 1u << 5,     /* graph steps recorded, and why a step is not recorded or replayed */
+  CLB_LOG_ALL = 0x3fu
 } clb_log_category;
 
 /* Receives one line per event (no trailing newline). `category` is the lowercase
@@ -238,6 +239,7 @@ typedef struct clb_counters {
   uint64_t first_launches;        /* launches that were a kernel's first at its local size */
   uint64_t first_launch_ms;       /* milliseconds those took from ready to done (PoCL: the
                                      kernel's compile for that size); grows as they complete */
+  uint64_t steps_recorded;        /* graph steps recorded into a command buffer (docs/design.md, "Recorded steps") */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

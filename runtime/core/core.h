@@ -40,6 +40,22 @@ typedef struct clb_launch_rec {
   char what[192]; /* the tensors' bounds, e.g. "a [<=4096, 16] f32, b [16] f32" */
 } clb_launch_rec;
 
+/* Where kernel launches go while a graph step is recorded into a command buffer
+ * or replayed from one (runtime/graph/record.c sets it, core calls it: a
+ * registered callback, since core may not call up). launch() takes the place of
+ * the enqueue in clb__launch: the arguments are not set yet, and the hook sets
+ * them (clb__launch_set_args) under an id it chooses. host() is told of work
+ * that goes to the queue by another road before it is enqueued: a host write
+ * into `mem`, or with mem NULL a host read or sync (`why` names it); an error
+ * it returns is the caller's. Zeroed: launches are enqueued. */
+struct clb_arg;
+typedef struct clb_launch_hook {
+  clb_status (*launch)(void *user, const char *op, const char *what, cl_kernel k, const struct clb_arg *args, int nargs,
+                       int id_arg, size_t groups, size_t local);
+  clb_status (*host)(void *user, const char *why, cl_mem mem);
+  void *user;
+} clb_launch_hook;
+
 /* Owned by runtime/cache (opaque here): made on the context's first kernel. */
 typedef struct clb_progcache clb_progcache;
 /* Owned by runtime/cache (opaque here): the kernels a plan's first step asks
@@ -58,6 +74,8 @@ typedef void (*clb_release_fn)(clb_context_t ctx);
  * told when a data buffer goes back (before the pool or the arena takes it). */
 typedef struct clb_mem_hook {
   clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
+  /* the same for a shape record (NULL, or out->mem left NULL: the pool) */
+  clb_status (*get_shape)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
   void (*put)(void *user, const clb_buf *b);
   void *user;
 } clb_mem_hook;
@@ -104,6 +122,10 @@ struct clb_context {
   clb_counters counters;
   uint32_t next_launch_id;
   clb_launch_rec ring[CLB_LAUNCH_RING];
+  /* ring slots held by a recorded step's launches (clb__launch_pin): a new id
+   * skips them, so a replay's status bit still finds its op */
+  uint8_t ring_pinned[CLB_LAUNCH_RING];
+  clb_launch_hook launch_hook;
   /* Outputs of the op being enqueued (clb__note_output): op_seq numbers op
    * invocations; out_op is the op whose outputs were noted last, out_launched
    * whether it has launched since (the next note starts a new invocation). */
@@ -228,6 +250,20 @@ void clb__first_launch_free(clb_context_t ctx);
 clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
                        const clb_arg *args, int nargs, int id_arg, size_t groups,
                        size_t local);
+/* Sets a launch's arguments, the launch id `id` into argument id_arg. */
+clb_status clb__launch_set_args(clb_context_t ctx, const char *op, cl_kernel k, const clb_arg *args, int nargs,
+                                int id_arg, uint32_t id);
+/* Enqueues a 1-D launch whose arguments are set, and counts it. */
+clb_status clb__launch_enqueue(clb_context_t ctx, const char *op, const char *what, cl_kernel k, size_t groups,
+                               size_t local);
+/* Writes the launch ring's entry of an id taken before (a replayed launch):
+ * the op, `what`, and the op invocation whose outputs it writes now. */
+void clb__launch_register(clb_context_t ctx, uint32_t id, const char *op, const char *what);
+/* Pins (on) or unpins the ring slot of id: clb__launch_record skips pinned slots. */
+void clb__launch_pin(clb_context_t ctx, uint32_t id, int on);
+/* Tells the launch hook, if one is set, of a host write into mem (or, mem
+ * NULL, a host read or sync) about to be enqueued. */
+clb_status clb__launch_host(clb_context_t ctx, const char *why, cl_mem mem);
 /* The launch geometry: the device's (local size 64 and 8 work-groups per compute
  * unit on CPUs, 256 and 16 on GPUs) unless CLBOUND_GEOMETRY forces another
  * (docs/portability.md). */

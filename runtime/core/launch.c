@@ -103,8 +103,15 @@ const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len) {
 }
 
 uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what) {
-  uint32_t id = ctx->next_launch_id++;
-  if (id == 0) id = ctx->next_launch_id++;
+  uint32_t id;
+  do {
+    id = ctx->next_launch_id++;
+  } while (id == 0 || ctx->ring_pinned[id % CLB_LAUNCH_RING]);
+  clb__launch_register(ctx, id, op, what);
+  return id;
+}
+
+void clb__launch_register(clb_context_t ctx, uint32_t id, const char *op, const char *what) {
   clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
   r->id = id;
   r->op = op;
@@ -112,20 +119,29 @@ uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what)
   r->seq = ctx->out_op && op && strcmp(ctx->out_op, op) == 0 ? ctx->op_seq : 0;
   ctx->out_launched = 1;
   snprintf(r->what, sizeof r->what, "%s", what ? what : "");
-  return id;
 }
 
-clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
-                       const clb_arg *args, int nargs, int id_arg, size_t groups,
-                       size_t local) {
-  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
-  uint32_t id = clb__launch_record(ctx, op, what);
+void clb__launch_pin(clb_context_t ctx, uint32_t id, int on) {
+  if (id) ctx->ring_pinned[id % CLB_LAUNCH_RING] = (uint8_t)(on != 0);
+}
+
+clb_status clb__launch_host(clb_context_t ctx, const char *why, cl_mem mem) {
+  return ctx->launch_hook.host ? ctx->launch_hook.host(ctx->launch_hook.user, why, mem) : CLB_OK;
+}
+
+clb_status clb__launch_set_args(clb_context_t ctx, const char *op, cl_kernel k, const clb_arg *args, int nargs,
+                                int id_arg, uint32_t id) {
   for (int i = 0; i < nargs; i++) {
     cl_uint idv = id;
     cl_int e = i == id_arg ? clSetKernelArg(k, (cl_uint)i, sizeof idv, &idv)
                            : clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
     if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: setting kernel argument %d", op, i);
   }
+  return CLB_OK;
+}
+
+clb_status clb__launch_enqueue(clb_context_t ctx, const char *op, const char *what, cl_kernel k, size_t groups,
+                               size_t local) {
   size_t global = groups * local;
   if (ctx->kernel_wg_limit && local > ctx->kernel_wg_limit) /* what a driver with that limit answers */
     return clb__cl_error(ctx, CL_INVALID_WORK_GROUP_SIZE,
@@ -248,4 +264,15 @@ void clb__first_launch_free(clb_context_t ctx) {
   ctx->n_first_seen = ctx->cap_first_seen = 0;
   timer_unref(ctx->first_timer);
   ctx->first_timer = NULL;
+}
+
+clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
+                       const clb_arg *args, int nargs, int id_arg, size_t groups,
+                       size_t local) {
+  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
+  if (ctx->launch_hook.launch) /* a graph step being recorded or replayed */
+    return ctx->launch_hook.launch(ctx->launch_hook.user, op, what, k, args, nargs, id_arg, groups, local);
+  uint32_t id = clb__launch_record(ctx, op, what);
+  clb_status st = clb__launch_set_args(ctx, op, k, args, nargs, id_arg, id);
+  return st == CLB_OK ? clb__launch_enqueue(ctx, op, what, k, groups, local) : st;
 }

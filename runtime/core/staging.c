@@ -38,6 +38,8 @@ void clb__staging_reap(clb_context_t ctx, int all) {
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes) {
   if (bytes == 0) return CLB_OK;
+  clb_status hs = clb__launch_host(ctx, op, mem);
+  if (hs != CLB_OK) return hs;
   clb__staging_reap(ctx, 0);
   while (ctx->n_staging && ctx->staging_bytes + bytes > CLB_STAGING_MAX_BYTES) {
     clWaitForEvents(1, &ctx->staging[0].ev); /* bounded: wait for the oldest write */

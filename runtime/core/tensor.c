@@ -57,6 +57,15 @@ static clb_status get_data(clb_context_t ctx, size_t bytes, clb_buf *out, char *
   return clb__pool_get(ctx->pool, bytes, out, err, errlen);
 }
 
+/* A shape record: the running plan's when its hook places it, else the pool's. */
+static clb_status get_shape(clb_context_t ctx, clb_buf *out, char *err, size_t errlen) {
+  if (ctx->mem_hook.get_shape) {
+    clb_status st = ctx->mem_hook.get_shape(ctx->mem_hook.user, SHAPE_BYTES, out, err, errlen);
+    if (st != CLB_OK || out->mem) return st;
+  }
+  return clb__pool_get(ctx->pool, SHAPE_BYTES, out, err, errlen);
+}
+
 static void put_data(clb_context_t ctx, clb_buf *b) {
   if (ctx->mem_hook.put && b->mem) ctx->mem_hook.put(ctx->mem_hook.user, b);
   clb__pool_put(ctx->pool, b);
@@ -117,7 +126,7 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   char desc[128];
   clb__tensor_desc(t, desc, sizeof desc);
   clb_status st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err);
-  if (st == CLB_OK) st = clb__pool_get(ctx->pool, SHAPE_BYTES, &t->shape, err, sizeof err);
+  if (st == CLB_OK) st = get_shape(ctx, &t->shape, err, sizeof err);
   if (st != CLB_OK) {
     put_data(ctx, &t->data);
     free(t);
@@ -163,7 +172,7 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
   clb_tensor_t v = calloc(1, sizeof *v);
   if (!v) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
   char err[256];
-  clb_status st = clb__pool_get(ctx->pool, SHAPE_BYTES, &v->shape, err, sizeof err);
+  clb_status st = get_shape(ctx, &v->shape, err, sizeof err);
   if (st != CLB_OK) {
     free(v);
     return clb__set_error(ctx, st, "%s of %s: shape record: %s", op, desc, err);
@@ -249,6 +258,8 @@ clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t
 
 /* Reads the shape record and syncs: one counted host sync. */
 static clb_status read_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, int64_t *rec) {
+  clb_status hs = clb__launch_host(ctx, op, NULL);
+  if (hs != CLB_OK) return hs;
   cl_int e = clEnqueueReadBuffer(ctx->queue, t->shape.mem, CL_FALSE, 0, SHAPE_BYTES, rec, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading sizes", op);
   ctx->counters.bytes_to_host += SHAPE_BYTES;

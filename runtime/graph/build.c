@@ -57,6 +57,7 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
 
 void clb_graph_free(clb_graph_t g) {
   if (!g) return;
+  clb__graph_record_free(g);
   for (int i = 0; i < g->nnodes; i++) {
     gnode *n = &g->nodes[i];
     clb__graph_release_tensors(n);

@@ -112,6 +112,7 @@ struct clb_graph {
   char last_reason[512];
   int shape_log_header_done;
   struct clb__graph_mem *mem; /* memory.c */
+  struct clb__graph_rec *rec; /* record.c: NULL until the first step */
   /* run phases (clb_graph_run_phase) */
   int in_step;                /* a CLB_PHASE_GRADS step waits for its update */
   int phased;                 /* the backward in progress belongs to CLB_PHASE_GRADS */
@@ -154,6 +155,17 @@ void clb__graph_mem_end(clb_graph_t g, clb_status st);
 /* The same for the walk of a new plan (run.c), laid out as plan index `plan`. */
 void clb__graph_mem_end_as(clb_graph_t g, clb_status st, int64_t plan);
 void clb__graph_mem_backward_done(clb_graph_t g, int i);
+/* record.c: recorded steps. begin() is called once the step's memory plan is
+ * chosen (same_plan: the plan ran the last step), end() when the step ends,
+ * with its status: it replays or enqueues what the step held back. */
+clb_status clb__graph_record_begin(clb_graph_t g, int same_plan);
+clb_status clb__graph_record_end(clb_graph_t g, clb_status st);
+void clb__graph_record_free(clb_graph_t g);
+/* 1 while the step runs in its plan's arena (its buffers are the plan's). */
+int clb__graph_mem_arena_step(clb_graph_t g);
+/* 1 when mem is a shape record this step handed to a new tensor (no other
+ * tensor of the step writes it). */
+int clb__graph_mem_step_shape(clb_graph_t g, cl_mem mem);
 void clb__graph_mem_fill_stats(clb_graph_t g, clb_graph_stats *s);
 /* Line i of the last run's plan's memory map (0: the summary); 0 past the end. */
 int clb__graph_mem_map_line(clb_graph_t g, size_t i, char *line, size_t cap);

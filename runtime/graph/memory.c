@@ -31,7 +31,20 @@ typedef struct plan_mem {
   clb_plan_buf *bufs;
   clb_plan_result res;
   uint64_t pool_peak;
+  /* the sub-buffer of each planned buffer, made at its first use and kept (one
+   * reference of ours), so every step of the plan hands out the same cl_mem:
+   * a recorded step (record.c) replays only on the buffers it was recorded with */
+  cl_mem *subs;
 } plan_mem;
+
+/* A shape record kept by the graph for its arena steps: the step's i-th new
+ * tensor gets the i-th one, the same cl_mem every step, unless a tensor of an
+ * earlier step still holds it (held: cleared by the pool when that tensor
+ * puts it back). Allocated one by one, so `held` never moves. */
+typedef struct shape_rec {
+  clb_buf buf;
+  int held;
+} shape_rec;
 
 struct clb__graph_mem {
   int enabled;
@@ -51,7 +64,18 @@ struct clb__graph_mem {
   cl_mem *live; /* arena steps: the sub-buffer of each planned buffer while its tensor lives */
   size_t cap_live;
   uint64_t fallbacks; /* buffers a step asked for that its plan did not have (served by the pool) */
+  shape_rec **shapes; /* arena steps' shape records, in the order the step takes them */
+  size_t nshapes, cap_shapes, shape_seq;
 };
+
+/* Releases the sub-buffers kept for plan slot p. */
+static void release_subs(plan_mem *pm) {
+  if (!pm->subs) return;
+  for (size_t i = 0; i < pm->n; i++)
+    if (pm->subs[i]) clReleaseMemObject(pm->subs[i]);
+  free(pm->subs);
+  pm->subs = NULL;
+}
 
 static uint64_t env_align_bytes(void) {
   const char *s = getenv("CLBOUND_MEM_BASE_ALIGN_BITS");
@@ -80,7 +104,17 @@ void clb__graph_mem_free(clb_graph_t g) {
   if (!m) return;
   g->ctx->mem_hook = (clb_mem_hook){0};
   for (int a = 0; a < CLB_PLAN_MAX_ARENAS; a++) clb__pool_release(g->ctx->pool, &m->arena[a]);
-  for (size_t p = 0; p < m->cap_plans; p++) free(m->plans[p].bufs);
+  for (size_t p = 0; p < m->cap_plans; p++) {
+    release_subs(&m->plans[p]);
+    free(m->plans[p].bufs);
+  }
+  for (size_t i = 0; i < m->nshapes; i++) {
+    clb__pool_release(g->ctx->pool, &m->shapes[i]->buf);
+    /* a tensor that outlives its graph still holds a reference and will clear
+     * `held` when it is freed: that record stays allocated */
+    if (!m->shapes[i]->held) free(m->shapes[i]);
+  }
+  free(m->shapes);
   free(m->plans);
   free(m->rec);
   free(m->rec_mem);
@@ -139,23 +173,70 @@ static clb_status hook_get(void *user, size_t bytes, clb_buf *out, char *err, si
     m->mode = STEP_POOL;
     return CLB_OK;
   }
-  cl_buffer_region region = {(size_t)pm->bufs[i].offset, (size_t)pm->bufs[i].bytes};
-  cl_int e = CL_SUCCESS;
-  cl_mem sub = clCreateSubBuffer(m->arena[pm->bufs[i].arena].mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
-  if (e != CL_SUCCESS || !sub) {
-    snprintf(err, errlen, "graph %s: clCreateSubBuffer of %zu bytes at offset %zu of arena %d failed (%s)", g->name, region.size,
-             region.origin, pm->bufs[i].arena, clb__cl_error_name(e));
-    return e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? CLB_ERR_INTERNAL : CLB_ERR_CL;
+  if (!pm->subs && !(pm->subs = calloc(pm->n + 1, sizeof *pm->subs))) {
+    snprintf(err, errlen, "graph %s: out of host memory", g->name);
+    return CLB_ERR_HOST_OOM;
   }
+  if (!pm->subs[i]) {
+    cl_buffer_region region = {(size_t)pm->bufs[i].offset, (size_t)pm->bufs[i].bytes};
+    cl_int e = CL_SUCCESS;
+    cl_mem made = clCreateSubBuffer(m->arena[pm->bufs[i].arena].mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
+    if (e != CL_SUCCESS || !made) {
+      snprintf(err, errlen, "graph %s: clCreateSubBuffer of %zu bytes at offset %zu of arena %d failed (%s)", g->name, region.size,
+               region.origin, pm->bufs[i].arena, clb__cl_error_name(e));
+      return e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? CLB_ERR_INTERNAL : CLB_ERR_CL;
+    }
+    pm->subs[i] = made;
+  }
+  cl_mem sub = pm->subs[i];
+  clRetainMemObject(sub); /* the tensor's reference, released when it puts the buffer */
   out->mem = sub;
   out->bytes = bytes;
-  out->capacity = region.size;
+  out->capacity = (size_t)pm->bufs[i].bytes;
   out->sub = 1;
   m->live[i] = sub;
   m->seq++;
   m->clock++;
   return CLB_OK;
 }
+
+/* Arena steps: the step's next shape record from the graph's list. */
+static clb_status hook_get_shape(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+  clb_graph_t g = user;
+  struct clb__graph_mem *m = g->mem;
+  if (m->mode != STEP_ARENA) return CLB_OK; /* the pool serves it */
+  size_t i = m->shape_seq++;
+  if (i == m->nshapes) {
+    shape_rec *r = calloc(1, sizeof *r);
+    if (!r || !grow((void **)&m->shapes, &m->cap_shapes, m->nshapes + 1, sizeof *m->shapes)) {
+      free(r);
+      snprintf(err, errlen, "graph %s: out of host memory", g->name);
+      return CLB_ERR_HOST_OOM;
+    }
+    clb_status st = clb__pool_get_exact(g->ctx->pool, bytes, &r->buf, err, errlen);
+    if (st != CLB_OK) {
+      free(r);
+      return st;
+    }
+    m->shapes[m->nshapes++] = r;
+  }
+  shape_rec *r = m->shapes[i];
+  if (r->held || r->buf.capacity < bytes) return CLB_OK; /* still held: the pool serves it */
+  clRetainMemObject(r->buf.mem);
+  r->held = 1;
+  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held};
+  return CLB_OK;
+}
+
+int clb__graph_mem_step_shape(clb_graph_t g, cl_mem mem) {
+  struct clb__graph_mem *m = g->mem;
+  if (!m || !mem) return 0;
+  for (size_t i = 0; i < m->shape_seq && i < m->nshapes; i++)
+    if (m->shapes[i]->buf.mem == mem) return m->shapes[i]->held;
+  return 0;
+}
+
+int clb__graph_mem_arena_step(clb_graph_t g) { return g->mem && g->mem->enabled && g->mem->mode == STEP_ARENA; }
 
 static void hook_put(void *user, const clb_buf *b) {
   clb_graph_t g = user;
@@ -203,6 +284,7 @@ static clb_status fit_arenas(clb_graph_t g, size_t p) {
   plan_mem *pm = &m->plans[p];
   for (int a = 0; a < pm->res.narenas; a++) {
     if (m->arena[a].mem && m->arena[a].capacity >= pm->res.arena_bytes[a]) continue;
+    for (size_t q = 0; q < m->cap_plans; q++) release_subs(&m->plans[q]); /* views of the old arena */
     clb__pool_release(g->ctx->pool, &m->arena[a]);
     clb__pool_trim(g->ctx->pool); /* the recording step's buffers, now idle */
     char err[256];
@@ -232,6 +314,7 @@ static clb_status select_plan(clb_graph_t g) {
   if (p < 0 && key_matches(g, g->nplans)) p = (int64_t)g->nplans;
   m->clock = 0;
   m->seq = 0;
+  m->shape_seq = 0;
   m->nrec = 0;
   m->cur = NULL;
   if (p >= 0 && (size_t)p < m->cap_plans && m->plans[p].laid_out) {
@@ -260,7 +343,7 @@ clb_status clb__graph_mem_begin(clb_graph_t g, size_t input_plan) {
   int last = g->loss >= 0 ? g->loss : g->nnodes - 1;
   for (int i = 0; i <= last; i++)
     if (compiled_in(g, &g->nodes[i])) m->pending++;
-  g->ctx->mem_hook = (clb_mem_hook){hook_get, hook_put, g};
+  g->ctx->mem_hook = (clb_mem_hook){hook_get, hook_get_shape, hook_put, g};
   if (m->pending == 0) {
     clb_status st = select_plan(g);
     if (st != CLB_OK) g->ctx->mem_hook = (clb_mem_hook){0};
@@ -292,6 +375,7 @@ void clb__graph_mem_end_as(clb_graph_t g, clb_status st, int64_t plan) {
   plan_mem *pm = &m->plans[p];
   if (pm->laid_out && key_matches(g, p)) return;
   if (pm->laid_out) { /* laid out by a walk whose run never recorded the plan */
+    release_subs(pm);
     free(pm->bufs);
     memset(pm, 0, sizeof *pm);
   }

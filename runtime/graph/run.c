@@ -530,6 +530,7 @@ static clb_status forward(clb_graph_t g, int last, int release, const int *last_
 /* The end of a step (clb_graph_run, or CLB_PHASE_UPDATE): the memory plan's
  * record, statistics, the shape log. */
 static clb_status finish_step(clb_graph_t g, clb_status st) {
+  st = clb__graph_record_end(g, st);
   clb__graph_mem_end(g, st);
   g->ctx->build_suffix[0] = 0;
   if (st != CLB_OK) return st;
@@ -620,7 +621,12 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
   if (warm_only) return CLB_OK; /* the plan was built before */
   /* the memory plan: releases the walk's (or the last step's) tensors, then
    * records this plan's first step or serves its arena */
-  if ((st = clb__graph_mem_begin(g, dec.plan)) == CLB_OK) st = forward(g, last, release, last_use);
+  if ((st = clb__graph_mem_begin(g, dec.plan)) == CLB_OK) {
+    /* a whole step of the plan that ran the last one is recorded or replayed */
+    size_t p = find_plan(g, &dec);
+    if (!grads_only) st = clb__graph_record_begin(g, p < g->nplans && (int64_t)p == g->current_plan);
+    if (st == CLB_OK) st = forward(g, last, release, last_use);
+  }
   if (st == CLB_OK) st = note_plan(g, &dec);
   if (grads_only) {
     g->phased = 1;
