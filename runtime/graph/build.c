@@ -51,6 +51,10 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
     free(g);
     return CLB_ERR_HOST_OOM;
   }
+  if (clb__graph_record_init(g) != CLB_OK) {
+    clb_graph_free(g);
+    return CLB_ERR_HOST_OOM;
+  }
   *out = g;
   return CLB_OK;
 }

@@ -112,7 +112,7 @@ struct clb_graph {
   char last_reason[512];
   int shape_log_header_done;
   struct clb__graph_mem *mem; /* memory.c */
-  struct clb__graph_rec *rec; /* record.c: NULL until the first step */
+  struct clb__graph_rec *rec; /* record.c */
   /* run phases (clb_graph_run_phase) */
   int in_step;                /* a CLB_PHASE_GRADS step waits for its update */
   int phased;                 /* the backward in progress belongs to CLB_PHASE_GRADS */
@@ -158,6 +158,7 @@ void clb__graph_mem_backward_done(clb_graph_t g, int i);
 /* record.c: recorded steps. begin() is called once the step's memory plan is
  * chosen (same_plan: the plan ran the last step), end() when the step ends,
  * with its status: it replays or enqueues what the step held back. */
+clb_status clb__graph_record_init(clb_graph_t g); /* clb_graph_new: reads CLBOUND_RECORD */
 clb_status clb__graph_record_begin(clb_graph_t g, int same_plan);
 clb_status clb__graph_record_end(clb_graph_t g, clb_status st);
 void clb__graph_record_free(clb_graph_t g);

@@ -381,14 +381,17 @@ static clb_status hook_host(void *user, const char *why, cl_mem mem) {
   return leave(g, line);
 }
 
+clb_status clb__graph_record_init(clb_graph_t g) {
+  if (!(g->rec = calloc(1, sizeof *g->rec))) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "clb_graph_new: out of host memory");
+  g->rec->plan = -1;
+  g->rec->want = env_want();
+  return CLB_OK;
+}
+
 clb_status clb__graph_record_begin(clb_graph_t g, int same_plan) {
   clb_context_t ctx = g->ctx;
-  if (!g->rec) {
-    if (!(g->rec = calloc(1, sizeof *g->rec))) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "graph %s: out of host memory", g->name);
-    g->rec->plan = -1;
-    g->rec->want = env_want();
-  }
   struct clb__graph_rec *r = g->rec;
+  if (!r) return CLB_OK;
   r->mode = R_PLAIN;
   r->pos = 0;
   int want = r->want < 0 ? default_on(ctx) : r->want;
