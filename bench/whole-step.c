@@ -23,21 +23,35 @@ int clb_bench_whole_step(int argc, char **argv) {
   if (batch < 1) batch = 1;
   if (!json)
     printf("training step under the dynamic plan (xla-mlp; wide-mlp at 256 rows): %d steps enqueued, one sync,\n"
-           "median per step of %d reps; eager = the same plan op by op (CLBOUND_FUSE=off), interleaved\n"
-           "%-9s %10s %14s %8s\n", batch, reps, "workload", "step_ms", "eager_step_ms", "ratio");
+           "median per step of %d reps; eager = the same plan op by op (CLBOUND_FUSE=off); replay = the\n"
+           "whole-step path recorded once and replayed (CLBOUND_RECORD=on, a second context), interleaved\n"
+           "%-9s %10s %14s %8s %15s %13s %9s\n",
+           batch, reps, "workload", "step_ms", "eager_step_ms", "ratio", "replay_step_ms", "step/replay", "replayed");
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
-    double step = 0, eager = 0;
+    demo_step_times t;
     char err[1024];
-    if (demo_time_whole_step((demo_workload)w, reps, batch, &step, &eager, err, sizeof err) != 0) {
+    if (demo_time_whole_step((demo_workload)w, reps, batch, &t, err, sizeof err) != 0) {
       fprintf(stderr, "clbound bench whole-step: %s: %s\n", demo_workload_name((demo_workload)w), err);
       return 1;
     }
-    if (json)
-      printf("{\"bench\":\"whole-step\",\"workload\":\"%s\",\"step_ms\":%.4f,\"eager_step_ms\":%.4f,\"eager_over_step\":%.3f,"
-             "\"reps\":%d,\"batch\":%d}\n",
-             demo_workload_name((demo_workload)w), step, eager, eager / step, reps, batch);
-    else
-      printf("%-9s %10.4f %14.4f %8.3f\n", demo_workload_name((demo_workload)w), step, eager, eager / step);
+    /* a run that could not record (e.g. host-BLAS matmuls) enqueued its steps:
+     * its time is not a replay's */
+    if (json) {
+      printf("{\"bench\":\"whole-step\",\"workload\":\"%s\",\"step_ms\":%.4f,\"eager_step_ms\":%.4f,\"eager_over_step\":%.3f,",
+             demo_workload_name((demo_workload)w), t.step_ms, t.eager_step_ms, t.eager_step_ms / t.step_ms);
+      if (t.steps_replayed)
+        printf("\"replay_step_ms\":%.4f,\"step_over_replay\":%.3f,", t.replay_step_ms, t.step_ms / t.replay_step_ms);
+      else
+        printf("\"replay_step_ms\":null,\"step_over_replay\":null,");
+      printf("\"steps_replayed\":%llu,\"steps_recorded\":%llu,\"reps\":%d,\"batch\":%d}\n",
+             (unsigned long long)t.steps_replayed, (unsigned long long)t.steps_recorded, reps, batch);
+    } else if (t.steps_replayed) {
+      printf("%-9s %10.4f %14.4f %8.3f %15.4f %13.3f %9llu\n", demo_workload_name((demo_workload)w), t.step_ms, t.eager_step_ms,
+             t.eager_step_ms / t.step_ms, t.replay_step_ms, t.step_ms / t.replay_step_ms, (unsigned long long)t.steps_replayed);
+    } else {
+      printf("%-9s %10.4f %14.4f %8.3f %15s %13s %9d  (not recorded: CLBOUND_LOG=record says why)\n",
+             demo_workload_name((demo_workload)w), t.step_ms, t.eager_step_ms, t.eager_step_ms / t.step_ms, "-", "-", 0);
+    }
     fflush(stdout);
   }
   return 0;

@@ -586,6 +586,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->first_launches = c.first_launches;
   res->first_launch_ms = c.first_launch_ms;
   res->first_launches_after_first = c1.first_launches - cf.first_launches;
+  res->steps_recorded = c.steps_recorded;
   clb_graph_stats gs;
   memset(&gs, 0, sizeof gs);
   gs.struct_size = sizeof gs;
@@ -673,45 +674,62 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
 }
 
 
-int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen) {
-  clb_context_t ctx;
-  demo_graph dg;
-  if (open_graph(w, CLB_POLICY_DYNAMIC, CLB_GEMM_AUTO, &ctx, &dg, err, errlen) != 0) return 1;
-  clb_status st;
+int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *out, char *err, size_t errlen) {
+  /* ctx[0]: the plan enqueued (CLBOUND_RECORD=off), fused and op by op;
+   * ctx[1]: the same plan recorded and replayed (CLBOUND_RECORD=on) */
+  clb_context_t ctx[2] = {NULL, NULL};
+  demo_graph dg[2];
+  memset(dg, 0, sizeof dg);
+  const char *was = getenv("CLBOUND_RECORD");
+  char saved[32] = "";
+  if (was) snprintf(saved, sizeof saved, "%s", was);
   int rc = 0;
-  double *t[2];
-  t[0] = calloc((size_t)reps, sizeof(double));
-  t[1] = calloc((size_t)reps, sizeof(double));
-  if (!t[0] || !t[1]) rc = 1;
-  /* the same graph and plan, rep by rep: `batch` steps enqueued then one sync,
-   * whole-step (fused kernels) and eager (CLBOUND_FUSE=off: op by op) in turn;
-   * two warm-up reps of each build and compile everything first */
+  for (int k = 0; k < 2 && !rc; k++) {
+    setenv("CLBOUND_RECORD", k ? "on" : "off", 1); /* read when the graph is made */
+    rc = open_graph(w, CLB_POLICY_DYNAMIC, CLB_GEMM_AUTO, &ctx[k], &dg[k], err, errlen);
+  }
+  if (was) setenv("CLBOUND_RECORD", saved, 1);
+  else unsetenv("CLBOUND_RECORD");
+  clb_status st;
+  double *t[3];
+  for (int m = 0; m < 3; m++)
+    if (!(t[m] = rc ? NULL : calloc((size_t)reps, sizeof(double)))) rc = 1;
+  /* the same plan, rep by rep: `batch` steps enqueued then one sync; whole-step
+   * (fused kernels), eager (CLBOUND_FUSE=off: op by op) and replayed in turn;
+   * two warm-up reps of each build, compile and record everything first */
   for (int r = -2; !rc && r < reps; r++)
-    for (int mode = 0; !rc && mode < 2; mode++) {
-      setenv("CLBOUND_FUSE", mode ? "off" : "on", 1);
+    for (int mode = 0; !rc && mode < 3; mode++) {
+      const int k = mode == 2;
+      setenv("CLBOUND_FUSE", mode == 1 ? "off" : "on", 1);
       double a = now_s();
       for (int i = 0; !rc && i < batch; i++) {
-        if ((rc = feed(ctx, w, &dg, i, 0, w == DEMO_WIDE_MLP ? 256 : -1, err, errlen)) != 0) break;
-        if ((st = clb_graph_run(dg.g)) != CLB_OK) {
-          snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+        if ((rc = feed(ctx[k], w, &dg[k], i, 0, w == DEMO_WIDE_MLP ? 256 : -1, err, errlen)) != 0) break;
+        if ((st = clb_graph_run(dg[k].g)) != CLB_OK) {
+          snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx[k]));
           rc = 1;
         }
       }
-      if (!rc && (st = clb_context_sync(ctx)) != CLB_OK) {
-        snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
+      if (!rc && (st = clb_context_sync(ctx[k])) != CLB_OK) {
+        snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx[k]));
         rc = 1;
       }
       if (r >= 0) t[mode][r] = 1e3 * (now_s() - a) / batch;
     }
   unsetenv("CLBOUND_FUSE");
   if (!rc) {
-    *step_ms = clb_tool_median(t[0], reps);
-    *eager_ms = clb_tool_median(t[1], reps);
+    clb_counters c;
+    counters(ctx[1], &c);
+    out->step_ms = clb_tool_median(t[0], reps);
+    out->eager_step_ms = clb_tool_median(t[1], reps);
+    out->replay_step_ms = clb_tool_median(t[2], reps);
+    out->steps_replayed = c.steps_replayed;
+    out->steps_recorded = c.steps_recorded;
   }
-  free(t[0]);
-  free(t[1]);
-  free_graph(&dg);
-  clb_context_free(ctx);
+  for (int m = 0; m < 3; m++) free(t[m]);
+  for (int k = 0; k < 2; k++) {
+    if (ctx[k]) free_graph(&dg[k]);
+    clb_context_free(ctx[k]);
+  }
   return rc;
 }
 

@@ -37,6 +37,7 @@ typedef struct demo_result {
    * launches at each local size (count and ms from ready to done), and first
    * launches after the first iteration (0 under one plan) */
   uint64_t build_ms, first_launches, first_launch_ms, first_launches_after_first;
+  uint64_t steps_recorded;     /* steps recorded into a command buffer */
   uint64_t fused_groups, fused_nodes; /* elementwise groups of the graph, one kernel each (clb_graph_stats) */
   uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */
   uint64_t fused_epilogues;    /* linear layers with their activation as the GEMM's epilogue */
@@ -80,10 +81,17 @@ int demo_time_step(clb_policy_kind policy, clb_gemm_strategy gemm, int64_t n, in
                    size_t errlen);
 
 /* One training step of workload w under the dynamic plan (wide-mlp at 256 rows),
- * whole-step (fused kernels) and eager (the same plan op by op,
- * CLBOUND_FUSE=off), interleaved rep by rep: `batch` steps enqueued, one sync,
- * per-step median of reps. Returns 0 with both set. */
-int demo_time_whole_step(demo_workload w, int reps, int batch, double *step_ms, double *eager_ms, char *err, size_t errlen);
+ * whole-step (fused kernels), eager (the same plan op by op, CLBOUND_FUSE=off)
+ * and replayed (the whole-step path in a second context with
+ * CLBOUND_RECORD=on), interleaved rep by rep: `batch` steps enqueued, one sync,
+ * per-step median of reps. Returns 0 with *out set. */
+typedef struct demo_step_times {
+  double step_ms;        /* the whole-step path, enqueued */
+  double eager_step_ms;  /* the same plan op by op */
+  double replay_step_ms; /* the whole-step path recorded once and replayed (CLBOUND_RECORD=on) */
+  uint64_t steps_replayed, steps_recorded; /* of the replayed run: 0 replayed where it cannot record */
+} demo_step_times;
+int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *out, char *err, size_t errlen);
 
 /* `clbound cache warm`: builds (or finds on disk) and stores the program of
  * workload w's first plan under `policy`, running nothing (clb_graph_warm).

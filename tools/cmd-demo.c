@@ -172,6 +172,7 @@ static void print_json(const demo_config *c, const demo_result *r, double lr, co
   json_u64("first_launches", r->first_launches);
   json_u64("first_launch_ms", r->first_launch_ms);
   json_u64("first_launches_after_first", r->first_launches_after_first);
+  json_u64("steps_recorded", r->steps_recorded);
   json_u64("peak_device_bytes", r->peak_device_bytes);
   json_u64("arena_bytes", r->arena_bytes);
   json_u64("live_lower_bound_bytes", r->live_lower_bound_bytes);
