@@ -40,10 +40,11 @@ static int usage(FILE *f) {
           "  version          print the library version\n"
           "long commands show progress on stderr (a live line on a terminal); --quiet: none\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
-          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm, CLBOUND_METRICS_FILE,\n"
+          "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm,record, CLBOUND_METRICS_FILE,\n"
           "  CLBOUND_SHAPE_LOG, CLBOUND_GEMM=auto|host-blas|kernel|clblast-bound|sync-exact,\n"
           "  CLBOUND_BLAS_THREADS (OpenBLAS threads of host BLAS in the queue),\n"
-          "  CLBOUND_CLBLAST_TUNING=off (CLBlast's own parameters, not the tuning file)\n");
+          "  CLBOUND_CLBLAST_TUNING=off (CLBlast's own parameters, not the tuning file),\n"
+          "  CLBOUND_RECORD=on|off|auto (graph steps recorded into a command buffer and replayed)\n");
   return f == stderr ? 2 : 0;
 }
 

@@ -164,10 +164,14 @@ static int env_want(void) {
   return 1;
 }
 
-/* The default where CLBOUND_RECORD is unset: replay where it is measured not
- * slower. On CPU devices (PoCL) a replay costs as much as the launches it
- * replaces (docs/benchmarks.md, "Recorded steps"), so it is off there. */
-static int default_on(clb_context_t ctx) { return !ctx->info.is_cpu; }
+/* The default where CLBOUND_RECORD is unset: replay only where it is measured
+ * correct and not slower. On PoCL (CPU) a replay costs about what the launches
+ * it replaces cost (docs/benchmarks.md, "Recorded steps"); no GPU has been
+ * measured. So it is off on every device until a measurement says otherwise. */
+static int default_on(clb_context_t ctx) {
+  (void)ctx;
+  return 0;
+}
 
 static void drop(clb_graph_t g) {
   struct clb__graph_rec *r = g->rec;
@@ -198,7 +202,10 @@ static clb_status keep(clb_graph_t g, const char *op, cl_kernel k, const clb_arg
                        size_t local, uint32_t id) {
   struct clb__graph_rec *r = g->rec;
   size_t need = 0;
-  for (int i = 0; i < nargs; i++) need += sizeof(size_t) + (i == id_arg ? sizeof(cl_uint) : args[i].size);
+  for (int i = 0; i < nargs; i++) {
+    if (i != id_arg && !args[i].value) return CLB_ERR_UNSUPPORTED; /* a __local size: nothing to compare */
+    need += sizeof(size_t) + (i == id_arg ? sizeof(cl_uint) : args[i].size);
+  }
   if (r->n == r->cap) {
     size_t ncap = r->cap ? 2 * r->cap : 64;
     rec_launch *nl = realloc(r->l, ncap * sizeof *nl);
@@ -236,7 +243,7 @@ static int same(const struct clb__graph_rec *r, const rec_launch *e, cl_kernel k
   for (int i = 0; i < nargs; i++) {
     size_t s;
     memcpy(&s, p, sizeof s);
-    if (i != id_arg && (s != args[i].size || memcmp(p + sizeof s, args[i].value, s) != 0)) return 0;
+    if (i != id_arg && (s != args[i].size || !args[i].value || memcmp(p + sizeof s, args[i].value, s) != 0)) return 0;
     p += sizeof s + s;
   }
   return 1;
@@ -278,15 +285,17 @@ static clb_status flush(clb_graph_t g, size_t upto) {
 }
 
 /* Leaves record or replay for the rest of the step: what was held back is
- * enqueued, the recording is dropped, and the launches go to the queue. */
-static clb_status leave(clb_graph_t g, const char *why) {
+ * enqueued, the recording is dropped, and the launches go to the queue. A
+ * step that departs from its recording `counts` towards giving up (a step
+ * that failed does not). */
+static clb_status leave(clb_graph_t g, const char *why, int counts) {
   struct clb__graph_rec *r = g->rec;
   size_t upto = r->mode == R_RECORD ? r->n : r->pos;
   int was = r->mode;
   r->mode = R_PLAIN;
   clb_status st = flush(g, upto);
   drop(g);
-  if (++r->failures >= 3) {
+  if (counts && ++r->failures >= 3) {
     r->gave_up = 1;
     char line[256];
     snprintf(line, sizeof line, "%s (3 steps in a row)", why);
@@ -347,7 +356,7 @@ static clb_status hook_launch(void *user, const char *op, const char *what, cl_k
     }
     char why[160];
     snprintf(why, sizeof why, "launch %zu (%s) differs from the recorded one", r->pos, op);
-    if ((st = leave(g, why)) != CLB_OK) return st;
+    if ((st = leave(g, why, 1)) != CLB_OK) return st;
   }
   uint32_t id = clb__launch_record(ctx, op, what);
   if ((st = clb__launch_set_args(ctx, op, k, args, nargs, id_arg, id)) != CLB_OK) return st;
@@ -360,8 +369,10 @@ static clb_status hook_launch(void *user, const char *op, const char *what, cl_k
     }
     if (st == CLB_OK) r->n--; /* kept but not recorded */
     char why[160];
-    snprintf(why, sizeof why, "%s: recording launch %zu: %s", op, r->n, st == CLB_OK ? clb__cl_error_name(e) : "out of host memory");
-    if ((st = leave(g, why)) != CLB_OK) return st;
+    snprintf(why, sizeof why, "%s: recording launch %zu: %s", op, r->n, st == CLB_OK                ? clb__cl_error_name(e)
+             : st == CLB_ERR_UNSUPPORTED ? "an argument without a value (a __local size)"
+                                         : "out of host memory");
+    if ((st = leave(g, why, 1)) != CLB_OK) return st;
     /* leave() enqueued other kernels' launches: set this one's arguments again */
     if ((st = clb__launch_set_args(ctx, op, k, args, nargs, id_arg, id)) != CLB_OK) return st;
   }
@@ -378,7 +389,7 @@ static clb_status hook_host(void *user, const char *why, cl_mem mem) {
   if (mem && (done == 0 || clb__graph_mem_step_shape(g, mem))) return CLB_OK;
   char line[200];
   snprintf(line, sizeof line, "%s: a host %s during the step", why, mem ? "write" : "read or sync");
-  return leave(g, line);
+  return leave(g, line, 1);
 }
 
 clb_status clb__graph_record_init(clb_graph_t g) {
@@ -458,12 +469,12 @@ clb_status clb__graph_record_end(clb_graph_t g, clb_status st) {
   if (mode == R_PLAIN) return st;
   if (st != CLB_OK) { /* what was held back still runs, as it would have */
     r->mode = mode;
-    clb_status fs = leave(g, "the step failed");
+    clb_status fs = leave(g, "the step failed", 0);
     return st != CLB_OK ? st : fs;
   }
   if (mode == R_REPLAY && r->pos != r->n) {
     r->mode = mode;
-    return leave(g, "the step launched fewer kernels than the recording");
+    return leave(g, "the step launched fewer kernels than the recording", 1);
   }
   cl_int e = mode == R_RECORD ? r->api.finalize(r->cb) : CL_SUCCESS;
   if (e == CL_SUCCESS) e = r->api.enqueue(0, NULL, r->cb, 0, NULL, NULL);
@@ -472,7 +483,7 @@ clb_status clb__graph_record_end(clb_graph_t g, clb_status st) {
     char why[160];
     snprintf(why, sizeof why, "%s the command buffer failed (%s)", mode == R_RECORD ? "finalizing or enqueueing" : "enqueueing",
              clb__cl_error_name(e));
-    return leave(g, why);
+    return leave(g, why, 1);
   }
   if (mode == R_REPLAY) r->failures = 0; /* a recording that replays */
   if (mode == R_RECORD) {

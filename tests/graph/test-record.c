@@ -8,9 +8,9 @@
  * the parameters before it (1e-5 relative). An lr change mid-training
  * re-records. A deferred device check raised inside a replayed step names its
  * op and sizes even after more launches than the launch ring holds. Where the
- * device has no cl_khr_command_buffer (or CLBOUND_RECORD is forced off by the
- * caller) the enqueue path runs the same checks and the replay part says why it
- * is skipped. */
+ * device has no cl_khr_command_buffer (or CLBOUND_TEST_RECORD=off) the
+ * enqueue path runs the same checks and the replay part says why it is
+ * skipped. */
 #define _POSIX_C_SOURCE 200809L
 #include <CL/cl.h>
 #include <math.h>
