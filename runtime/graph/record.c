@@ -109,10 +109,10 @@ static int probe(clb_graph_t g, char *why, size_t cap) {
     snprintf(why, cap, "out of host memory");
     return 0;
   }
-  int has = clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, sz, ext, NULL) == CL_SUCCESS;
+  int ok = clGetDeviceInfo(ctx->device, CL_DEVICE_EXTENSIONS, sz, ext, NULL) == CL_SUCCESS;
   ext[sz] = 0;
-  has = has && strstr(ext, "cl_khr_command_buffer ") != NULL;
-  if (!has) has = sz > 22 && strcmp(ext + strlen(ext) - 21, "cl_khr_command_buffer") == 0;
+  size_t len = ok ? strlen(ext) : 0; /* names are separated by spaces: the name alone, not a longer one */
+  int has = ok && (strstr(ext, "cl_khr_command_buffer ") || (len >= 21 && strcmp(ext + len - 21, "cl_khr_command_buffer") == 0));
   free(ext);
   if (!has) {
     snprintf(why, cap, "%s has no cl_khr_command_buffer", ctx->info.name);
