@@ -224,10 +224,13 @@ static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
 /* The ReLU epilogue (clb__linear_act), as kernels/common.cl's CLB_OP_RELU. */
 static void relu_epilogue(const host_gemm *g, int64_t count) {
   if (!g->relu) return;
-  if (g->f64)
-    for (double *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0 ? 0.0 : *c;
-  else
-    for (float *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0f ? 0.0f : *c;
+  if (g->f64) {
+    double *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0 ? 0.0 : c[i];
+  } else {
+    float *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0f ? 0.0f : c[i];
+  }
 }
 
 /* The ReLU backward epilogue: c[i] = h[i] > 0 ? c[i] : 0 (kernels/common.cl's
