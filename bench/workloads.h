@@ -41,6 +41,8 @@ typedef struct demo_result {
   uint64_t fused_groups, fused_nodes; /* elementwise groups of the graph, one kernel each (clb_graph_stats) */
   uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */
   uint64_t fused_epilogues;    /* linear layers with their activation as the GEMM's epilogue */
+  uint64_t fused_backward_relus; /* linear layers whose backward does the ReLU below's too */
+  int gemm_strategy;           /* what the context's matmuls ran with (clb_context_gemm_strategy) */
   uint64_t peak_device_bytes;
   /* the memory plan (docs/graph.md), summed over the run's plans: their arenas,
    * the most bytes each step had live at once, what the pool would hold; the

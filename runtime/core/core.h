@@ -118,6 +118,10 @@ struct clb_context {
   clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
+  /* runtime/core/hostptr.c: 0 until asked, 1 when a buffer's map pointer is its
+   * own memory (checked once), -1 when native kernels must map every time */
+  int host_ptrs;
+  void *status_host;   /* the status word's host pointer, once learnt */
   cl_mem scratch;      /* partial results of reductions: max_groups * 16 bytes */
   clb_counters counters;
   uint32_t next_launch_id;
@@ -242,6 +246,21 @@ cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, c
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev);
 double clb__first_launch_ms(clb_context_t ctx);
 void clb__first_launch_free(clb_context_t ctx);
+
+/* runtime/core/hostptr.c: host pointers of buffers for native kernels.
+ * Where the device's buffers are host memory (a CPU device with
+ * CL_DEVICE_HOST_UNIFIED_MEMORY whose two maps of one buffer, checked once per
+ * context on a probe buffer, return the same pointer, and CLBOUND_HOST_PTRS is
+ * not "off"), a map's pointer stays valid for the buffer's life: the first map
+ * of a buffer is learnt (clb__buf_host_learn) and later native kernels use it
+ * without maps. clb__buf_host_ptr returns the known pointer or NULL (map it);
+ * buf NULL names the context's status word. */
+int clb__host_ptrs_ok(clb_context_t ctx);
+void *clb__buf_host_ptr(clb_context_t ctx, const clb_buf *buf);
+void *clb__status_host_ptr(clb_context_t ctx);
+void clb__buf_host_learn(clb_context_t ctx, clb_buf *buf, void *ptr);
+/* Learns buf's pointer now (a map and an unmap enqueued), where that is allowed. */
+void clb__buf_host_map_learn(clb_context_t ctx, clb_buf *buf);
 /* Sets the args and enqueues a 1-D launch of `groups` work-groups of `local`
  * work-items, recording it in the launch ring (what: bounds, for messages).
  * Returns the launch id through *id when id is not NULL, before setting args,

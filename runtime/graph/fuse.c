@@ -166,6 +166,7 @@ static int same_shape(clb_graph_t g, const gnode *t, const gnode *c) {
 clb_status clb__graph_fuse_find(clb_graph_t g) {
   if (!clb__graph_fusion_on()) {
     g->stats.fused_groups = g->stats.fused_nodes = g->stats.fused_losses = g->stats.fused_epilogues = 0;
+    g->stats.fused_backward_relus = 0;
     g->fuse_nnodes = -1;
     g->fuse_loss_pred = -1;
     return CLB_OK;
@@ -187,6 +188,7 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
     g->nodes[i].fuse_last = g->nodes[i].fuse_next = -1;
     g->nodes[i].fuse_drop = 0;
     g->nodes[i].fuse_epi = -1;
+    g->nodes[i].fuse_bwd = -1;
   }
   /* an intermediate is not materialised when its tensor would be released after
    * the step anyway and no gradient reads it */
@@ -250,6 +252,23 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
     l->fuse_epi = reader[i];
     a->fuse_epi = i;
     g->stats.fused_epilogues++;
+  }
+  /* a linear node of a training graph whose input x is a ReLU's output read by
+   * it alone: its backward computes the ReLU's input gradient, dx = dy W where
+   * x > 0 (runtime/ops' clb__linear_backward_relu: one native kernel with dW and
+   * dbias under host BLAS), and the ReLU's own backward launch goes */
+  g->stats.fused_backward_relus = 0;
+  for (int i = 0; g->loss >= 0 && i < g->loss; i++) {
+    gnode *l = &g->nodes[i];
+    if (l->kind != GN_LINEAR || !l->requires_grad || !clb__dtype_is_float(l->dtype)) continue;
+    int r = l->in[0];
+    gnode *rn = &g->nodes[r];
+    if (rn->kind != GN_UNARY || rn->op != CLB_UNARY_RELU || !rn->requires_grad || readers[r] != 1 || rn->fuse_last >= 0 ||
+        r == g->fuse_loss_pred)
+      continue;
+    l->fuse_bwd = r;
+    rn->fuse_bwd = i;
+    g->stats.fused_backward_relus++;
   }
   free(readers);
   free(reader);

@@ -75,6 +75,10 @@ typedef struct gnode {
   int fuse_drop;         /* an intermediate nothing else reads: not materialised */
   int fuse_epi;          /* a linear node and the activation fused as its epilogue:
                             each the other's index; -1 when none */
+  int fuse_bwd;          /* a linear node whose input is a ReLU's output read by it
+                            alone, and that ReLU: each the other's index; the
+                            linear's backward gives the ReLU's input gradient
+                            (clb__linear_backward_relu); -1 when none */
 } gnode;
 
 typedef struct plan_rec {

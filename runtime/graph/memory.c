@@ -194,6 +194,7 @@ static clb_status hook_get(void *user, size_t bytes, clb_buf *out, char *err, si
   out->bytes = bytes;
   out->capacity = (size_t)pm->bufs[i].bytes;
   out->sub = 1;
+  out->host = m->arena[pm->bufs[i].arena].host ? (char *)m->arena[pm->bufs[i].arena].host + (size_t)pm->bufs[i].offset : NULL;
   m->live[i] = sub;
   m->seq++;
   m->clock++;
@@ -218,13 +219,16 @@ static clb_status hook_get_shape(void *user, size_t bytes, clb_buf *out, char *e
       free(r);
       return st;
     }
+    /* host BLAS's native kernels read records without maps where the device
+     * allows it: learnt once, kept with the record */
+    if (clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS) clb__buf_host_map_learn(g->ctx, &r->buf);
     m->shapes[m->nshapes++] = r;
   }
   shape_rec *r = m->shapes[i];
   if (r->held || r->buf.capacity < bytes) return CLB_OK; /* still held: the pool serves it */
   clRetainMemObject(r->buf.mem);
   r->held = 1;
-  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held};
+  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held, r->buf.host};
   return CLB_OK;
 }
 
@@ -293,6 +297,9 @@ static clb_status fit_arenas(clb_graph_t g, size_t p) {
       return clb__set_error(g->ctx, st, "graph %s: plan %zu: arena %d of %llu bytes (%llu bytes live at most): %s", g->name, p, a,
                             (unsigned long long)pm->res.arena_bytes[a], (unsigned long long)pm->res.lower_bound, err);
     g->ctx->counters.arena_allocations++;
+    /* host BLAS's native kernels use the sub-buffers' memory without maps
+     * where the device allows it: the arena's pointer plus the offset */
+    if (clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS) clb__buf_host_map_learn(g->ctx, &m->arena[a]);
   }
   if (!grow((void **)&m->live, &m->cap_live, pm->n + 1, sizeof *m->live))
     return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "graph %s: out of host memory", g->name);

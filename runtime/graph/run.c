@@ -10,6 +10,7 @@
 
 #include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
+#include "runtime/ops/fused.h"
 
 
 /* ---- the policy over the inputs ------------------------------------------------ */
@@ -306,6 +307,8 @@ static clb_status backward_node(clb_graph_t g, int i) {
   if (n->kind == GN_LOSS || n->kind == GN_PARAM || !n->requires_grad) return CLB_OK;
   /* the loss's kernel computed it (runtime/graph/fuse.c) */
   if (i == g->fuse_loss_pred && g->loss_fused_now && clb__graph_fusion_on()) return CLB_OK;
+  /* a ReLU whose reader's backward computed its gradient (fuse.c, fuse_bwd) */
+  if (n->kind == GN_UNARY && n->fuse_bwd >= 0 && clb__graph_fusion_on()) return CLB_OK;
   clb_tensor_t dy;
   clb_status st = grad_of(g, i, &dy);
   if (st != CLB_OK) return st;
@@ -314,6 +317,10 @@ static clb_status backward_node(clb_graph_t g, int i) {
   for (int k = 0; k < n->nin; k++) in[k] = &g->nodes[n->in[k]];
   switch (n->kind) {
   case GN_LINEAR:
+    if (n->fuse_bwd >= 0 && clb__graph_fusion_on()) /* the ReLU below: its input's gradient */
+      return clb__linear_backward_relu(ctx, in[0]->t, in[1]->t, dy, &g->nodes[n->fuse_bwd].egrad[0],
+                                       in[1]->requires_grad ? &n->egrad[1] : NULL,
+                                       (in[2] && in[2]->requires_grad) ? &n->egrad[2] : NULL);
     return clb_linear_backward(ctx, in[0]->t, in[1]->t, dy, in[0]->requires_grad ? &n->egrad[0] : NULL,
                                in[1]->requires_grad ? &n->egrad[1] : NULL,
                                (in[2] && in[2]->requires_grad) ? &n->egrad[2] : NULL);

@@ -23,4 +23,12 @@ clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op a
 clb_status clb__linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_unary_op act,
                            clb_tensor_t *out);
 
+/* clb_linear_backward where x is the output of a ReLU (the layer below's
+ * activation) and *dx is to be the gradient of the ReLU's INPUT: dx = dy w where
+ * x > 0, else 0 (CLB_GRAD_RELU: y > 0 exactly where the ReLU's input is > 0).
+ * Under host BLAS, dx with that mask, dW and dbias are one native kernel; under
+ * the other strategies dx's product is followed by clb_unary_backward. */
+clb_status clb__linear_backward_relu(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy, clb_tensor_t *dx,
+                                     clb_tensor_t *dw, clb_tensor_t *dbias);
+
 #endif /* CLB_OPS_FUSED_H */

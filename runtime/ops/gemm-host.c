@@ -123,13 +123,24 @@ int clb_context_gemm_strategy(clb_context_t ctx) {
 
 #ifdef CLBOUND_HAVE_OPENBLAS
 
-/* The native kernel's argument block (the driver runs the function on a copy). */
-typedef struct host_gemm_args {
-  void *a, *sa, *b, *sb, *c, *sc, *st, *bias, *cs, *scs; /* host pointers of the mapped buffers */
-  int ta, tb, f64, has_bias, has_colsum, relu;
-  int64_t abound[2], bbound[2];
+/* One product of a native kernel (the driver runs the function on a copy of
+ * host_call). */
+typedef struct host_gemm {
+  void *a, *sa, *b, *sb, *c, *sc, *bias, *cs, *scs, *h, *sh; /* host pointers of the buffers */
+  int ta, tb, f64, has_bias, has_colsum, relu, has_mask;
+  int64_t abound[2], bbound[2], hbound[2];
+} host_gemm;
+
+/* A native kernel: up to HOST_MAX_GEMM products, in order, one status word. */
+#define HOST_MAX_GEMM 2
+#define HOST_NBUF (HOST_MAX_GEMM * 11 + 1)
+typedef struct host_call {
+  host_gemm g[HOST_MAX_GEMM];
+  int n;
+  void *st;
   uint32_t launch;
-} host_gemm_args;
+  void *slots[HOST_NBUF]; /* where the driver writes mem_list's pointers: unread (see below) */
+} host_call;
 
 /* Raises `bit` and records the launch and values in the first free slot of the
  * status word (or finds this launch's slot), as clb_raise in kernels/common.cl
@@ -153,9 +164,9 @@ static void host_raise(int32_t *st, uint32_t launch, uint32_t bit, int64_t v1, i
 }
 
 /* A size from a shape record, clamped into [0, bound] (raising the bound bit). */
-static int64_t host_dim(const host_gemm_args *g, int64_t v, int64_t bound) {
+static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
   if (v >= 0 && v <= bound) return v;
-  host_raise(g->st, g->launch, CLB_STF_BOUND_EXCEEDED, v, bound);
+  host_raise(c->st, c->launch, CLB_STF_BOUND_EXCEEDED, v, bound);
   return v < 0 ? 0 : bound;
 }
 
@@ -185,7 +196,7 @@ static void blas_threads_for(double flops) {
 /* cs[j] = the sum of a's actual rows' column j (dbias of linear_backward, where
  * a is dy), in double (f32) or compensated (f64), a block of columns at a time. */
 #define COLSUM_BLOCK 512
-static void host_colsum(const host_gemm_args *g, int64_t rows, int64_t cols) {
+static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
   for (int64_t j0 = 0; j0 < cols; j0 += COLSUM_BLOCK) {
     int64_t w = cols - j0 < COLSUM_BLOCK ? cols - j0 : COLSUM_BLOCK;
     double acc[COLSUM_BLOCK], comp[COLSUM_BLOCK];
@@ -211,19 +222,42 @@ static void host_colsum(const host_gemm_args *g, int64_t rows, int64_t cols) {
 }
 
 /* The ReLU epilogue (clb__linear_act), as kernels/common.cl's CLB_OP_RELU. */
-static void relu_epilogue(const host_gemm_args *g, int64_t count) {
+static void relu_epilogue(const host_gemm *g, int64_t count) {
   if (!g->relu) return;
-  if (g->f64)
-    for (double *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0 ? 0.0 : *c;
-  else
-    for (float *c = g->c, *e = c + count; c < e; c++) *c = *c < 0.0f ? 0.0f : *c;
+  if (g->f64) {
+    double *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0 ? 0.0 : c[i];
+  } else {
+    float *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0f ? 0.0f : c[i];
+  }
 }
 
-static void CL_CALLBACK host_gemm_fn(void *p) {
-  const host_gemm_args *g = p;
+/* The ReLU backward epilogue: c[i] = h[i] > 0 ? c[i] : 0 (kernels/common.cl's
+ * CLB_GRAD_RELU with h the ReLU's input or output: y > 0 exactly where x > 0),
+ * over the actual elements of both; counts that differ raise the deferred check
+ * as nn_unary_bwd does, and the smaller is used. */
+static void relu_bwd_epilogue(const host_call *call, const host_gemm *g, int64_t count) {
+  if (!g->has_mask) return;
+  const int64_t *sh = g->sh;
+  int64_t nh = host_dim(call, sh[0], g->hbound[0]) * host_dim(call, sh[1], g->hbound[1]);
+  if (nh != count) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, count, nh);
+  if (nh < count) count = nh;
+  if (g->f64) {
+    const double *h = g->h;
+    double *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = h[i] > 0.0 ? c[i] : 0.0;
+  } else {
+    const float *h = g->h;
+    float *c = g->c;
+    for (int64_t i = 0; i < count; i++) c[i] = h[i] > 0.0f ? c[i] : 0.0f;
+  }
+}
+
+static void host_gemm_one(const host_call *call, const host_gemm *g) {
   const int64_t *sa = g->sa, *sb = g->sb;
-  int64_t a0 = host_dim(g, sa[0], g->abound[0]), a1 = host_dim(g, sa[1], g->abound[1]);
-  int64_t b0 = host_dim(g, sb[0], g->bbound[0]), b1 = host_dim(g, sb[1], g->bbound[1]);
+  int64_t a0 = host_dim(call, sa[0], g->abound[0]), a1 = host_dim(call, sa[1], g->abound[1]);
+  int64_t b0 = host_dim(call, sb[0], g->bbound[0]), b1 = host_dim(call, sb[1], g->bbound[1]);
   int64_t m = g->ta ? a1 : a0, ka = g->ta ? a0 : a1;
   int64_t kb = g->tb ? b1 : b0, n = g->tb ? b0 : b1;
   int64_t k = ka < kb ? ka : kb;
@@ -234,7 +268,7 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
     ((int64_t *)g->scs)[0] = a1;
     host_colsum(g, a0, a1);
   }
-  if (ka != kb) host_raise(g->st, g->launch, CLB_STF_DEVICE_CHECK, ka, kb);
+  if (ka != kb) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, ka, kb);
   if (m == 0 || n == 0) return;
   /* The leading dimensions are the actual widths (dense at the actual sizes). */
   blasint M = (blasint)m, N = (blasint)n, K = (blasint)k;
@@ -246,98 +280,158 @@ static void CL_CALLBACK host_gemm_fn(void *p) {
     for (int64_t i = 0; i < m; i++) memcpy((char *)g->c + (size_t)i * row, g->bias, row);
   else if (k == 0)
     memset(g->c, 0, (size_t)m * row);
-  if (k == 0) {
-    relu_epilogue(g, m * n);
-    return;
+  if (k > 0) {
+    blas_threads_for(2.0 * (double)m * (double)n * (double)k);
+    if (g->f64)
+      cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
+    else
+      cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
   }
-  blas_threads_for(2.0 * (double)m * (double)n * (double)k);
-  if (g->f64)
-    cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
-  else
-    cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
   relu_epilogue(g, m * n);
+  relu_bwd_epilogue(call, g, m * n);
 }
 
-/* The native kernel gets its buffers as host pointers of non-blocking maps
- * enqueued just before it and unmapped just after it, not through
- * clEnqueueNativeKernel's mem_list: PoCL 3.1 sorts that list by object id but
- * fills args_mem_loc in the caller's order, so with more than one buffer the
- * pointers land in the wrong places. A mapped region may be used by the host
- * between the map and the unmap, which is where the native kernel runs (the
- * queue is in order); on a CPU device a map is zero-copy. */
-#define HOST_NBUF 10
+static void CL_CALLBACK host_gemm_fn(void *p) {
+  const host_call *call = p;
+  for (int i = 0; i < call->n; i++) host_gemm_one(call, &call->g[i]);
+}
 
-clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
-                              clb_tensor_t colsum) {
-  for (int d = 0; d < 2; d++)
-    if (a->bound[d] > INT_MAX || b->bound[d] > INT_MAX)
-      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
-                            "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
+/* The buffers reach the native kernel as host pointers in its argument block,
+ * not through the pointers clEnqueueNativeKernel writes at args_mem_loc: PoCL 3.1
+ * sorts mem_list by object id but fills args_mem_loc in the caller's order, so
+ * with more than one buffer those pointers land in the wrong places (found
+ * here: memory corruption in the next kernel). Two ways (docs/gemm.md):
+ * - where every buffer's host pointer is known (clb__buf_host_ptr: a device
+ *   whose buffers are host memory, checked once per context), the pointers are
+ *   written into the block directly and the buffers still go in mem_list, with
+ *   args_mem_loc pointing at slots nothing reads: the command holds a reference
+ *   to each buffer until it has run (a tensor freed right after the enqueue
+ *   gives its cl_mem back to the driver) and the driver sees what it touches;
+ * - otherwise each buffer is mapped (non-blocking) just before the native kernel
+ *   and unmapped just after it; a mapped region may be used by the host between
+ *   the map and the unmap, which is where the native kernel runs (the queue is
+ *   in order). The maps' pointers are learnt for next time where allowed. */
+typedef struct host_ref {
+  clb_buf *buf; /* NULL: the status word */
+  void **ptr;
+  cl_map_flags flags;
+} host_ref;
+
+static void ref_add(host_ref *r, int *nr, clb_buf *buf, void **ptr, cl_map_flags flags) {
+  r[*nr] = (host_ref){buf, ptr, flags};
+  (*nr)++;
+}
+
+clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
+  if (n < 1 || n > HOST_MAX_GEMM)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: %d products in one native kernel (1 to %d)", op, what, n,
+                          HOST_MAX_GEMM);
+  for (int j = 0; j < n; j++)
+    for (int d = 0; d < 2; d++)
+      if (jobs[j].a->bound[d] > INT_MAX || jobs[j].b->bound[d] > INT_MAX)
+        return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
+                              "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   pthread_once(&blas_once, blas_init);
-  host_gemm_args g;
-  memset(&g, 0, sizeof g);
-  g.ta = ta;
-  g.tb = tb;
-  g.f64 = a->dtype == CLB_DTYPE_F64;
-  g.has_bias = bias != NULL;
-  g.has_colsum = colsum != NULL;
-  g.relu = relu;
-  for (int d = 0; d < 2; d++) {
-    g.abound[d] = a->bound[d];
-    g.bbound[d] = b->bound[d];
+  host_call call;
+  memset(&call, 0, sizeof call);
+  call.n = n;
+  host_ref refs[HOST_NBUF];
+  int nr = 0;
+  for (int j = 0; j < n; j++) {
+    const clb_host_gemm *q = &jobs[j];
+    host_gemm *g = &call.g[j];
+    g->ta = q->ta;
+    g->tb = q->tb;
+    g->f64 = q->a->dtype == CLB_DTYPE_F64;
+    g->has_bias = q->bias != NULL;
+    g->has_colsum = q->colsum != NULL;
+    g->relu = q->relu;
+    g->has_mask = q->mask != NULL;
+    for (int d = 0; d < 2; d++) {
+      g->abound[d] = q->a->bound[d];
+      g->bbound[d] = q->b->bound[d];
+      g->hbound[d] = q->mask ? q->mask->bound[d] : 0;
+    }
+    ref_add(refs, &nr, &q->a->data, &g->a, CL_MAP_READ);
+    ref_add(refs, &nr, &q->a->shape, &g->sa, CL_MAP_READ);
+    ref_add(refs, &nr, &q->b->data, &g->b, CL_MAP_READ);
+    ref_add(refs, &nr, &q->b->shape, &g->sb, CL_MAP_READ);
+    ref_add(refs, &nr, &q->out->data, &g->c, CL_MAP_WRITE);
+    ref_add(refs, &nr, &q->out->shape, &g->sc, CL_MAP_WRITE);
+    if (q->bias) ref_add(refs, &nr, &q->bias->data, &g->bias, CL_MAP_READ);
+    if (q->colsum) {
+      ref_add(refs, &nr, &q->colsum->data, &g->cs, CL_MAP_WRITE);
+      ref_add(refs, &nr, &q->colsum->shape, &g->scs, CL_MAP_WRITE);
+    }
+    if (q->mask) {
+      ref_add(refs, &nr, &q->mask->data, &g->h, CL_MAP_READ);
+      ref_add(refs, &nr, &q->mask->shape, &g->sh, CL_MAP_READ);
+    }
   }
-  const clb_buf *bufs[HOST_NBUF] = {&a->data, &a->shape, &b->data, &b->shape, &out->data, &out->shape, NULL,
-                                    bias ? &bias->data : NULL, colsum ? &colsum->data : NULL,
-                                    colsum ? &colsum->shape : NULL};
-  void **ptrs[HOST_NBUF] = {&g.a, &g.sa, &g.b, &g.sb, &g.c, &g.sc, &g.st, &g.bias, &g.cs, &g.scs};
-  static const cl_map_flags flags[HOST_NBUF] = {CL_MAP_READ,  CL_MAP_READ,  CL_MAP_READ, CL_MAP_READ,
-                                                CL_MAP_WRITE, CL_MAP_WRITE, CL_MAP_READ | CL_MAP_WRITE,
-                                                CL_MAP_READ,  CL_MAP_WRITE, CL_MAP_WRITE};
+  ref_add(refs, &nr, NULL, &call.st, CL_MAP_READ | CL_MAP_WRITE);
+  /* the distinct buffers, with the flags of every use */
   cl_mem mems[HOST_NBUF];
   void *mapped[HOST_NBUF];
-  int nmapped = 0, nbuf = HOST_NBUF;
+  clb_buf *owner[HOST_NBUF];
+  cl_map_flags mflags[HOST_NBUF];
+  int nm = 0, nmapped = 0, all_known = 1;
+  for (int i = 0; i < nr; i++) {
+    void *known = refs[i].buf ? clb__buf_host_ptr(ctx, refs[i].buf) : clb__status_host_ptr(ctx);
+    all_known &= known != NULL;
+    *refs[i].ptr = known;
+    cl_mem m = refs[i].buf ? refs[i].buf->mem : ctx->status;
+    int u = 0;
+    while (u < nm && mems[u] != m) u++;
+    if (u == nm) {
+      mems[nm] = m;
+      owner[nm] = refs[i].buf;
+      mflags[nm++] = 0;
+    }
+    mflags[u] |= refs[i].flags;
+  }
   cl_int e = CL_SUCCESS;
-  for (int i = 0; i < nbuf; i++) {
-    if (i != 6 && !bufs[i]) continue; /* no bias, no column sums */
-    cl_mem m = i == 6 ? ctx->status : bufs[i]->mem;
-    size_t bytes = i == 6 ? CLB_STATUS_INTS * sizeof(cl_int) : bufs[i]->bytes;
-    if (bytes == 0) bytes = 1;
-    *ptrs[i] = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, flags[i], 0, bytes, 0, NULL, NULL, &e);
-    if (e != CL_SUCCESS) break;
-    mapped[nmapped] = *ptrs[i];
-    mems[nmapped++] = m;
+  if (!all_known) {
+    for (int i = 0; i < nr; i++) *refs[i].ptr = NULL;
+    for (int u = 0; u < nm; u++) {
+      size_t bytes = owner[u] ? owner[u]->bytes : CLB_STATUS_INTS * sizeof(cl_int);
+      if (bytes == 0) bytes = 1;
+      mapped[u] = clEnqueueMapBuffer(ctx->queue, mems[u], CL_FALSE, mflags[u], 0, bytes, 0, NULL, NULL, &e);
+      if (e != CL_SUCCESS) break;
+      nmapped++;
+      clb__buf_host_learn(ctx, owner[u], mapped[u]);
+    }
+    for (int i = 0; i < nr && e == CL_SUCCESS; i++) {
+      cl_mem m = refs[i].buf ? refs[i].buf->mem : ctx->status;
+      for (int u = 0; u < nm; u++)
+        if (mems[u] == m) *refs[i].ptr = mapped[u];
+    }
   }
   if (e == CL_SUCCESS) {
-    g.launch = clb__launch_record(ctx, op, what);
-    e = clEnqueueNativeKernel(ctx->queue, host_gemm_fn, &g, sizeof g, 0, NULL, NULL, 0, NULL, NULL);
+    call.launch = clb__launch_record(ctx, op, what);
+    const void *locs[HOST_NBUF];
+    for (int u = 0; u < nm; u++) locs[u] = &call.slots[u];
+    e = all_known ? clEnqueueNativeKernel(ctx->queue, host_gemm_fn, &call, sizeof call, (cl_uint)nm, mems, locs, 0, NULL, NULL)
+                  : clEnqueueNativeKernel(ctx->queue, host_gemm_fn, &call, sizeof call, 0, NULL, NULL, 0, NULL, NULL);
     if (e == CL_SUCCESS) ctx->counters.kernel_launches++;
   }
   cl_int eu = CL_SUCCESS;
-  for (int i = 0; i < nmapped; i++) {
-    cl_int ei = clEnqueueUnmapMemObject(ctx->queue, mems[i], mapped[i], 0, NULL, NULL);
+  for (int u = 0; u < nmapped; u++) {
+    cl_int ei = clEnqueueUnmapMemObject(ctx->queue, mems[u], mapped[u], 0, NULL, NULL);
     if (ei != CL_SUCCESS && eu == CL_SUCCESS) eu = ei;
   }
   if (e != CL_SUCCESS)
-    return clb__cl_error(ctx, e, "%s %s: enqueueing host BLAS (map %d, or the native kernel)", op, what,
-                         nmapped + 1);
+    return clb__cl_error(ctx, e, "%s %s: enqueueing host BLAS (map %d of %d, or the native kernel)", op, what,
+                         nmapped + 1, nm);
   if (eu != CL_SUCCESS) return clb__cl_error(ctx, eu, "%s %s: unmapping after host BLAS", op, what);
   return CLB_OK;
 }
 
 #else /* no OpenBLAS */
 
-clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
-                              clb_tensor_t colsum) {
-  (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)relu, (void)out, (void)colsum;
+clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
+  (void)jobs, (void)n;
   return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: host BLAS was chosen in a clbound built without OpenBLAS", op, what);
 }
 
 #endif
-
-clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum) {
-  return clb__gemm_host_act(ctx, op, what, a, ta, b, tb, bias, 0, out, colsum);
-}

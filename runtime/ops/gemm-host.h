@@ -16,21 +16,27 @@ int clb__gemm_resolve(clb_context_t ctx, int *forced);
 /* Whether host BLAS can run on the context's device; *why says why not. */
 int clb__gemm_host_available(clb_context_t ctx, const char **why);
 
-/* out = op(a) op(b) (+ bias, a row per output feature, or NULL) by a native
- * kernel in the queue: no host sync. M, N, K and the leading dimensions come from
- * the shape records; out's record is written [M, N]. A size past its bound is
- * clamped and raises CLB_STF_BOUND_EXCEEDED; K's that differ raise
- * CLB_STF_DEVICE_CHECK and the smaller is used, as the device kernels do. The
- * operands are already validated (gemm.c's gemm_setup). colsum (or NULL), of
- * a's dtype, [<= a's dim-1 bound]: also gets the sums of a's actual rows, one
- * per column, and its record [a's dim 1] (dbias of linear_backward, a = dy):
- * no separate reduction kernel. */
-clb_status clb__gemm_host(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                          clb_tensor_t b, int tb, clb_tensor_t bias, clb_tensor_t out, clb_tensor_t colsum);
-/* The same with relu != 0: a ReLU of the product plus bias (clb__linear_act). */
-clb_status clb__gemm_host_act(clb_context_t ctx, const char *op, const char *what, clb_tensor_t a, int ta,
-                              clb_tensor_t b, int tb, clb_tensor_t bias, int relu, clb_tensor_t out,
-                              clb_tensor_t colsum);
+/* One product of a host-BLAS native kernel: out = op(a) op(b) (+ bias, a row
+ * per output feature, or NULL), then ReLU when relu != 0 (clb__linear_act), then
+ * out *= (mask > 0) elementwise when mask is not NULL (the backward of a ReLU
+ * whose input or output is mask, [out's rows, out's columns]: CLB_GRAD_RELU).
+ * M, N, K and the leading dimensions come from the shape records; out's record
+ * is written [M, N]. A size past its bound is clamped and raises
+ * CLB_STF_BOUND_EXCEEDED; K's that differ (or a mask whose count differs from
+ * out's) raise CLB_STF_DEVICE_CHECK and the smaller is used, as the device
+ * kernels do. colsum (or NULL), of a's dtype, [<= a's dim-1 bound]: also gets
+ * the sums of a's actual rows, one per column, and its record [a's dim 1]
+ * (dbias of linear_backward, a = dy). The operands are already validated
+ * (gemm.c's gemm_setup). */
+typedef struct clb_host_gemm {
+  clb_tensor_t a, b, bias, out, colsum, mask;
+  int ta, tb, relu;
+} clb_host_gemm;
+
+/* jobs[0..n) (n <= 2) in order in ONE native kernel in the queue: no host sync,
+ * one set of maps at most (none for buffers whose host pointer is known,
+ * runtime/core/hostptr.c). */
+clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n);
 
 /* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
  * device's tuned parameters from its tuning file (clbound/tuning.h) with

@@ -415,23 +415,32 @@ static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
   return st;
 }
 
+/* A set-up job as one product of a host-BLAS native kernel; linear_backward's
+ * dbias (colsum_out) is made here and summed there. */
+static clb_status host_job(clb_context_t ctx, gemm_job *g, clb_host_gemm *j) {
+  *j = (clb_host_gemm){.a = g->a, .b = g->b, .bias = g->bias, .out = g->out, .ta = g->ta, .tb = g->tb,
+                       .relu = g->act == CLB_UNARY_RELU};
+  if (g->colsum_out) {
+    int64_t cb = g->a->bound[1];
+    uint8_t cd = g->a->dyn[1];
+    clb_status st = clb__output(ctx, "linear_backward dbias", g->dt, 1, &cb, &cd, g->colsum_out);
+    if (st != CLB_OK) return st;
+    j->colsum = *g->colsum_out;
+    g->colsum_done = 1;
+  }
+  return CLB_OK;
+}
+
 static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
   clb_status st = gemm_setup(ctx, g, out);
   if (st != CLB_OK) return st;
   /* AUTO and CLBOUND_GEMM resolved per device (gemm-host.c, docs/gemm.md) */
   int forced, s = clb__gemm_resolve(ctx, &forced);
   if (s == CLB_GEMM_HOST_BLAS) {
-    clb_tensor_t cs = NULL;
-    if (g->colsum_out) {
-      int64_t cb = g->a->bound[1];
-      uint8_t cd = g->a->dyn[1];
-      if ((st = clb__output(ctx, "linear_backward dbias", g->dt, 1, &cb, &cd, g->colsum_out)) != CLB_OK) return st;
-      cs = *g->colsum_out;
-      g->colsum_done = 1;
-    }
+    clb_host_gemm j;
+    if ((st = host_job(ctx, g, &j)) != CLB_OK) return st;
     /* ReLU in the native kernel; another activation right after it */
-    st = clb__gemm_host_act(ctx, g->op, g->what, g->a, g->ta, g->b, g->tb, g->bias, g->act == CLB_UNARY_RELU, g->out,
-                            cs);
+    st = clb__gemm_host_run(ctx, g->op, g->what, &j, 1);
     if (st != CLB_OK || g->act < 0 || g->act == CLB_UNARY_RELU) return st;
     gemm_job h = *g;
     h.bias = NULL;
@@ -471,8 +480,10 @@ clb_status clb__linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, cl
   return gemm_run(ctx, &g, out);
 }
 
-clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy,
-                               clb_tensor_t *dx, clb_tensor_t *dw, clb_tensor_t *dbias) {
+/* linear_backward, and with relu_x the backward of the ReLU whose output is x
+ * (the layer below's activation) applied to dx: dx = (x > 0) ? dy W : 0. */
+static clb_status linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy, int relu_x,
+                                  clb_tensor_t *dx, clb_tensor_t *dw, clb_tensor_t *dbias) {
   static const char *op = "linear_backward";
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   clb_status st;
@@ -488,21 +499,54 @@ clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w
   if (x->bound[1] != w->bound[1] || dy->bound[0] != x->bound[0] || dy->bound[1] != w->bound[0])
     return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: x %s, w %s and dy %s do not match: x [M, in], w [features, in], dy [M, features]",
                           op, dxs, dws, dys);
-  if (dx) {
-    gemm_job g = {.op = "linear_backward dx", .a = dy, .b = w, .ta = 0, .tb = 0, .act = -1};
-    if ((st = gemm_run(ctx, &g, dx)) != CLB_OK) return st;
+  gemm_job gx = {.op = relu_x ? "linear_backward dx (with relu_backward)" : "linear_backward dx", .a = dy, .b = w, .ta = 0,
+                 .tb = 0, .act = -1};
+  gemm_job gw = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0, .colsum_out = dbias, .act = -1};
+  int forced;
+  if (clb__gemm_resolve(ctx, &forced) == CLB_GEMM_HOST_BLAS) {
+    /* dx (with the ReLU's backward), dW and dbias in one native kernel */
+    clb_host_gemm jobs[2];
+    int n = 0;
+    if (dx) {
+      if ((st = gemm_setup(ctx, &gx, dx)) != CLB_OK || (st = host_job(ctx, &gx, &jobs[n])) != CLB_OK) return st;
+      if (relu_x) jobs[n].mask = x;
+      n++;
+    }
+    if (dw) {
+      if ((st = gemm_setup(ctx, &gw, dw)) != CLB_OK || (st = host_job(ctx, &gw, &jobs[n])) != CLB_OK) return st;
+      n++;
+    }
+    if (n > 0) {
+      char what[256];
+      snprintf(what, sizeof what, "%s%s%s of x %.60s, w %.60s, dy %.60s", dx ? (relu_x ? "dx (relu_backward)" : "dx") : "",
+               dx && dw ? ", " : "", dw ? (dbias ? "dW, dbias" : "dW") : "", dxs, dws, dys);
+      if ((st = clb__gemm_host_run(ctx, op, what, jobs, n)) != CLB_OK) return st;
+    }
+  } else {
+    if (dx && !relu_x && (st = gemm_run(ctx, &gx, dx)) != CLB_OK) return st;
+    if (dx && relu_x) { /* the product, then the ReLU's backward kernel */
+      clb_tensor_t p = NULL;
+      if ((st = gemm_run(ctx, &gx, &p)) == CLB_OK) st = clb_unary_backward(ctx, CLB_UNARY_RELU, x, x, p, dx);
+      clb_tensor_free(p); /* the queue is in order: the buffer is reused only after this work */
+      if (st != CLB_OK) return st;
+    }
+    if (dw && (st = gemm_run(ctx, &gw, dw)) != CLB_OK) return st;
   }
-  int dbias_done = 0;
-  if (dw) {
-    gemm_job g = {.op = "linear_backward dw", .a = dy, .b = x, .ta = 1, .tb = 0, .colsum_out = dbias, .act = -1};
-    if ((st = gemm_run(ctx, &g, dw)) != CLB_OK) return st;
-    dbias_done = g.colsum_done;
-  }
-  if (dbias && !dbias_done) {
+  if (dbias && !gw.colsum_done) {
     if ((st = clb_reduce_dim(ctx, CLB_REDUCE_SUM, dy, 0, 0, dbias)) != CLB_OK) {
       clb__append_error(ctx, " (dbias of %s)", op);
       return st;
     }
   }
   return CLB_OK;
+}
+
+clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy,
+                               clb_tensor_t *dx, clb_tensor_t *dw, clb_tensor_t *dbias) {
+  return linear_backward(ctx, x, w, dy, 0, dx, dw, dbias);
+}
+
+clb_status clb__linear_backward_relu(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy, clb_tensor_t *dx,
+                                     clb_tensor_t *dw, clb_tensor_t *dbias) {
+  return linear_backward(ctx, x, w, dy, 1, dx, dw, dbias);
 }
