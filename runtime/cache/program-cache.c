@@ -446,15 +446,33 @@ clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src
     options = options_buf;
   }
   uint64_t h = entry_hash(src, options);
+  /* The entries of (src, options), oldest first: a program of the file alone,
+   * or a section of a plan's merged program, which holds only the kernels that
+   * plan launched. The first that has the kernel (made before, or made now)
+   * serves it; a section that lacks it is passed over. */
   clb_prog_entry *e = NULL;
+  cl_kernel k = NULL;
+  cl_int err = CL_SUCCESS;
+  char full[128];
+  int matched = 0;
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *c = &pc->entries[i];
-    if (c->hash == h && strcmp(c->src, src) == 0 && strcmp(c->options, options) == 0) {
-      e = c;
-      break;
-    }
+    if (c->hash != h || strcmp(c->src, src) != 0 || strcmp(c->options, options) != 0) continue;
+    matched = 1;
+    for (int j = 0; j < c->nkernels; j++)
+      if (strcmp(c->kernels[j].name, kernel) == 0) {
+        ctx->counters.program_cache_hits_memory++;
+        *out = c->kernels[j].kernel;
+        if (wg) *wg = c->kernels[j].wg;
+        return CLB_OK;
+      }
+    e = c;
+    snprintf(full, sizeof full, "%s%s", kernel, e->suffix);
+    k = clCreateKernel(e->program, full, &err);
+    if (err != CL_INVALID_KERNEL_NAME || !e->suffix[0]) break;
+    e = NULL; /* a plan's section without it */
   }
-  if (e) {
+  if (matched && e) {
     ctx->counters.program_cache_hits_memory++;
   } else if (ctx->collect) {
     /* a plan's first step walked without launches: note what it needs */
@@ -462,6 +480,9 @@ clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src
     *out = NULL;
     return CLB_OK;
   } else {
+    if (matched)
+      clb__log(ctx, CLB_LOG_BUILDS, "%s: %s.cl [%s] has programs of graph plans without kernel %s: a program of the file "
+               "alone", op, src, options, kernel);
     e = new_entry(ctx, op);
     if (!e) return CLB_ERR_HOST_OOM;
     cl_program p = NULL;
@@ -472,19 +493,13 @@ clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src
     e = &pc->entries[pc->n];
     if ((st = add_entry(ctx, op, e, src, options, p, "", store_key)) != CLB_OK) return st;
     e->from_disk = from_disk;
+    snprintf(full, sizeof full, "%s", kernel);
+    k = clCreateKernel(e->program, full, &err);
   }
-  for (int k = 0; k < e->nkernels; k++)
-    if (strcmp(e->kernels[k].name, kernel) == 0) {
-      *out = e->kernels[k].kernel;
-      if (wg) *wg = e->kernels[k].wg;
-      return CLB_OK;
-    }
-  if (e->nkernels == CLB_MAX_KERNELS_PER_PROGRAM)
+  if (e->nkernels == CLB_MAX_KERNELS_PER_PROGRAM) {
+    if (k) clReleaseKernel(k);
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: too many kernels in %s.cl", op, src);
-  cl_int err = CL_SUCCESS;
-  char full[128];
-  snprintf(full, sizeof full, "%s%s", kernel, e->suffix);
-  cl_kernel k = clCreateKernel(e->program, full, &err);
+  }
   if (err != CL_SUCCESS && e->from_disk) {
     /* a program from disk that lacks a kernel of its source: drop the entry and
      * build from source (kernels made from the old program keep it alive) */

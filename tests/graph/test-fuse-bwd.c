@@ -142,10 +142,11 @@ static void test_training(int has_fp64) {
       printf("graph/fuse-bwd: f64 skipped: the device has no cl_khr_fp64\n");
       continue;
     }
+    /* one context for every strategy, as a user switching strategies has: a
+     * like plan under the next strategy finds the (file, options) pairs of the
+     * last plan's program, which holds only the kernels that plan launched */
+    clb_context_t ctx = clb_test_context(NULL);
     for (int s = 0; s < 3; s++) {
-      /* a context per strategy: a plan's program collected under one strategy
-       * is found again by a like plan under another (left for the integrator) */
-      clb_context_t ctx = clb_test_context(NULL);
       CL_OK(ctx, clb_context_set_gemm_strategy(ctx, strat[s]));
       const int host_blas = clb_context_gemm_strategy(ctx) == CLB_GEMM_HOST_BLAS;
       net m[2];
@@ -215,8 +216,8 @@ static void test_training(int has_fp64) {
                     (unsigned long long)want);
       clb_graph_free(m[0].g);
       clb_graph_free(m[1].g);
-      clb_context_free(ctx);
     }
+    clb_context_free(ctx);
   }
   setenv("CLBOUND_FUSE", "on", 1);
 }
