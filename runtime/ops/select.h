@@ -17,7 +17,7 @@
  * at its bounds; a row mask has one per row) and its flags times the groups,
  * the prefix reads the groups add, stay under CLB_SEL_SINGLE_MAX_READS;
  * CLBOUND_SELECT_SINGLE=on|off forces either path. Measured: docs/ops.md. */
-#define CLB_SEL_SINGLE_MAX_FLAGS 65536
+#define CLB_SEL_SINGLE_MAX_FLAGS 16384
 #define CLB_SEL_SINGLE_MAX_READS (1 << 20)
 /* CPU style, one launch: at most this many chunks per compute unit. */
 #define CLB_SEL_SINGLE_CPU_CHUNKS_PER_CU 4
