@@ -211,7 +211,7 @@ inline void sel_split(long i, int rank, const long *od, const long *stx, const l
 
 /* The bookkeeping once the total of true flags is known, by one work-item
  * (sel_finish, or the last group of sel_single): the output's shape record (or
- * nonzero_static's count tensor), the record of the output's view when the op
+ * nonzero_static's count tensor, when it has one: nz_static 2), the record of the output's view when the op
  * writes one (rv >= 0: sv, spec spv), and the sticky size-check, bound and
  * short-source bits. masked_scatter's record is x's sizes; it is not stored
  * over x's own record (in place), which other work-items read. */
@@ -223,7 +223,7 @@ inline void sel_finish_total(long total, long n, int rank, long bad_x, long bad_
   long nout = 0;
 #if defined(SEL_NONZERO) || defined(SEL_SELECT)
   if (nz_static) {
-    count_out[0] = total;
+    if (nz_static > 1) count_out[0] = total;
   } else {
     so[0] = min(total, obound);
     if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);

@@ -81,7 +81,9 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   sel_geometry(ctx, p->bound_numel, one, &groups, &local);
 
   cl_int rx = x->rank, rm = m->rank, rank = p->rank, ngroups = (cl_int)groups;
-  cl_int bcast = p->bmx || p->bmm || x->rank != m->rank, nz_static = p->nz_static;
+  /* nonzero_static: 1, or 2 with a count tensor to write (never the scratch,
+   * whose counts sel_write still reads, nor the output's record) */
+  cl_int bcast = p->bmx || p->bmm || x->rank != m->rank, nz_static = p->nz_static ? 1 + (p->count != NULL) : 0;
   cl_uint bmx = p->bmx, bmm = p->bmm, zero = 0;
   cl_ulong fmask = nonzero ? sel_fmask(x->dtype) : ~(cl_ulong)0;
   cl_long obound = p->obound, fill = p->fill;

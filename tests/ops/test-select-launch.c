@@ -137,6 +137,31 @@ static void test_case(clb_context_t on, clb_context_t off, int64_t n, int64_t nr
   }
 }
 
+/* nonzero_static without a count tensor, over several chunks: the rows and the
+ * output's static record are right (the total is written nowhere). */
+static void test_static_no_count(clb_context_t ctx, const char *path) {
+  int64_t b = B, size = 700, dims[2];
+  static double v[B], got[700 * 1];
+  ops_gen(CLB_DTYPE_F32, B, 0.15, v);
+  ops_roundtrip(CLB_DTYPE_F32, v, B);
+  clb_tensor_t x = NULL, out = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b, NULL, &x));
+  clb_test_write(ctx, x, &b, v);
+  CL_OK(ctx, clb_nonzero_static(ctx, x, size, -3, &out, NULL));
+  int64_t n = clb_test_read(ctx, out, dims, got, size);
+  EXPECT_EQ_I(dims[0], size);
+  EXPECT_EQ_I(dims[1], 1);
+  EXPECT_EQ_I(n, size);
+  int64_t bad = 0, k = 0;
+  for (int64_t i = 0; i < B && k < size; i++)
+    if (ops_nz(v[i])) bad += got[k++] != (double)i;
+  for (; k < size; k++) bad += got[k] != -3;
+  clb_test_checks++;
+  if (bad) CLB_FAIL_AT("nonzero_static without a count, %s path: %lld wrong rows", path, (long long)bad);
+  clb_tensor_free(x);
+  clb_tensor_free(out);
+}
+
 /* The sticky bits, raised from the one launch: a count over the output's bound,
  * a short source, and sizes that differ. */
 static void test_status_bits(clb_context_t ctx) {
@@ -344,6 +369,8 @@ int main(void) {
     }
     for (int i = 0; i < (small ? 2 : 6); i++) test_case(on, off, (int64_t)(clb_test_next() % (B + 1)),
                                                        (int64_t)(clb_test_next() % (R + 1)), ops_uniform());
+    test_static_no_count(on, "one-launch");
+    test_static_no_count(off, "three-launch");
     test_status_bits(on);
     clb_context_free(on);
     clb_context_free(off);
