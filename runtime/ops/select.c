@@ -42,7 +42,7 @@ static void sel_geometry(clb_context_t ctx, int64_t bound_numel, int one, size_t
 
 /* Whether one launch (sel_single) of `groups` groups serves the plan: each
  * group counts the flags before its chunk, so the mask's flags (a row mask has
- * one per row) times the groups bounds the extra reads (docs/ops.md, the
+ * one per row) times the groups bounds the extra reads (docs/dataops.md, the
  * crossover). */
 static int sel_one_launch(clb_context_t ctx, const clb_sel_plan *p, size_t groups) {
   if (ctx->select_single >= 0) return ctx->select_single;

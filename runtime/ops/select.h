@@ -16,7 +16,7 @@
 /* One launch (sel_single) when the mask has at most this many flags (elements
  * at its bounds; a row mask has one per row) and its flags times the groups,
  * the prefix reads the groups add, stay under CLB_SEL_SINGLE_MAX_READS;
- * CLBOUND_SELECT_SINGLE=on|off forces either path. Measured: docs/ops.md. */
+ * CLBOUND_SELECT_SINGLE=on|off forces either path. Measured: docs/benchmarks.md. */
 #define CLB_SEL_SINGLE_MAX_FLAGS 16384
 #define CLB_SEL_SINGLE_MAX_READS (1 << 20)
 /* CPU style, one launch: at most this many chunks per compute unit. */
