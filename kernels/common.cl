@@ -40,6 +40,29 @@ inline long clb_numel(__global const long *shape, int rank) {
   return n;
 }
 
+/* The shape record `so` (rank rank_o) of a view of a tensor of n elements
+ * (clb_reshape): spec's sizes, the dim marked -1 taking the elements the others
+ * leave. A count that does not split raises CLB_STF_DEVICE_CHECK. Run by one
+ * work-item: view.cl's kernel, or the producer of the viewed tensor
+ * (select-*.cl), which writes its output's view in the same launch. */
+inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, __global int *st, uint launch) {
+  long sp[8] = {spec.s0, spec.s1, spec.s2, spec.s3, spec.s4, spec.s5, spec.s6, spec.s7};
+  long fixed = 1;
+  int free_dim = -1;
+  for (int d = 0; d < rank_o; d++) {
+    if (sp[d] < 0) free_dim = d;
+    else fixed *= sp[d];
+  }
+  for (int d = 0; d < rank_o; d++) so[d] = sp[d];
+  if (free_dim >= 0) {
+    long rest = fixed > 0 ? n / fixed : 0;
+    if (fixed > 0 && rest * fixed != n) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, fixed);
+    so[free_dim] = rest;
+  } else if (fixed != n) {
+    clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, fixed);
+  }
+}
+
 /* The part of [0, n) that this work-group owns: a contiguous chunk (a multiple of
  * the local size), walked by its work-items with the local size as stride, so a
  * CPU core streams through memory and a GPU work-group reads coalesced. */
@@ -185,6 +208,40 @@ inline void sel_split(long i, int rank, const long *od, const long *stx, const l
 #define SEL_SHAPE_LOCALS                                                                 \
   long od[8], stx[8], stm[8], bad_x, bad_m;                                              \
   long n = sel_shape(sx, rx, sm, rm, rank, bmx, bmm, od, stx, stm, &bad_x, &bad_m)
+
+/* The bookkeeping once the total of true flags is known, by one work-item
+ * (sel_finish, or the last group of sel_single): the output's shape record (or
+ * nonzero_static's count tensor, when it has one: nz_static 2), the record of the output's view when the op
+ * writes one (rv >= 0: sv, spec spv), and the sticky size-check, bound and
+ * short-source bits. masked_scatter's record is x's sizes; it is not stored
+ * over x's own record (in place), which other work-items read. */
+inline void sel_finish_total(long total, long n, int rank, long bad_x, long bad_m, __global const long *sx,
+                             __global long *so, long obound, __global const long *ssrc, int rsrc,
+                             __global long *count_out, int nz_static, __global long *sv, int rv, long8 spv,
+                             __global int *st, uint launch) {
+  if (bad_x >= 0) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, bad_x, bad_m);
+  long nout = 0;
+#if defined(SEL_NONZERO) || defined(SEL_SELECT)
+  if (nz_static) {
+    if (nz_static > 1) count_out[0] = total;
+  } else {
+    so[0] = min(total, obound);
+    if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);
+  }
+#ifdef SEL_NONZERO
+  nout = min(total, obound) * rank;
+#else
+  nout = min(total, obound);
+#endif
+#elif defined(SEL_SCATTER)
+  if (CLB_OWN_RECORD(so, sx))
+    for (int d = 0; d < rank; d++) so[d] = sx[d];
+  long nsrc = clb_numel(ssrc, rsrc);
+  if (total > nsrc) clb_raise(st, launch, CLB_STF_SHORT_SOURCE, total, nsrc);
+  nout = n;
+#endif
+  if (rv >= 0) clb_view_record(nout, sv, rv, spv, st, launch);
+}
 
 /* Chunk [*s, *e) of group g of ng over n elements, a multiple of LOCAL elements
  * for the GPU-style kernels (built with -D LOCAL) and of 64 for the CPU style. */

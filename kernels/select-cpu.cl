@@ -70,11 +70,9 @@ inline uint sel_bits32(__global const TM *p, TM fm) {
 
 /* ---- count ---------------------------------------------------------------- */
 
-__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
-  SEL_SHAPE_LOCALS;
-  long s, e;
-  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
-  const TM fm = (TM)fmask;
+/* The true flags of iteration indices [s, e). */
+inline long sel_count_range(__global const TM *m, TM fm, int bcast, int rank, const long *od, const long *stx,
+                            const long *stm, long s, long e) {
   long c = 0;
   if (bcast && stm[rank - 1] == 0) {
     /* the mask broadcasts along the last dim (a row mask): one flag per run of
@@ -108,14 +106,21 @@ __kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int b
     }
     for (; i < e; i++) c += (m[i] & fm) != (TM)0;
   }
-  scratch[get_group_id(0)] = c;
+  return c;
+}
+
+__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+  SEL_SHAPE_LOCALS;
+  long s, e;
+  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+  scratch[get_group_id(0)] = sel_count_range(m, (TM)fmask, bcast, rank, od, stx, stm, s, e);
 }
 
 /* ---- finish: scan of the chunk counts and the bookkeeping ------------------- */
 
 __kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
                          __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
-                         __global int *st, uint launch) {
+                         __global long *sv, int rv, long8 spv, __global int *st, uint launch) {
   SEL_SHAPE_LOCALS;
   long total = 0;
   for (int g = 0; g < ngroups; g++) {
@@ -124,20 +129,8 @@ __kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __
     total += c;
   }
   scratch[2 * ngroups] = total;
-  if (bad_x >= 0) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, bad_x, bad_m);
-#if defined(SEL_NONZERO) || defined(SEL_SELECT)
-  if (nz_static) {
-    count_out[0] = total;
-  } else {
-    so[0] = min(total, obound);
-    if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);
-  }
-#elif defined(SEL_SCATTER)
-  for (int d = 0; d < rank; d++) so[d] = sx[d];
-  long nsrc = clb_numel(ssrc, rsrc);
-  if (total > nsrc) clb_raise(st, launch, CLB_STF_SHORT_SOURCE, total, nsrc);
-#endif
-  (void)n;
+  sel_finish_total(total, n, rank, bad_x, bad_m, sx, so, obound, ssrc, rsrc, count_out, nz_static, sv, rv, spv, st,
+                   launch);
 }
 
 /* ---- write ---------------------------------------------------------------- */
@@ -308,6 +301,16 @@ __constant uchar sel_expand8[256][8] = {
       ulong fmask, int bcast, __global TO *out, long obound, __global const TX *src, __global const long *ssrc, \
       int rsrc, int nz_static, long fill
 
+/* sel_write_range's parameters: the iteration shape (od, strides), chunk [s, e)
+ * of group g of ng, its first result k, its true flags cnt, and the total. */
+#define SEL_RANGE_PARAMS                                                                 \
+  __global const TX *x, __global const TM *m, int rank, const long *od, const long *stx, const long *stm, TM fm, \
+      int bcast, __global TO *out, long obound, __global const TX *src, __global const long *ssrc, int rsrc,   \
+      int nz_static, long fill, long s, long e, long k, long cnt, long total, long g, long ng
+#define SEL_RANGE_CALL(k, cnt, total)                                                     \
+  sel_write_range(x, m, rank, od, stx, stm, (TM)fmask, bcast, out, obound, src, ssrc, rsrc, nz_static, fill, s, e, \
+                  (k), (cnt), (total), g, ng)
+
 #if defined(SEL_NONZERO)
 /* NZR: the rank, a constant when the program is built for rank 1 or 2. */
 #if RANK > 0
@@ -333,16 +336,10 @@ __constant uchar sel_expand8[256][8] = {
  * flags with no nonzero are skipped, sparse or near-end blocks written flag by
  * flag, and the others 8 rows per group (ranks 1 and 2) or branchlessly (every
  * element writes its row at k, and k advances only past nonzero ones). */
-__kernel void sel_write(SEL_WRITE_ARGS) {
-  SEL_SHAPE_LOCALS;
-  long g = get_group_id(0), ng = get_num_groups(0);
-  long s, e;
-  sel_chunk(n, g, ng, &s, &e);
-  long k = scratch[ng + g];
-  long kend = min(k + scratch[g], obound);
+inline void sel_write_range(SEL_RANGE_PARAMS) {
+  long kend = min(k + cnt, obound);
   /* under one true flag per block on average: mixed blocks go flag by flag */
-  const int sparse = scratch[g] * SEL_BLOCK < e - s;
-  const TM fm = (TM)fmask;
+  const int sparse = cnt * SEL_BLOCK < e - s;
   if (NZR > 0 && k < kend) {
     long c[8];
     long r = s;
@@ -418,7 +415,6 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
   }
   if (NZR > 0 && nz_static) {
     /* rows [total, obound) take the fill value, spread over the groups */
-    long total = scratch[2 * ng];
     if (total < obound) {
       long rows = obound - total, per = (rows + ng - 1) / ng;
       long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
@@ -433,16 +429,10 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
  * vectors, sparse or near-end blocks written flag by flag, and mixed blocks
  * left-packed 8 lanes at a time. Near the chunk's last output no vector store
  * runs, so no store ever lands past this chunk's outputs. */
-__kernel void sel_write(SEL_WRITE_ARGS) {
-  SEL_SHAPE_LOCALS;
-  long g = get_group_id(0), ng = get_num_groups(0);
-  long s, e;
-  sel_chunk(n, g, ng, &s, &e);
-  long k = scratch[ng + g];
-  long kend = min(k + scratch[g], obound);
+inline void sel_write_range(SEL_RANGE_PARAMS) {
+  long kend = min(k + cnt, obound);
   /* under one true flag per block on average: mixed blocks go flag by flag */
-  const int sparse = scratch[g] * SEL_BLOCK < e - s;
-  const TM fm = (TM)fmask;
+  const int sparse = cnt * SEL_BLOCK < e - s;
   if (bcast && stm[rank - 1] == 0 && stx[rank - 1] == 1) {
     /* a row mask over rows of x that are contiguous: whole runs copied or skipped */
     for (long i = s; i < e && k < kend;) {
@@ -523,14 +513,8 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
  * blocks are copied from x (no true flag), from the source (all true) or
  * blended branchlessly; otherwise every element checks k against the source's
  * length and keeps x's value past it. */
-__kernel void sel_write(SEL_WRITE_ARGS) {
-  SEL_SHAPE_LOCALS;
-  long g = get_group_id(0), ng = get_num_groups(0);
-  long s, e;
-  sel_chunk(n, g, ng, &s, &e);
-  long k = scratch[ng + g], cnt = scratch[g];
+inline void sel_write_range(SEL_RANGE_PARAMS) {
   long nsrc = clb_numel(ssrc, rsrc);
-  const TM fm = (TM)fmask;
   if (bcast) {
     for (long i = s; i < e; i++) {
       long ix, im;
@@ -591,3 +575,36 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
   }
 }
 #endif
+
+__kernel void sel_write(SEL_WRITE_ARGS) {
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  SEL_RANGE_CALL(scratch[ng + g], scratch[g], scratch[2 * ng]);
+}
+
+/* ---- one launch: count, bookkeeping and write ----------------------------------- */
+
+/* For small masks (runtime/ops/select.c decides): every group counts the flags
+ * before its chunk itself (a prefix of the mask, cheap when the mask is small or
+ * a row mask), so no scratch and no second or third launch; the last group, which
+ * sees the total, does sel_finish's bookkeeping. Chunks are sel_write's. */
+__kernel void sel_single(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast,
+                         __global TO *out, long obound, __global const TX *src, __global const long *ssrc, int rsrc,
+                         int nz_static, long fill, __global long *so, __global long *count_out, __global long *sv,
+                         int rv, long8 spv, __global int *st, uint launch) {
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  const TM fm = (TM)fmask;
+  long k = sel_count_range(m, fm, bcast, rank, od, stx, stm, 0, s);
+  long cnt = sel_count_range(m, fm, bcast, rank, od, stx, stm, s, e);
+  long total = k + cnt;
+  if (nz_static || g == ng - 1) total += sel_count_range(m, fm, bcast, rank, od, stx, stm, e, n);
+  if (g == ng - 1)
+    sel_finish_total(total, n, rank, bad_x, bad_m, sx, so, obound, ssrc, rsrc, count_out, nz_static, sv, rv, spv, st,
+                     launch);
+  SEL_RANGE_CALL(k, cnt, total);
+}

@@ -36,16 +36,15 @@ inline int sel_flag(__global const TM *m, TM fm, int bcast, long i, int rank, co
   return (m[im] & fm) != (TM)0;
 }
 
-__kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
-  __local long buf[LOCAL];
-  SEL_SHAPE_LOCALS;
-  long s, e;
-  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+/* The true flags of iteration indices [s, e), summed over the work-group and
+ * returned to every work-item (which must all call it). */
+inline long sel_count_wg(__local long *buf, __global const TM *m, TM fm, int bcast, int rank, const long *od,
+                         const long *stx, const long *stm, long s, long e) {
   int lid = (int)get_local_id(0);
   long c = 0;
   for (long i = s + lid; i < e; i += LOCAL) {
     long ix;
-    c += sel_flag(m, (TM)fmask, bcast, i, rank, od, stx, stm, &ix);
+    c += sel_flag(m, fm, bcast, i, rank, od, stx, stm, &ix);
   }
   buf[lid] = c;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -53,12 +52,23 @@ __kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ul
     if (lid < h) buf[lid] += buf[lid + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) scratch[get_group_id(0)] = buf[0];
+  long r = buf[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+__kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+  __local long buf[LOCAL];
+  SEL_SHAPE_LOCALS;
+  long s, e;
+  sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
+  long c = sel_count_wg(buf, m, (TM)fmask, bcast, rank, od, stx, stm, s, e);
+  if (get_local_id(0) == 0) scratch[get_group_id(0)] = c;
 }
 
 __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
                          __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
-                         __global int *st, uint launch) {
+                         __global long *sv, int rv, long8 spv, __global int *st, uint launch) {
   __local long buf[LOCAL];
   int lid = (int)get_local_id(0);
   long carry = 0;
@@ -71,22 +81,9 @@ __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SE
   }
   if (lid != 0) return;
   SEL_SHAPE_LOCALS;
-  long total = carry;
-  scratch[2 * ngroups] = total;
-  if (bad_x >= 0) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, bad_x, bad_m);
-#if defined(SEL_NONZERO) || defined(SEL_SELECT)
-  if (nz_static) {
-    count_out[0] = total;
-  } else {
-    so[0] = min(total, obound);
-    if (total > obound) clb_raise(st, launch, CLB_STF_BOUND_EXCEEDED, total, obound);
-  }
-#elif defined(SEL_SCATTER)
-  for (int d = 0; d < rank; d++) so[d] = sx[d];
-  long nsrc = clb_numel(ssrc, rsrc);
-  if (total > nsrc) clb_raise(st, launch, CLB_STF_SHORT_SOURCE, total, nsrc);
-#endif
-  (void)n;
+  scratch[2 * ngroups] = carry;
+  sel_finish_total(carry, n, rank, bad_x, bad_m, sx, so, obound, ssrc, rsrc, count_out, nz_static, sv, rv, spv, st,
+                   launch);
 }
 
 #ifdef SEL_NONZERO
@@ -95,18 +92,15 @@ __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SE
 #define TO TX
 #endif
 
-/* Each tile: flags, their scan, then every true flag's result at base + its
- * exclusive prefix (never at or past obound); base advances by the tile's sum. */
-__kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
-                        __global const long *scratch, ulong fmask, int bcast, __global TO *out, long obound,
-                        __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill) {
-  __local long buf[LOCAL];
-  SEL_SHAPE_LOCALS;
-  long g = get_group_id(0), ng = get_num_groups(0);
-  long s, e;
-  sel_chunk(n, g, ng, &s, &e);
+/* Chunk [s, e) of group g of ng, its first result at base: each tile's flags,
+ * their scan, then every true flag's result at base + its exclusive prefix
+ * (never at or past obound); base advances by the tile's sum. Every work-item
+ * must call it. */
+inline void sel_write_wg(__local long *buf, __global const TX *x, __global const TM *m, int rank, const long *od,
+                         const long *stx, const long *stm, TM fm, int bcast, __global TO *out, long obound,
+                         __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill,
+                         long s, long e, long base, long total, long g, long ng) {
   int lid = (int)get_local_id(0);
-  long base = scratch[ng + g];
 #ifdef SEL_SCATTER
   long nsrc = clb_numel(ssrc, rsrc);
 #endif
@@ -115,7 +109,7 @@ __kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM 
     if (base >= obound) break; /* uniform over the work-group */
 #endif
     long i = t + lid, ix = 0;
-    int f = i < e ? sel_flag(m, (TM)fmask, bcast, i, rank, od, stx, stm, &ix) : 0;
+    int f = i < e ? sel_flag(m, fm, bcast, i, rank, od, stx, stm, &ix) : 0;
     long tot;
     long pos = base + sel_scan(buf, f, &tot) - f;
 #if defined(SEL_SCATTER)
@@ -134,11 +128,44 @@ __kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM 
     base += tot;
   }
 #ifdef SEL_NONZERO
-  long total = scratch[2 * ng];
   if (nz_static && total < obound && rank > 0) {
     long rows = obound - total, per = (rows + ng - 1) / ng;
     long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
     for (long q = r0 * rank + lid; q < r1 * rank; q += LOCAL) out[q] = fill;
   }
 #endif
+}
+
+__kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
+                        __global const long *scratch, ulong fmask, int bcast, __global TO *out, long obound,
+                        __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill) {
+  __local long buf[LOCAL];
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  sel_write_wg(buf, x, m, rank, od, stx, stm, (TM)fmask, bcast, out, obound, src, ssrc, rsrc, nz_static, fill, s, e,
+               scratch[ng + g], scratch[2 * ng], g, ng);
+}
+
+/* One launch for small masks (select-cpu.cl's sel_single): each group counts
+ * the flags before its chunk, the last one does the bookkeeping. */
+__kernel CLB_FIXED_LOCAL void sel_single(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, ulong fmask,
+                         int bcast, __global TO *out, long obound, __global const TX *src,
+                         __global const long *ssrc, int rsrc, int nz_static, long fill, __global long *so,
+                         __global long *count_out, __global long *sv, int rv, long8 spv, __global int *st,
+                         uint launch) {
+  __local long buf[LOCAL];
+  SEL_SHAPE_LOCALS;
+  long g = get_group_id(0), ng = get_num_groups(0);
+  long s, e;
+  sel_chunk(n, g, ng, &s, &e);
+  const TM fm = (TM)fmask;
+  long k = sel_count_wg(buf, m, fm, bcast, rank, od, stx, stm, 0, s);
+  long total = k + sel_count_wg(buf, m, fm, bcast, rank, od, stx, stm, s, n);
+  if (g == ng - 1 && get_local_id(0) == 0)
+    sel_finish_total(total, n, rank, bad_x, bad_m, sx, so, obound, ssrc, rsrc, count_out, nz_static, sv, rv, spv, st,
+                     launch);
+  sel_write_wg(buf, x, m, rank, od, stx, stm, fm, bcast, out, obound, src, ssrc, rsrc, nz_static, fill, s, e, k,
+               total, g, ng);
 }

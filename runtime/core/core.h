@@ -98,6 +98,15 @@ struct clb_tensor {
    * using it as an input returns it until the tensor is written again. */
   clb_status failed;
   char *failed_msg;
+  /* A dynamic view of this tensor (clb_reshape) that follows it: the select ops
+   * (runtime/ops/select.c) write its record in the launch that writes this
+   * tensor's, and set view_fresh; any other write of either record clears it,
+   * and clb_reshape launches only while it is clear (clb__view_current). */
+  struct clb_tensor *view_next;
+  struct clb_tensor *view_of; /* on the view: the tensor it follows */
+  int view_rank;              /* on the view: its reshape spec */
+  int64_t view_spec[CLB_MAX_RANK];
+  int view_fresh;
 };
 
 struct clb_context {
@@ -114,6 +123,9 @@ struct clb_context {
    * CL_KERNEL_WORK_GROUP_SIZE can; a launch above it fails as it would there.
    * 0: unset. */
   size_t kernel_wg_limit;
+  /* CLBOUND_SELECT_SINGLE (docs/portability.md): the select ops in one launch
+   * for small masks (-1, the default), always (1) or never (0). */
+  int select_single;
   clb_pool *pool;
   clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
@@ -317,6 +329,12 @@ clb_status clb__check_output(clb_context_t ctx, const char *op, const char *name
  * sync. clb__output calls it; an op that writes a tensor it did not get from
  * clb__output (in place, or the caller's out) calls it before launching. */
 void clb__note_output(clb_context_t ctx, const char *op, clb_tensor_t t);
+/* Views that follow the tensor they view (struct clb_tensor.view_next):
+ * clb__view_link makes v (rank, spec) x's follower unless x has another;
+ * clb__view_current says whether x's last writer also wrote v's record from
+ * x's present sizes with this spec, and if so marks v written with x. */
+void clb__view_link(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *spec);
+int clb__view_current(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *spec);
 /* Gets an output tensor: creates one if *out is NULL, else checks it against the
  * dtype, rank, bounds and dynamic flags needed. */
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,

@@ -67,6 +67,14 @@ clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   ctx->max_groups = (size_t)cu * g.per_cu;
   ctx->kernel_wg_limit = 0;
+  ctx->select_single = -1;
+  const char *single = getenv("CLBOUND_SELECT_SINGLE");
+  if (single && *single) {
+    if (strcmp(single, "on") == 0) ctx->select_single = 1;
+    else if (strcmp(single, "off") == 0) ctx->select_single = 0;
+    else if (strcmp(single, "auto") != 0)
+      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "CLBOUND_SELECT_SINGLE=\"%s\": expected auto, on or off", single);
+  }
   const char *lim = getenv("CLBOUND_TEST_KERNEL_WG_LIMIT");
   if (lim && *lim) {
     char *end = NULL;

@@ -31,6 +31,13 @@ clb_status clb__check_tensor(clb_context_t ctx, const char *op, const char *name
   return st;
 }
 
+/* t's record is written by someone other than the select op that keeps its
+ * follower's: neither the follower of t, nor the one t follows, is current. */
+static void records_changed(clb_tensor_t t) {
+  t->view_fresh = 0;
+  if (t->view_of) t->view_of->view_fresh = 0;
+}
+
 static void clear_failed(clb_tensor_t t) {
   t->failed = CLB_OK;
   free(t->failed_msg);
@@ -45,6 +52,25 @@ void clb__note_output(clb_context_t ctx, const char *op, clb_tensor_t t) {
   }
   t->written_by = ctx->op_seq;
   clear_failed(t);
+  records_changed(t);
+}
+
+void clb__view_link(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *spec) {
+  if (x->view_next && x->view_next != v) return;
+  if (v->view_of && v->view_of != x) return;
+  x->view_next = v;
+  v->view_of = x;
+  v->view_rank = rank;
+  for (int d = 0; d < CLB_MAX_RANK; d++) v->view_spec[d] = d < rank ? spec[d] : 0;
+}
+
+int clb__view_current(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *spec) {
+  if (x->view_next != v || !x->view_fresh || v->view_rank != rank) return 0;
+  for (int d = 0; d < rank; d++)
+    if (v->view_spec[d] != spec[d]) return 0;
+  v->written_by = x->written_by;
+  clear_failed(v);
+  return 1;
 }
 
 /* A tensor's data buffer: from the running plan's arena when its hook places
@@ -72,6 +98,7 @@ static void put_data(clb_context_t ctx, clb_buf *b) {
 }
 
 static clb_status write_shape(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims) {
+  records_changed(t);
   int64_t rec[CLB_MAX_RANK];
   for (int d = 0; d < CLB_MAX_RANK; d++) rec[d] = d < t->rank ? dims[d] : 1;
   return clb__write_async(ctx, op, t->shape.mem, 0, rec, sizeof rec);
@@ -158,6 +185,11 @@ void clb_tensor_free(clb_tensor_t t) {
     free(t->data_refs);
   }
   clb__pool_put(ctx->pool, &t->shape);
+  if (t->view_next) t->view_next->view_of = NULL;
+  if (t->view_of) {
+    t->view_of->view_next = NULL;
+    t->view_of->view_fresh = 0;
+  }
   free(t->failed_msg);
   if (t->prev) t->prev->next = t->next;
   else ctx->tensors = t->next;

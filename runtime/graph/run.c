@@ -219,6 +219,21 @@ static clb_status materialize(clb_graph_t g, gnode *n) {
   return CLB_OK;
 }
 
+/* A select node under a bounded count, with the first reshape that reads it:
+ * one launch writes the reshape's record too (clb__nonzero_view), so the
+ * reshape node, run later, launches nothing. */
+static clb_status run_select(clb_graph_t g, gnode *n, clb_tensor_t x, clb_tensor_t y) {
+  const int i = (int)(n - g->nodes);
+  gnode *r = NULL;
+  for (int j = i + 1; j < g->nnodes && !r; j++)
+    if (g->nodes[j].kind == GN_RESHAPE && g->nodes[j].in[0] == i) r = &g->nodes[j];
+  if (!r)
+    return n->kind == GN_NONZERO ? clb_nonzero(g->ctx, x, &n->t) : clb_masked_select(g->ctx, x, y, &n->t);
+  clb__graph_ensure_key(g, r); /* the view is made now, for r's sizes */
+  return n->kind == GN_NONZERO ? clb__nonzero_view(g->ctx, x, &n->t, r->spec_rank, r->spec, &r->t)
+                               : clb__masked_select_view(g->ctx, x, y, &n->t, r->spec_rank, r->spec, &r->t);
+}
+
 static clb_status run_node(clb_graph_t g, gnode *n) {
   clb_context_t ctx = g->ctx;
   clb_tensor_t x = n->nin > 0 ? g->nodes[n->in[0]].t : NULL;
@@ -250,8 +265,7 @@ static clb_status run_node(clb_graph_t g, gnode *n) {
   case GN_RESHAPE: return clb_reshape(ctx, x, n->spec_rank, n->spec, &n->t);
   case GN_REDUCE: return clb_reduce_all(ctx, (clb_reduce_op)n->op, x, &n->t);
   case GN_SOFTMAX: return clb_softmax(ctx, x, n->op, &n->t);
-  case GN_NONZERO: return clb_nonzero(ctx, x, &n->t);
-  case GN_MASKED_SELECT: return clb_masked_select(ctx, x, y, &n->t);
+  case GN_NONZERO: case GN_MASKED_SELECT: return run_select(g, n, x, y);
   case GN_LINEAR: return clb_linear(ctx, x, y, z, &n->t);
   case GN_LOSS:
     return clb_loss(ctx, (clb_loss_kind)n->op, x, y, &n->t, (g->loss >= 0 && n->requires_grad) ? &n->aux : NULL);

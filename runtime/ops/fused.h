@@ -1,10 +1,20 @@
 /* fused.h: runtime/ops, ops fused with their neighbours for the graph executor
- * (runtime/graph/fuse.c): a loss with the activation before it, a linear layer
- * with the activation after it. */
+ * (runtime/graph/fuse.c, run.c): a loss with the activation before it, a linear
+ * layer with the activation after it, a select op with the reshape after it. */
 #ifndef CLB_OPS_FUSED_H
 #define CLB_OPS_FUSED_H
 
+#include "clbound/dataops.h"
 #include "clbound/nn.h"
+
+/* clb_nonzero / clb_masked_select into *out, and the view clb_reshape(*out,
+ * vrank, vspec) into *view, whose record the same launch writes: a later
+ * clb_reshape(*out, vrank, vspec, view) then launches nothing (a dynamic
+ * view; a static one is written once anyway). runtime/ops/select.c. */
+clb_status clb__nonzero_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out, int vrank, const int64_t *vspec,
+                             clb_tensor_t *view);
+clb_status clb__masked_select_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out, int vrank,
+                                   const int64_t *vspec, clb_tensor_t *view);
 
 /* The most elements clb__loss_fused takes: it sums in one work-group. */
 #define CLB_LOSS_FUSED_MAX ((int64_t)1 << 16)

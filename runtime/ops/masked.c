@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/ops/fused.h"
 #include "runtime/ops/select.h"
 
 static clb_status masked_begin(clb_context_t ctx, const char *op, clb_tensor_t x, clb_tensor_t mask,
@@ -62,7 +63,10 @@ static clb_status masked_broadcast(clb_context_t ctx, clb_sel_plan *p, int x_fix
   return CLB_OK;
 }
 
-clb_status clb_masked_select(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out) {
+/* clb_masked_select, and with view, clb_reshape(*out, vrank, vspec) in the
+ * same launch (clb__masked_select_view). */
+static clb_status masked_select_into(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out, int vrank,
+                                     const int64_t *vspec, clb_tensor_t *view) {
   static const char *op = "masked_select";
   clb_sel_plan p;
   clb_status st = masked_begin(ctx, op, x, mask, &p);
@@ -90,7 +94,17 @@ clb_status clb_masked_select(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mas
   p.out = *out;
   clb__note_output(ctx, op, p.out);
   p.obound = p.out->bound[0];
+  if (view && (st = clb__reshape_follow(ctx, p.out, vrank, vspec, view)) != CLB_OK) return st;
   return clb__select_run(ctx, &p);
+}
+
+clb_status clb_masked_select(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out) {
+  return masked_select_into(ctx, x, mask, out, 0, NULL, NULL);
+}
+
+clb_status clb__masked_select_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out, int vrank,
+                                   const int64_t *vspec, clb_tensor_t *view) {
+  return masked_select_into(ctx, x, mask, out, vrank, vspec, view);
 }
 
 clb_status clb_masked_scatter(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t source,

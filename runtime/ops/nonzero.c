@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/ops/fused.h"
 #include "runtime/ops/select.h"
 
 /* Checks ctx and x, and starts the plan shared by both ops. */
@@ -25,7 +26,10 @@ static void nonzero_what(clb_sel_plan *p) {
            clb__tensor_desc(p->out, dout, sizeof dout));
 }
 
-clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
+/* clb_nonzero, and with view, clb_reshape(*out, vrank, vspec) in the same
+ * launch (clb__nonzero_view). */
+static clb_status nonzero_into(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out, int vrank, const int64_t *vspec,
+                               clb_tensor_t *view) {
   static const char *op = "nonzero";
   clb_sel_plan p;
   clb_status st = nonzero_begin(ctx, op, x, &p);
@@ -51,8 +55,18 @@ clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
   p.out = *out;
   clb__note_output(ctx, op, p.out);
   p.obound = p.out->bound[0];
+  if (view && (st = clb__reshape_follow(ctx, p.out, vrank, vspec, view)) != CLB_OK) return st;
   nonzero_what(&p);
   return clb__select_run(ctx, &p);
+}
+
+clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
+  return nonzero_into(ctx, x, out, 0, NULL, NULL);
+}
+
+clb_status clb__nonzero_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out, int vrank, const int64_t *vspec,
+                             clb_tensor_t *view) {
+  return nonzero_into(ctx, x, out, vrank, vspec, view);
 }
 
 clb_status clb_nonzero_static(clb_context_t ctx, clb_tensor_t x, int64_t size, int64_t fill_value,

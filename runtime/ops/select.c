@@ -26,17 +26,28 @@ static cl_ulong sel_fmask(clb_dtype dt) {
 }
 
 /* Work-groups and their size: from the bound, the device and (GPU style) the
- * size the kernels were built for, *local on entry. */
-static void sel_geometry(clb_context_t ctx, int64_t bound_numel, size_t *groups, size_t *local) {
+ * size the kernels were built for, *local on entry. The CPU style's one launch
+ * takes fewer chunks, since each counts the flags before it. */
+static void sel_geometry(clb_context_t ctx, int64_t bound_numel, int one, size_t *groups, size_t *local) {
   if (ctx->style == CLB_KERNEL_STYLE_CPU) {
     uint64_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
-    uint64_t most = cu * CLB_SEL_CPU_CHUNKS_PER_CU;
+    uint64_t most = cu * (one ? CLB_SEL_SINGLE_CPU_CHUNKS_PER_CU : CLB_SEL_CPU_CHUNKS_PER_CU);
     uint64_t g = bound_numel > 0 ? ((uint64_t)bound_numel + CLB_SEL_CPU_CHUNK_MIN - 1) / CLB_SEL_CPU_CHUNK_MIN : 1;
     *groups = (size_t)(g < most ? g : most);
     *local = 1;
   } else {
     *groups = clb__groups_local(ctx, bound_numel, *local);
   }
+}
+
+/* Whether one launch (sel_single) of `groups` groups serves the plan: each
+ * group counts the flags before its chunk, so the mask's flags (a row mask has
+ * one per row) times the groups bounds the extra reads (docs/dataops.md, the
+ * crossover). */
+static int sel_one_launch(clb_context_t ctx, const clb_sel_plan *p, size_t groups) {
+  if (ctx->select_single >= 0) return ctx->select_single;
+  int64_t flags = clb_tensor_bound_numel(p->mask);
+  return flags <= CLB_SEL_SINGLE_MAX_FLAGS && (uint64_t)flags * groups <= CLB_SEL_SINGLE_MAX_READS;
 }
 
 clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
@@ -51,47 +62,74 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   char opts[320];
   snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D TX_BYTES=%zu -D RANK=%d", kind_macros[p->kind], tx, tm,
            clb_dtype_size(x->dtype), crank);
-  static const char *const names[] = {"sel_count", "sel_finish", "sel_write"};
+  size_t groups, local = gpu ? ctx->local_size : 1;
+  sel_geometry(ctx, p->bound_numel, 1, &groups, &local);
+  const int one = sel_one_launch(ctx, p, groups);
+  static const char *const names3[] = {"sel_count", "sel_finish", "sel_write"};
+  static const char *const name1[] = {"sel_single"};
+  const char *const *names = one ? name1 : names3;
+  const int nk = one ? 1 : 3;
   cl_kernel k[3];
   clb_status st = CLB_OK;
-  size_t groups, local = 1;
   if (gpu) {
     /* built with -D LOCAL=<local>, lowered when a kernel allows fewer work-items */
-    st = clb__kernels_get_fixed(ctx, p->op, src_name, opts, 3, names, k, &local);
+    st = clb__kernels_get_fixed(ctx, p->op, src_name, opts, nk, names, k, &local);
   } else {
-    for (int i = 0; i < 3 && st == CLB_OK; i++) st = clb__kernel_get(ctx, p->op, src_name, opts, names[i], &k[i]);
+    for (int i = 0; i < nk && st == CLB_OK; i++) st = clb__kernel_get(ctx, p->op, src_name, opts, names[i], &k[i]);
   }
   if (st != CLB_OK) return st;
+  sel_geometry(ctx, p->bound_numel, one, &groups, &local);
+
+  cl_int rx = x->rank, rm = m->rank, rank = p->rank, ngroups = (cl_int)groups;
+  /* nonzero_static: 1, or 2 with a count tensor to write (never the scratch,
+   * whose counts sel_write still reads, nor the output's record) */
+  cl_int bcast = p->bmx || p->bmm || x->rank != m->rank, nz_static = p->nz_static ? 1 + (p->count != NULL) : 0;
+  cl_uint bmx = p->bmx, bmm = p->bmm, zero = 0;
+  cl_ulong fmask = nonzero ? sel_fmask(x->dtype) : ~(cl_ulong)0;
+  cl_long obound = p->obound, fill = p->fill;
+  clb_tensor_t s = p->source ? p->source : x;
+  cl_int rs = s->rank;
+  /* the output's follower view (clb_reshape) gets its record in this launch too */
+  clb_tensor_t v = p->nz_static ? NULL : o->view_next;
+  cl_int rv = v ? v->view_rank : -1;
+  cl_long8 spv;
+  memset(&spv, 0, sizeof spv);
+  for (int d = 0; v && d < rv; d++) spv.s[d] = v->view_spec[d];
+  cl_mem sv = v ? v->shape.mem : o->shape.mem;
+  if (one) {
+    cl_mem count_mem = p->count ? p->count->data.mem : o->shape.mem;
+    clb_arg a1[] = {CLB_ARG(x->data.mem), CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+                    CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask),
+                    CLB_ARG(bcast), CLB_ARG(o->data.mem), CLB_ARG(obound), CLB_ARG(s->data.mem),
+                    CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill), CLB_ARG(o->shape.mem),
+                    CLB_ARG(count_mem), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv), CLB_ARG(ctx->status), CLB_ARG(zero)};
+    st = clb__launch(ctx, p->op, p->what, k[0], a1, 25, 24, groups, local);
+    if (st == CLB_OK) o->view_fresh = v != NULL;
+    return st;
+  }
   cl_kernel kc = k[0], kf = k[1], kw = k[2];
-  sel_geometry(ctx, p->bound_numel, &groups, &local);
   /* scratch: counts [0, G), offsets [G, 2G), total at 2G */
   clb_buf scratch;
   char err[256];
   size_t sbytes = (2 * groups + 1) * sizeof(cl_long);
   if ((st = clb__pool_get(ctx->pool, sbytes, &scratch, err, sizeof err)) != CLB_OK)
     return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", p->op, p->what, sbytes, err);
-
-  cl_int rx = x->rank, rm = m->rank, rank = p->rank, ngroups = (cl_int)groups;
-  cl_int bcast = p->bmx || p->bmm || x->rank != m->rank, nz_static = p->nz_static;
-  cl_uint bmx = p->bmx, bmm = p->bmm, zero = 0;
-  cl_ulong fmask = nonzero ? sel_fmask(x->dtype) : ~(cl_ulong)0;
-  cl_long obound = p->obound, fill = p->fill;
-  clb_tensor_t s = p->source ? p->source : x;
-  cl_int rs = s->rank;
   cl_mem count_mem = p->count ? p->count->data.mem : scratch.mem;
   clb_arg ac[] = {CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG(m->shape.mem), CLB_ARG(rm),
                   CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(scratch.mem)};
   clb_arg af[] = {CLB_ARG(scratch.mem), CLB_ARG(ngroups), CLB_ARG(x->shape.mem), CLB_ARG(rx),
                   CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
                   CLB_ARG(o->shape.mem), CLB_ARG(obound), CLB_ARG(s->shape.mem), CLB_ARG(rs),
-                  CLB_ARG(count_mem), CLB_ARG(nz_static), CLB_ARG(ctx->status), CLB_ARG(zero)};
+                  CLB_ARG(count_mem), CLB_ARG(nz_static), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv),
+                  CLB_ARG(ctx->status), CLB_ARG(zero)};
   clb_arg aw[] = {CLB_ARG(x->data.mem), CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx),
                   CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
                   CLB_ARG(scratch.mem), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(o->data.mem), CLB_ARG(obound),
                   CLB_ARG(s->data.mem), CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill)};
   st = clb__launch(ctx, p->op, p->what, kc, ac, 11, -1, groups, local);
-  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kf, af, 17, 16, 1, local);
+  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kf, af, 20, 19, 1, local);
   if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kw, aw, 19, -1, groups, local);
+  if (st == CLB_OK) o->view_fresh = v != NULL;
   /* Queued kernels may still use the scratch: a later owner only writes it
    * after them, since the queue is in order. */
   clb__pool_put(ctx->pool, &scratch);

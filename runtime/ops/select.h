@@ -13,6 +13,15 @@
  * kernels/common.cl), so a small tensor runs as a few chunks. */
 #define CLB_SEL_CPU_CHUNK_MIN 1024
 
+/* One launch (sel_single) when the mask has at most this many flags (elements
+ * at its bounds; a row mask has one per row) and its flags times the groups,
+ * the prefix reads the groups add, stay under CLB_SEL_SINGLE_MAX_READS;
+ * CLBOUND_SELECT_SINGLE=on|off forces either path. Measured: docs/benchmarks.md. */
+#define CLB_SEL_SINGLE_MAX_FLAGS 16384
+#define CLB_SEL_SINGLE_MAX_READS (1 << 20)
+/* CPU style, one launch: at most this many chunks per compute unit. */
+#define CLB_SEL_SINGLE_CPU_CHUNKS_PER_CU 4
+
 typedef enum clb_sel_kind {
   CLB_SEL_NONZERO = 0,
   CLB_SEL_SELECT = 1,
@@ -37,7 +46,13 @@ typedef struct clb_sel_plan {
   char what[192];          /* the operands' bounds, for messages */
 } clb_sel_plan;
 
-/* Enqueues count, finish and write for a validated plan; no host sync. */
+/* clb_reshape's checks, and the view *out made (or the one given checked) and,
+ * when dynamic, linked to x as its follower (struct clb_tensor.view_next), whose
+ * record the next select op writing x writes too; nothing is launched. */
+clb_status clb__reshape_follow(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out);
+
+/* Enqueues sel_single, or count, finish and write, for a validated plan; no
+ * host sync. */
 clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p);
 
 #endif /* CLB_OPS_SELECT_INTERNAL_H */

@@ -1,13 +1,19 @@
 /* view.c: clb_reshape, views that share data and compute their actual
- * sizes on the device. */
+ * sizes on the device: a static view's record is written once; a dynamic
+ * view's by view.cl, unless the op that wrote its input wrote it too (a view
+ * that follows the select ops' outputs: runtime/ops/select.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/cache/cache.h"
 
-clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
-  static const char *op = "reshape";
+static const char *const op = "reshape";
+
+/* Checks a reshape and makes the view *out (or checks the one given); says
+ * whether it made it and whether any of its dims is dynamic. */
+static clb_status reshape_view(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out,
+                               int *created, int *dynamic_out) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   clb_status st = clb__check_tensor(ctx, op, "x", x);
   if (st != CLB_OK) return st;
@@ -36,7 +42,10 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
     if (fixed != xn || x_dynamic)
       return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: a static shape of %lld elements needs -1 for a dynamic input or %lld elements", op, desc, (long long)fixed, (long long)xn);
   }
-  if (!*out) {
+  *created = !*out;
+  *dynamic_out = 0;
+  for (int d = 0; d < rank; d++) *dynamic_out |= dyn[d];
+  if (*created) {
     if ((st = clb__tensor_share(ctx, op, x, rank, bounds, dyn, out)) != CLB_OK) return st;
   } else {
     clb_tensor_t v = *out;
@@ -44,7 +53,43 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
     if (v->data.mem != x->data.mem || v->rank != rank || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape with this spec", op, desc);
   }
-  clb__note_output(ctx, op, *out);
+  return CLB_OK;
+}
+
+/* A static view's record: its bounds, written once (not a host sync). */
+static clb_status static_record(clb_context_t ctx, clb_tensor_t v) {
+  int64_t rec[CLB_MAX_RANK];
+  for (int d = 0; d < CLB_MAX_RANK; d++) rec[d] = d < v->rank ? v->bound[d] : 1;
+  return clb__write_async(ctx, op, v->shape.mem, 0, rec, sizeof rec);
+}
+
+clb_status clb__reshape_follow(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
+  int created, dynamic_out;
+  clb_status st = reshape_view(ctx, x, rank, spec, out, &created, &dynamic_out);
+  if (st != CLB_OK) return st;
+  if (dynamic_out) clb__view_link(x, *out, rank, spec);
+  else if (created) st = static_record(ctx, *out);
+  return st;
+}
+
+clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
+  int created, dynamic_out;
+  clb_status st = reshape_view(ctx, x, rank, spec, out, &created, &dynamic_out);
+  if (st != CLB_OK) return st;
+  clb_tensor_t v = *out;
+  if (!dynamic_out) {
+    /* a static view (of a static input: checked above): its record is its
+     * bounds, written once when the view is made; whoever writes a static
+     * tensor later writes the same sizes, so no launch ever */
+    clb__note_output(ctx, op, v);
+    return created ? static_record(ctx, v) : CLB_OK;
+  }
+  /* a view that follows x: x's producer wrote this record already */
+  if (clb__view_current(x, v, rank, spec)) return CLB_OK;
+  clb__note_output(ctx, op, v);
+  clb__view_link(x, v, rank, spec);
+  char desc[128];
+  clb__tensor_desc(x, desc, sizeof desc);
   cl_kernel k;
   if ((st = clb__kernel_get(ctx, op, "view", "", "view_shape", &k)) != CLB_OK) return st;
   cl_long8 sp;

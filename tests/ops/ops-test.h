@@ -28,6 +28,13 @@ static inline int ops_style_runs(clb_kernel_style style, const char *name) {
   return 0;
 }
 
+/* Launches of one select op (nonzero, masked_select, masked_scatter) on a mask
+ * below the one-launch crossover: 1, or 3 under CLBOUND_SELECT_SINGLE=off. */
+static inline uint64_t ops_select_launches(void) {
+  const char *e = getenv("CLBOUND_SELECT_SINGLE");
+  return e && strcmp(e, "off") == 0 ? 3 : 1;
+}
+
 /* A context whose kernels use `style` (CPU or GPU family). */
 static inline clb_context_t ops_context(clb_kernel_style style) {
   clb_context_options o;
