@@ -596,6 +596,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     res->fused_losses = gs.fused_losses;
     res->fused_epilogues = gs.fused_epilogues;
     res->fused_backward_relus = gs.fused_backward_relus;
+    res->fused_casts = gs.fused_casts;
   }
   res->gemm_strategy = clb_context_gemm_strategy(ctx);
   res->peak_device_bytes = c.peak_device_bytes;

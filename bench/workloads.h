@@ -42,6 +42,7 @@ typedef struct demo_result {
   uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */
   uint64_t fused_epilogues;    /* linear layers with their activation as the GEMM's epilogue */
   uint64_t fused_backward_relus; /* linear layers whose backward does the ReLU below's too */
+  uint64_t fused_casts;        /* nonzero nodes writing their one cast's dtype (no cast launch) */
   int gemm_strategy;           /* what the context's matmuls ran with (clb_context_gemm_strategy) */
   uint64_t peak_device_bytes;
   /* the memory plan (docs/graph.md), summed over the run's plans: their arenas,

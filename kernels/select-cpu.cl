@@ -291,7 +291,17 @@ __constant uchar sel_expand8[256][8] = {
 #endif
 
 #ifdef SEL_NONZERO
+/* nonzero's indices: long, or NZ_TO (with NZ_TO2, its 2-vector) when a graph
+ * fuses the cast of nonzero's output into it (exact below 2^24 for float) */
+#ifdef NZ_TO
+#define TO NZ_TO
+#define NZ_CAT_(a, b) a##b
+#define NZ_CAT(a, b) NZ_CAT_(a, b)
+#define NZ_V2(v) NZ_CAT(convert_, NZ_TO2)(v)
+#else
 #define TO long
+#define NZ_V2(v) (v)
+#endif
 #else
 #define TO TX
 #endif
@@ -320,15 +330,15 @@ __constant uchar sel_expand8[256][8] = {
 #endif
 /* Writes row k of the index output: the outer coordinates c[0..NZR-2], then j. */
 #if RANK == 2
-#define SEL_PUT(out, k, c, j) vstore2((long2)((c)[0], (j)), (k), (out))
+#define SEL_PUT(out, k, c, j) vstore2(NZ_V2((long2)((c)[0], (j))), (k), (out))
 #elif RANK == 1
-#define SEL_PUT(out, k, c, j) ((out)[k] = (j))
+#define SEL_PUT(out, k, c, j) ((out)[k] = (TO)(j))
 #else
 #define SEL_PUT(out, k, c, j)                                                           \
   do {                                                                                  \
-    __global long *o_ = (out) + (k) * NZR;                                              \
-    for (int d_ = 0; d_ < NZR - 1; d_++) o_[d_] = (c)[d_];                              \
-    o_[NZR - 1] = (j);                                                                  \
+    __global TO *o_ = (out) + (k) * NZR;                                                \
+    for (int d_ = 0; d_ < NZR - 1; d_++) o_[d_] = (TO)(c)[d_];                          \
+    o_[NZR - 1] = (TO)(j);                                                              \
   } while (0)
 #endif
 
@@ -418,7 +428,7 @@ inline void sel_write_range(SEL_RANGE_PARAMS) {
     if (total < obound) {
       long rows = obound - total, per = (rows + ng - 1) / ng;
       long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
-      for (long q = r0 * NZR; q < r1 * NZR; q++) out[q] = fill;
+      for (long q = r0 * NZR; q < r1 * NZR; q++) out[q] = (TO)fill;
     }
   }
 }

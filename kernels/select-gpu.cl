@@ -87,7 +87,13 @@ __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SE
 }
 
 #ifdef SEL_NONZERO
+/* nonzero's indices: long, or NZ_TO when a graph fuses the cast of nonzero's
+ * output into it (exact below 2^24 for float) */
+#ifdef NZ_TO
+#define TO NZ_TO
+#else
 #define TO long
+#endif
 #else
 #define TO TX
 #endif
@@ -120,7 +126,7 @@ inline void sel_write_wg(__local long *buf, __global const TX *x, __global const
     if (f && pos < obound) {
       long r = i;
       for (int d = rank - 1; d >= 0; d--) {
-        out[pos * rank + d] = r % od[d];
+        out[pos * rank + d] = (TO)(r % od[d]);
         r /= od[d];
       }
     }
@@ -131,7 +137,7 @@ inline void sel_write_wg(__local long *buf, __global const TX *x, __global const
   if (nz_static && total < obound && rank > 0) {
     long rows = obound - total, per = (rows + ng - 1) / ng;
     long r0 = min(total + g * per, obound), r1 = min(r0 + per, obound);
-    for (long q = r0 * rank + lid; q < r1 * rank; q += LOCAL) out[q] = fill;
+    for (long q = r0 * rank + lid; q < r1 * rank; q += LOCAL) out[q] = (TO)fill;
   }
 #endif
 }

@@ -257,6 +257,7 @@ typedef struct clb_graph_stats {
   uint64_t fused_losses; /* 1 when a training graph's loss runs with its activation and both gradients in one kernel */
   uint64_t fused_epilogues; /* linear nodes whose activation (relu, sigmoid, tanh, exp) is their GEMM's epilogue */
   uint64_t fused_backward_relus; /* linear nodes whose backward also does the backward of the ReLU that made their input */
+  uint64_t fused_casts;          /* nonzero nodes that write the dtype of the one cast that reads them (no cast launch) */
 } clb_graph_stats;
 
 CLB_API clb_status clb_graph_stats_get(clb_graph_t g, clb_graph_stats *out);

@@ -166,7 +166,7 @@ static int same_shape(clb_graph_t g, const gnode *t, const gnode *c) {
 clb_status clb__graph_fuse_find(clb_graph_t g) {
   if (!clb__graph_fusion_on()) {
     g->stats.fused_groups = g->stats.fused_nodes = g->stats.fused_losses = g->stats.fused_epilogues = 0;
-    g->stats.fused_backward_relus = 0;
+    g->stats.fused_backward_relus = g->stats.fused_casts = 0;
     g->fuse_nnodes = -1;
     g->fuse_loss_pred = -1;
     return CLB_OK;
@@ -189,6 +189,7 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
     g->nodes[i].fuse_drop = 0;
     g->nodes[i].fuse_epi = -1;
     g->nodes[i].fuse_bwd = -1;
+    g->nodes[i].fuse_cast = -1;
   }
   /* an intermediate is not materialised when its tensor would be released after
    * the step anyway and no gradient reads it */
@@ -269,6 +270,21 @@ clb_status clb__graph_fuse_find(clb_graph_t g) {
     l->fuse_bwd = r;
     rn->fuse_bwd = i;
     g->stats.fused_backward_relus++;
+  }
+  /* a nonzero node read by one cast alone, whose output would be released after
+   * the step: nonzero writes the cast's dtype (indices below 2^24 are exact in
+   * f32, as the cast makes them) and the cast's launch goes. Not where the
+   * policy reads nonzero's count back to compile it in (static, bucketed). */
+  g->stats.fused_casts = 0;
+  const int counts_on_device = g->policy_kind != CLB_POLICY_STATIC && g->policy_kind != CLB_POLICY_BUCKETED;
+  for (int i = 0; counts_on_device && i <= last_run; i++) {
+    gnode *z = &g->nodes[i], *c = &g->nodes[reader[i]];
+    if (z->kind != GN_NONZERO || readers[i] != 1 || z->keep || !releasable || c->kind != GN_CAST || c->fuse_last >= 0 ||
+        c->requires_grad || (c->dtype != CLB_DTYPE_I32 && !clb__dtype_is_float(c->dtype)))
+      continue;
+    z->fuse_cast = reader[i];
+    c->fuse_cast = i;
+    g->stats.fused_casts++;
   }
   free(readers);
   free(reader);
@@ -524,4 +540,12 @@ clb_status clb__graph_fused_linear(clb_graph_t g, int a) {
   clb__graph_ensure_key(g, an);
   clb_tensor_t bias = l->nin > 2 ? g->nodes[l->in[2]].t : NULL;
   return clb__linear_act(g->ctx, g->nodes[l->in[0]].t, g->nodes[l->in[1]].t, bias, (clb_unary_op)an->op, &an->t);
+}
+
+clb_status clb__graph_fused_cast(clb_graph_t g, int c) {
+  gnode *cn = &g->nodes[c], *z = &g->nodes[cn->fuse_cast];
+  clb__graph_set_suffix(g, cn->deps);
+  clb__graph_ensure_key(g, z);
+  clb__graph_ensure_key(g, cn);
+  return clb__nonzero_as(g->ctx, g->nodes[z->in[0]].t, cn->dtype, &cn->t);
 }

@@ -79,6 +79,9 @@ typedef struct gnode {
                             alone, and that ReLU: each the other's index; the
                             linear's backward gives the ReLU's input gradient
                             (clb__linear_backward_relu); -1 when none */
+  int fuse_cast;         /* a nonzero node read by one cast alone, and that cast:
+                            each the other's index; the cast runs nonzero writing
+                            its dtype (clb__nonzero_as); -1 when none */
 } gnode;
 
 typedef struct plan_rec {
@@ -195,6 +198,8 @@ clb_status clb__graph_fuse_find(clb_graph_t g);
 clb_status clb__graph_fused_run(clb_graph_t g, int last);
 /* Runs the linear node whose epilogue is activation node a, writing a's output. */
 clb_status clb__graph_fused_linear(clb_graph_t g, int a);
+/* Cast node c with its nonzero (fuse_cast): nonzero writing c's dtype. */
+clb_status clb__graph_fused_cast(clb_graph_t g, int c);
 /* At the loss's activation node p (g->fuse_loss_pred): 1 when this step runs it
  * inside the loss's kernel (set g->loss_fused_now), else 0. */
 int clb__graph_loss_fuses_now(clb_graph_t g, int p);

@@ -525,15 +525,19 @@ static clb_status forward(clb_graph_t g, int last, int release, const int *last_
     if (fuse && i == g->fuse_loss_pred && clb__graph_loss_fuses_now(g, i)) continue;
     /* a linear node runs at its activation, as the GEMM's epilogue */
     if (fuse && n->kind == GN_LINEAR && n->fuse_epi >= 0) continue;
+    /* a nonzero node runs at its cast, writing the cast's dtype */
+    if (fuse && n->kind == GN_NONZERO && n->fuse_cast >= 0) continue;
     if (fuse && n->fuse_last == i) st = clb__graph_fused_run(g, i);
     else if (fuse && n->kind == GN_UNARY && n->fuse_epi >= 0) st = clb__graph_fused_linear(g, i);
+    else if (fuse && n->kind == GN_CAST && n->fuse_cast >= 0) st = clb__graph_fused_cast(g, i);
     else if (fuse && i == g->loss && g->fuse_loss_pred >= 0 && g->loss_fused_now) st = clb__graph_fused_loss(g);
     else st = run_node(g, &g->nodes[i]);
     if (!release || st != CLB_OK) continue;
     /* the nodes that ran: a group's members from its first, a linear node and
-     * its epilogue, or node i */
-    const int grouped = fuse && n->fuse_last == i, epi = fuse && n->kind == GN_UNARY && n->fuse_epi >= 0;
-    int m = epi ? n->fuse_epi : i;
+     * its epilogue, a nonzero and its cast, or node i */
+    const int partner = !fuse ? -1 : n->kind == GN_UNARY ? n->fuse_epi : n->kind == GN_CAST ? n->fuse_cast : -1;
+    const int grouped = fuse && n->fuse_last == i, epi = partner >= 0;
+    int m = epi ? partner : i;
     if (grouped)
       for (m = 0; g->nodes[m].fuse_last != i;) m++;
     for (; m >= 0; m = grouped ? g->nodes[m].fuse_next : (epi && m != i) ? i : -1)

@@ -15,6 +15,10 @@ clb_status clb__nonzero_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *ou
                              clb_tensor_t *view);
 clb_status clb__masked_select_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t mask, clb_tensor_t *out, int vrank,
                                    const int64_t *vspec, clb_tensor_t *view);
+/* clb_nonzero with the indices written as dtype (i64, i32, f32 or f64): what
+ * clb_cast(clb_nonzero(x), dtype) gives, in nonzero's launch; a graph whose
+ * nonzero is read by one cast alone runs this (runtime/graph/fuse.c). */
+clb_status clb__nonzero_as(clb_context_t ctx, clb_tensor_t x, clb_dtype dtype, clb_tensor_t *out);
 
 /* The most elements clb__loss_fused takes: it sums in one work-group. */
 #define CLB_LOSS_FUSED_MAX ((int64_t)1 << 16)

@@ -26,10 +26,11 @@ static void nonzero_what(clb_sel_plan *p) {
            clb__tensor_desc(p->out, dout, sizeof dout));
 }
 
-/* clb_nonzero, and with view, clb_reshape(*out, vrank, vspec) in the same
- * launch (clb__nonzero_view). */
-static clb_status nonzero_into(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out, int vrank, const int64_t *vspec,
-                               clb_tensor_t *view) {
+/* clb_nonzero, with its indices as odt (clb__nonzero_as: i64 is the op's own),
+ * and with view, clb_reshape(*out, vrank, vspec) in the same launch
+ * (clb__nonzero_view). */
+static clb_status nonzero_into(clb_context_t ctx, clb_tensor_t x, clb_dtype odt, clb_tensor_t *out, int vrank,
+                               const int64_t *vspec, clb_tensor_t *view) {
   static const char *op = "nonzero";
   clb_sel_plan p;
   clb_status st = nonzero_begin(ctx, op, x, &p);
@@ -43,14 +44,14 @@ static clb_status nonzero_into(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *
     if ((st = clb__check_output(ctx, op, "out", t)) != CLB_OK) return st;
     clb__tensor_desc(t, desc, sizeof desc);
     if (t == x) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out may not be x", op);
-    if (t->dtype != CLB_DTYPE_I64 || t->rank != 2 || !t->dyn[0] || t->dyn[1] || t->bound[1] != x->rank)
-      return clb__set_error(ctx, t->dtype != CLB_DTYPE_I64 ? CLB_ERR_DTYPE : CLB_ERR_SHAPE,
-                            "%s: out is %s; it must be i64 [<=N, %d] with a dynamic dim 0 and a static dim 1",
-                            op, desc, x->rank);
+    if (t->dtype != odt || t->rank != 2 || !t->dyn[0] || t->dyn[1] || t->bound[1] != x->rank)
+      return clb__set_error(ctx, t->dtype != odt ? CLB_ERR_DTYPE : CLB_ERR_SHAPE,
+                            "%s: out is %s; it must be %s [<=N, %d] with a dynamic dim 0 and a static dim 1",
+                            op, desc, clb_dtype_name(odt), x->rank);
   } else {
     int64_t b[2] = {p.bound_numel, x->rank};
     uint8_t dyn[2] = {1, 0};
-    if ((st = clb__output(ctx, op, CLB_DTYPE_I64, 2, b, dyn, out)) != CLB_OK) return st;
+    if ((st = clb__output(ctx, op, odt, 2, b, dyn, out)) != CLB_OK) return st;
   }
   p.out = *out;
   clb__note_output(ctx, op, p.out);
@@ -61,12 +62,18 @@ static clb_status nonzero_into(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *
 }
 
 clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out) {
-  return nonzero_into(ctx, x, out, 0, NULL, NULL);
+  return nonzero_into(ctx, x, CLB_DTYPE_I64, out, 0, NULL, NULL);
 }
 
 clb_status clb__nonzero_view(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out, int vrank, const int64_t *vspec,
                              clb_tensor_t *view) {
-  return nonzero_into(ctx, x, out, vrank, vspec, view);
+  return nonzero_into(ctx, x, CLB_DTYPE_I64, out, vrank, vspec, view);
+}
+
+clb_status clb__nonzero_as(clb_context_t ctx, clb_tensor_t x, clb_dtype dtype, clb_tensor_t *out) {
+  if (dtype != CLB_DTYPE_I64 && dtype != CLB_DTYPE_I32 && !clb__dtype_is_float(dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "nonzero: indices as %s: only i64, i32, f32 and f64", clb_dtype_name(dtype));
+  return nonzero_into(ctx, x, dtype, out, 0, NULL, NULL);
 }
 
 clb_status clb_nonzero_static(clb_context_t ctx, clb_tensor_t x, int64_t size, int64_t fill_value,

@@ -60,8 +60,11 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   /* the CPU family's nonzero is specialized for ranks 1 and 2, its common cases */
   int crank = !gpu && nonzero && (x->rank == 1 || x->rank == 2) ? x->rank : 0;
   char opts[320];
-  snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D TX_BYTES=%zu -D RANK=%d", kind_macros[p->kind], tx, tm,
-           clb_dtype_size(x->dtype), crank);
+  int len = snprintf(opts, sizeof opts, "-D %s -D TX=%s -D TM=%s -D TX_BYTES=%zu -D RANK=%d", kind_macros[p->kind], tx,
+                     tm, clb_dtype_size(x->dtype), crank);
+  if (nonzero && o->dtype != CLB_DTYPE_I64) /* a graph's cast of the indices, fused (clb__nonzero_as) */
+    snprintf(opts + len, sizeof opts - (size_t)len, " -D NZ_TO=%s -D NZ_TO2=%s2", clb__dtype_cl(o->dtype),
+             clb__dtype_cl(o->dtype));
   size_t groups, local = gpu ? ctx->local_size : 1;
   sel_geometry(ctx, p->bound_numel, 1, &groups, &local);
   const int one = sel_one_launch(ctx, p, groups);

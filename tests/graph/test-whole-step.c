@@ -73,8 +73,9 @@ static void test_cold_counts(void) {
        * in dW's host-BLAS kernel (no reduction program) and its reshapes launch
        * nothing (no view program), 8 without host BLAS */
       EXPECT_TRUE(b.programs_built >= 7);
-      /* xla-mlp: the target's f32 cast and remainder are one group (the cast
-       * kernel stays for the features); wide-mlp has no elementwise chain */
+      /* xla-mlp: the target's f32 cast and remainder are one group, and the
+       * features' cast is written by their nonzero (no cast kernel); wide-mlp
+       * has no elementwise chain and no cast */
       const uint64_t groups = w == DEMO_XLA_MLP ? 1 : 0, grouped = w == DEMO_XLA_MLP ? 2 : 0;
       EXPECT_EQ_I(a.fused_groups, groups);
       EXPECT_EQ_I(a.fused_nodes, grouped);
@@ -92,8 +93,12 @@ static void test_cold_counts(void) {
       EXPECT_EQ_I(b.fused_backward_relus, 0);
       const int hb = a.gemm_strategy == CLB_GEMM_HOST_BLAS;
       const uint64_t bwd_relus = hb ? epilogues : 0;
-      EXPECT_EQ_I(a.kernels_compiled, b.kernels_compiled - 3 - 1 - (hb ? 1 : 0));
-      EXPECT_EQ_I(a.launches_per_step, b.launches_per_step - (params - 1) - (grouped - groups) - 3 - epilogues - bwd_relus);
+      const uint64_t casts = w == DEMO_XLA_MLP ? 1 : 0;
+      EXPECT_EQ_I(a.fused_casts, casts);
+      EXPECT_EQ_I(b.fused_casts, 0);
+      EXPECT_EQ_I(a.kernels_compiled, b.kernels_compiled - 3 - 1 - (hb ? 1 : 0) - casts);
+      EXPECT_EQ_I(a.launches_per_step,
+                  b.launches_per_step - (params - 1) - (grouped - groups) - 3 - epilogues - bwd_relus - casts);
       EXPECT_EQ_I(a.steps_replayed, 0);
       /* each kernel compiled is launched, at one local size, and first in the
        * first step (a driver that compiles per local size compiles each once,
