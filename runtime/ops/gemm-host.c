@@ -180,7 +180,36 @@ static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
 #define SMALL_FLOPS (32.0 * 1024 * 1024)
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count */
+/* OpenBLAS's idle helper threads spin (a sched_yield loop) for
+ * 2^OPENBLAS_THREAD_TIMEOUT cycles after each threaded product before they
+ * sleep; with the default 2^28 (about 0.1 s) a helper spins through the next
+ * elementwise kernels and takes a core from PoCL's workers (docs/gemm.md,
+ * Threads). The timeout is read from the environment when libopenblas loads
+ * (openblas_read_env) and applied when its threads start (blas_thread_init), so
+ * where the user has not set it, the first host-BLAS matmul of the process sets
+ * BLAS_TIMEOUT: the value is put in the environment for openblas_read_env to
+ * cache, and the environment is then put back as it was, and the idle helpers are stopped
+ * (blas_thread_shutdown_; OpenBLAS starts them again, with the new timeout, at
+ * its next threaded product). These are OpenBLAS's exported internals (0.3.21),
+ * referenced weakly: a BLAS without them is left as it is. */
+#define BLAS_TIMEOUT "4"
+extern void openblas_read_env(void) __attribute__((weak));
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+static void blas_spin_init(void) {
+  const char *mine = getenv("OPENBLAS_THREAD_TIMEOUT"), *goto_ = getenv("GOTO_THREAD_TIMEOUT");
+  if ((mine && *mine) || (goto_ && *goto_)) return;
+  if (!openblas_read_env || !blas_thread_shutdown_) return;
+  if (setenv("OPENBLAS_THREAD_TIMEOUT", BLAS_TIMEOUT, 1) != 0) return;
+  openblas_read_env();
+  if (mine) /* set but empty: put back as it was */
+    setenv("OPENBLAS_THREAD_TIMEOUT", "", 1);
+  else
+    unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  blas_thread_shutdown_();
+}
+
 static void blas_init(void) {
+  blas_spin_init();
   const char *env = getenv("CLBOUND_BLAS_THREADS");
   blas_fixed = env && *env ? atoi(env) : 0;
   blas_many = openblas_get_num_threads();
