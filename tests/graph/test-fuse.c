@@ -27,16 +27,24 @@ typedef struct graph_a {
   clb_node x, t1, t2, t3, o1, o2;
 } graph_a;
 
+/* A graph under the dynamic policy; free_intermediates releases what no later
+ * node reads after each run (what lets fusion drop intermediates). */
+static clb_graph_t dyn_graph(clb_context_t ctx, const char *name, int free_intermediates) {
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = CLB_POLICY_DYNAMIC;
+  o.free_intermediates = free_intermediates;
+  o.name = name;
+  clb_graph_t g = NULL;
+  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  return g;
+}
+
 /* x i32 [<=64, 5]; t1 = f32(x); t2 = t1 * b (b [5] broadcast over rows);
  * t3 = t2 - 0.5 (scalar); o1 = rem(f64(relu(t3)), 1.5); o2 = sigmoid(t3) * b.
  * t3 is read twice: groups {t1, t2, t3}, {relu, cast, rem}, {sigmoid, mul}. */
 static void build_a(clb_context_t ctx, graph_a *a, int keep_t2) {
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.free_intermediates = 1;
-  o.name = "fuse-a";
-  CL_OK(ctx, clb_graph_new(ctx, &o, &a->g));
+  a->g = dyn_graph(ctx, "fuse-a", 1);
   clb_graph_t g = a->g;
   int64_t xd[2] = {BOUND, COLS}, bd[1] = {COLS};
   uint8_t dyn[2] = {1, 0};
@@ -142,12 +150,7 @@ static void test_groups(clb_context_t ctx) {
  * f32(x) + c and its relu are not fused (0 groups); results still right. */
 static void test_unproven(clb_context_t ctx) {
   setenv("CLBOUND_FUSE", "on", 1);
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.name = "fuse-unproven";
-  clb_graph_t g;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  clb_graph_t g = dyn_graph(ctx, "fuse-unproven", 0);
   int64_t xd[2] = {BOUND, COLS}, cd[2] = {BOUND, 1};
   uint8_t dyn[2] = {1, 0};
   clb_node x, c, t1, t2, t3;
@@ -183,12 +186,7 @@ static void test_status_bits(clb_context_t ctx) {
   clb_status got[2];
   for (int fuse = 0; fuse < 2; fuse++) {
     setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
-    clb_graph_options o;
-    clb_graph_options_init(&o);
-    o.policy = CLB_POLICY_DYNAMIC;
-    o.name = "fuse-status";
-    clb_graph_t g;
-    CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+    clb_graph_t g = dyn_graph(ctx, "fuse-status", 0);
     int64_t xd[2] = {BOUND, COLS};
     uint8_t dyn[2] = {1, 0};
     clb_node x, two, zero, t1, t2;
@@ -225,11 +223,7 @@ typedef struct loss_graph {
 
 static void build_loss(clb_context_t ctx, loss_graph *l, clb_unary_op act, clb_loss_kind kind) {
   static const float w0[LIN] = {0.3f, -0.2f, 0.1f}, b0[1] = {0.05f};
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.name = "fuse-loss";
-  CL_OK(ctx, clb_graph_new(ctx, &o, &l->g));
+  l->g = dyn_graph(ctx, "fuse-loss", 0);
   int64_t xd[2] = {LB, LIN}, td[1] = {LB}, wd[2] = {1, LIN}, bd[1] = {1};
   uint8_t dyn[2] = {1, 0};
   clb_node z, p;
@@ -336,12 +330,7 @@ static void test_epilogue(clb_context_t ctx) {
       clb_node x[2], y[2];
       for (int fuse = 0; fuse < 2; fuse++) {
         setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
-        clb_graph_options o;
-        clb_graph_options_init(&o);
-        o.policy = CLB_POLICY_DYNAMIC;
-        o.free_intermediates = 1;
-        o.name = "fuse-epilogue";
-        CL_OK(ctx, clb_graph_new(ctx, &o, &g[fuse]));
+        g[fuse] = dyn_graph(ctx, "fuse-epilogue", 1);
         int64_t xd[2] = {LB, LIN}, wd[2] = {4, LIN}, bd[1] = {4};
         uint8_t dyn[2] = {1, 0};
         clb_node w, b, z;
@@ -386,6 +375,76 @@ static void test_epilogue(clb_context_t ctx) {
   setenv("CLBOUND_FUSE", "on", 1);
 }
 
+/* nonzero read by one cast alone: nonzero writes the cast's dtype in its own
+ * launch (the cast launches nothing); the same values as op by op and as the
+ * host's indices, exactly, at 0, 1, a few and the bound rows, one launch fewer
+ * a step; a kept nonzero output is not fused. */
+static void test_nonzero_cast(clb_context_t ctx) {
+  static const clb_dtype dts[3] = {CLB_DTYPE_F32, CLB_DTYPE_F64, CLB_DTYPE_I32};
+  static const int sizes[] = {5, 0, 1, LB, 3};
+  enum { NC = 3 };
+  for (int d = 0; d < 3; d++)
+    for (int keep = 0; keep < 2; keep++) {
+      clb_graph_t g[2];
+      clb_node x[2], z[2], c[2];
+      for (int fuse = 0; fuse < 2; fuse++) {
+        setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+        g[fuse] = dyn_graph(ctx, "fuse-nonzero-cast", 1);
+        int64_t xd[2] = {LB, NC};
+        uint8_t dyn[2] = {1, 0};
+        CL_OK(ctx, clb_graph_input(g[fuse], "x", CLB_DTYPE_F32, 2, xd, dyn, &x[fuse]));
+        CL_OK(ctx, clb_graph_nonzero(g[fuse], x[fuse], &z[fuse]));
+        CL_OK(ctx, clb_graph_cast(g[fuse], z[fuse], dts[d], &c[fuse]));
+        if (keep) CL_OK(ctx, clb_graph_keep(g[fuse], z[fuse]));
+      }
+      uint64_t launches[2] = {0, 0};
+      for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int n = sizes[k];
+        float xv[LB * NC];
+        int64_t want[LB * NC * 2];
+        int cnt = 0;
+        for (int i = 0; i < n * NC; i++) {
+          xv[i] = (i * 7 + (int)k) % 3 == 0 ? 0.0f : (i % 2 ? -0.0f : 1.5f); /* -0.0 counts as zero */
+          if (xv[i] != 0.0f) {
+            want[2 * cnt] = i / NC;
+            want[2 * cnt + 1] = i % NC;
+            cnt++;
+          }
+        }
+        int64_t xd[2] = {n, NC};
+        for (int fuse = 0; fuse < 2; fuse++) {
+          setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+          CL_OK(ctx, clb_graph_feed(g[fuse], x[fuse], xd, xv, sizeof(float) * (size_t)(n * NC)));
+          clb_counters c0 = {.struct_size = sizeof c0}, c1 = {.struct_size = sizeof c1};
+          CL_OK(ctx, clb_context_counters(ctx, &c0));
+          CL_OK(ctx, clb_graph_run(g[fuse]));
+          CL_OK(ctx, clb_context_counters(ctx, &c1));
+          if (k > 0) launches[fuse] = c1.kernel_launches - c0.kernel_launches; /* a warm step */
+          double got[LB * NC * 2];
+          int64_t dims[CLB_MAX_RANK];
+          CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g[fuse], c[fuse]), dims, got, sizeof got, NULL));
+          EXPECT_EQ_I(dims[0], cnt);
+          EXPECT_EQ_I(dims[1], 2);
+          for (int i = 0; i < 2 * cnt; i++) {
+            double v = dts[d] == CLB_DTYPE_F64 ? got[i]
+                       : dts[d] == CLB_DTYPE_F32 ? (double)((float *)got)[i]
+                                                 : (double)((int32_t *)got)[i];
+            clb_test_checks++;
+            if (v != (double)want[i])
+              CLB_FAIL_AT("%s keep %d %s, %d rows: index %d = %g, want %lld", clb_dtype_name(dts[d]), keep,
+                          fuse ? "fused" : "op by op", n, i, v, (long long)want[i]);
+          }
+        }
+      }
+      setenv("CLBOUND_FUSE", "on", 1);
+      EXPECT_EQ_I(stats_of(g[1]).fused_casts, keep ? 0 : 1);
+      EXPECT_EQ_I(stats_of(g[0]).fused_casts, 0);
+      EXPECT_EQ_I(launches[1], launches[0] - (keep ? 0 : 1));
+      for (int fuse = 0; fuse < 2; fuse++) clb_graph_free(g[fuse]);
+    }
+  setenv("CLBOUND_FUSE", "on", 1);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_groups(ctx);
@@ -393,6 +452,7 @@ int main(void) {
   test_status_bits(ctx);
   test_fused_loss(ctx);
   test_epilogue(ctx);
+  test_nonzero_cast(ctx);
   clb_context_free(ctx);
   return clb_test_finish("graph/fuse");
 }
