@@ -9,13 +9,21 @@
 #include "bench/workloads.h"
 
 int clb_bench_whole_step(int argc, char **argv) {
-  int json = 0, reps = 9, batch = 20;
+  int json = 0, reps = 9, batch = 20, only = -1;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) batch = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: clbound bench whole-step [--json] [--reps N] [--batch STEPS]\n");
+    else if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) {
+      const char *name = argv[++i];
+      for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++)
+        if (strcmp(name, demo_workload_name((demo_workload)w)) == 0) only = w;
+      if (only < 0) {
+        fprintf(stderr, "clbound bench whole-step: unknown workload '%s' (xla-mlp, wide-mlp)\n", name);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: clbound bench whole-step [--json] [--reps N] [--batch STEPS] [--workload xla-mlp|wide-mlp]\n");
       return 2;
     }
   }
@@ -28,6 +36,7 @@ int clb_bench_whole_step(int argc, char **argv) {
            "%-9s %10s %14s %8s %15s %13s %9s\n",
            batch, reps, "workload", "step_ms", "eager_step_ms", "ratio", "replay_step_ms", "step/replay", "replayed");
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
+    if (only >= 0 && w != only) continue;
     demo_step_times t;
     char err[1024];
     if (demo_time_whole_step((demo_workload)w, reps, batch, &t, err, sizeof err) != 0) {
