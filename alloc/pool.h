@@ -28,6 +28,8 @@ typedef struct clb_buf {
   uint8_t sub;     /* a sub-buffer of an arena (runtime/graph/memory.c): put releases
                     * the sub-buffer object; the arena's bytes are not the pool's */
   int *held;       /* with sub: a flag of the buffer's owner, cleared when put */
+  int *rec_ok;     /* a shape record of a graph's arena steps: set to 1 once its tensor's
+                    * record is written (runtime/core/core.h, clb_mem_hook) */
   void *host;      /* the buffer's own memory as the host sees it, where the device's
                     * buffers are host memory (runtime/core/hostptr.c), else NULL;
                     * kept while the cl_mem lives (the pool's free list keeps it) */

@@ -522,19 +522,21 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     snprintf(err, errlen, "%s: %s", clb_status_str(st), clb_context_errmsg(ctx));
     rc = 1;
   }
-  clb_counters c0, c1, cf, s0, s1;
+  clb_counters c0, c1, cf, s0, s1, w0, w1;
   counters(ctx, &c0);
   cf = c0;
-  s0 = s1 = c0;
+  s0 = s1 = w0 = w1 = c0;
   for (int i = 0; !rc && i < iters; i++) {
     if ((rc = feed(ctx, cfg->workload, &dg, i, cfg->sizes, -1, err, errlen)) != 0) break;
     if (i == 1) counters(ctx, &s0);
+    if (i == 2) counters(ctx, &w0);
     if ((st = clb_graph_run(dg.g)) != CLB_OK) {
       snprintf(err, errlen, "iteration %d: %s: %s", i, clb_status_str(st), clb_context_errmsg(ctx));
       rc = 1;
       break;
     }
     if (i == 1) counters(ctx, &s1);
+    if (i == 2) counters(ctx, &w1);
     /* the loss stays on the device: copied into slot i, read once at the end */
     cl_event ev = NULL;
     cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(clb_graph_tensor(dg.g, dg.loss)),
@@ -581,6 +583,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->kernels_compiled = c.kernels_compiled;
   res->programs_built = c.program_builds + c.program_cache_hits_disk;
   res->launches_per_step = s1.kernel_launches - s0.kernel_launches;
+  res->writes_per_step = w1.host_writes - w0.host_writes;
   res->steps_replayed = c.steps_replayed;
   res->build_ms = c.build_ms;
   res->first_launches = c.first_launches;

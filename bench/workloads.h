@@ -32,6 +32,7 @@ typedef struct demo_result {
   uint64_t kernels_compiled;   /* distinct kernels created from built or loaded programs */
   uint64_t programs_built;     /* programs made in the run: built from source or loaded from disk */
   uint64_t launches_per_step;  /* kernel launches of the second training step */
+  uint64_t writes_per_step;    /* host writes of the third step's run (its inputs' included) */
   uint64_t steps_replayed;     /* steps replayed from a recorded command buffer */
   /* where a cold start's time goes: ms in builds from source, kernels' first
    * launches at each local size (count and ms from ready to done), and first

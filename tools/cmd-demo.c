@@ -167,6 +167,7 @@ static void print_json(const demo_config *c, const demo_result *r, double lr, co
   json_u64("kernels_compiled", r->kernels_compiled);
   json_u64("programs_built", r->programs_built);
   json_u64("launches_per_step", r->launches_per_step);
+  json_u64("writes_per_step", r->writes_per_step);
   json_u64("steps_replayed", r->steps_replayed);
   json_u64("build_ms", r->build_ms);
   json_u64("first_launches", r->first_launches);

@@ -240,6 +240,7 @@ typedef struct clb_counters {
   uint64_t first_launch_ms;       /* milliseconds those took from ready to done (PoCL: the
                                      kernel's compile for that size); grows as they complete */
   uint64_t steps_recorded;        /* graph steps recorded into a command buffer (docs/design.md, "Recorded steps") */
+  uint64_t host_writes;           /* writes the host enqueued into device buffers (inputs, shape records) */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

@@ -74,8 +74,16 @@ typedef void (*clb_release_fn)(clb_context_t ctx);
  * told when a data buffer goes back (before the pool or the arena takes it). */
 typedef struct clb_mem_hook {
   clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
-  /* the same for a shape record (NULL, or out->mem left NULL: the pool) */
-  clb_status (*get_shape)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
+  /* the same for a shape record (NULL, or out->mem left NULL: the pool). `of`
+   * is the tensor that will hold it (rank, bounds and dynamic dims set), or NULL
+   * for a view whose record its op writes; *valid is set to 1 when the record
+   * handed out already holds a valid record of a tensor laid out as `of` (the
+   * same record the same tensor of the plan's last step held), so that the
+   * initial write of its bounds can be left out: its static dims are its bounds,
+   * its dynamic dims lie within them and are written by its producer, as every
+   * producer does (docs/design.md, "Tensors and the size protocol"). */
+  clb_status (*get_shape)(void *user, size_t bytes, const struct clb_tensor *of, int *valid, clb_buf *out, char *err,
+                          size_t errlen);
   void (*put)(void *user, const clb_buf *b);
   void *user;
 } clb_mem_hook;

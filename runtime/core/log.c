@@ -156,14 +156,14 @@ clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, si
           "\"buffers_fresh\":%llu,\"buffers_reused\":%llu,\"arena_bytes\":%llu,\"live_lower_bound_bytes\":%llu,"
           "\"pool_peak_bytes\":%llu,\"arena_allocations\":%llu,\"arena_max_bytes\":%llu,\"kernels_compiled\":%llu,"
           "\"build_ms\":%llu,\"store_ms\":%llu,\"plan_programs\":%llu,\"kernels_fused\":%llu,\"steps_replayed\":%llu,"
-          "\"first_launches\":%llu,\"first_launch_ms\":%llu,\"steps_recorded\":%llu}",
+          "\"first_launches\":%llu,\"first_launch_ms\":%llu,\"steps_recorded\":%llu,\"host_writes\":%llu}",
       (unsigned long long)c.recompiles, (unsigned long long)c.peak_device_bytes, (unsigned long long)c.device_bytes_held,
       (unsigned long long)c.buffers_fresh, (unsigned long long)c.buffers_reused, (unsigned long long)c.arena_bytes,
       (unsigned long long)c.live_lower_bound_bytes, (unsigned long long)c.pool_peak_bytes,
       (unsigned long long)c.arena_allocations, (unsigned long long)c.arena_max_bytes, (unsigned long long)c.kernels_compiled,
       (unsigned long long)c.build_ms, (unsigned long long)c.store_ms, (unsigned long long)c.plan_programs,
       (unsigned long long)c.kernels_fused, (unsigned long long)c.steps_replayed, (unsigned long long)c.first_launches,
-      (unsigned long long)c.first_launch_ms, (unsigned long long)c.steps_recorded);
+      (unsigned long long)c.first_launch_ms, (unsigned long long)c.steps_recorded, (unsigned long long)c.host_writes);
   if (len) *len = s.len;
   if (s.len >= cap) {
     if (buf && cap) buf[cap - 1] = 0;

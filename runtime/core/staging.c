@@ -64,5 +64,6 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
   ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev};
   ctx->staging_bytes += bytes;
   ctx->counters.bytes_to_device += bytes;
+  ctx->counters.host_writes++;
   return CLB_OK;
 }

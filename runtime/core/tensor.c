@@ -83,10 +83,13 @@ static clb_status get_data(clb_context_t ctx, size_t bytes, clb_buf *out, char *
   return clb__pool_get(ctx->pool, bytes, out, err, errlen);
 }
 
-/* A shape record: the running plan's when its hook places it, else the pool's. */
-static clb_status get_shape(clb_context_t ctx, clb_buf *out, char *err, size_t errlen) {
+/* A shape record: the running plan's when its hook places it, else the pool's;
+ * *valid as the hook says (clb_mem_hook), else 0. */
+static clb_status get_shape(clb_context_t ctx, const struct clb_tensor *of, int *valid, clb_buf *out, char *err,
+                            size_t errlen) {
+  *valid = 0;
   if (ctx->mem_hook.get_shape) {
-    clb_status st = ctx->mem_hook.get_shape(ctx->mem_hook.user, SHAPE_BYTES, out, err, errlen);
+    clb_status st = ctx->mem_hook.get_shape(ctx->mem_hook.user, SHAPE_BYTES, of, valid, out, err, errlen);
     if (st != CLB_OK || out->mem) return st;
   }
   return clb__pool_get(ctx->pool, SHAPE_BYTES, out, err, errlen);
@@ -153,13 +156,16 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   char desc[128];
   clb__tensor_desc(t, desc, sizeof desc);
   clb_status st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err);
-  if (st == CLB_OK) st = get_shape(ctx, &t->shape, err, sizeof err);
+  int valid = 0;
+  if (st == CLB_OK) st = get_shape(ctx, t, &valid, &t->shape, err, sizeof err);
   if (st != CLB_OK) {
     put_data(ctx, &t->data);
     free(t);
     return clb__set_error(ctx, st, "%s %s: %s", op, desc, err);
   }
-  st = write_shape(ctx, op, t, t->bound);
+  /* the bounds, unless the plan's record already holds a valid record of this
+   * layout (its static dims are these, its producer writes the dynamic ones) */
+  if (!valid && (st = write_shape(ctx, op, t, t->bound)) == CLB_OK && t->shape.rec_ok) *t->shape.rec_ok = 1;
   if (st != CLB_OK) {
     put_data(ctx, &t->data);
     clb__pool_put(ctx->pool, &t->shape);
@@ -204,7 +210,8 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
   clb_tensor_t v = calloc(1, sizeof *v);
   if (!v) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: out of host memory", op, desc);
   char err[256];
-  clb_status st = get_shape(ctx, &v->shape, err, sizeof err);
+  int valid;
+  clb_status st = get_shape(ctx, NULL, &valid, &v->shape, err, sizeof err);
   if (st != CLB_OK) {
     free(v);
     return clb__set_error(ctx, st, "%s of %s: shape record: %s", op, desc, err);

@@ -44,7 +44,20 @@ typedef struct plan_mem {
 typedef struct shape_rec {
   clb_buf buf;
   int held;
+  /* ok: the record holds a valid record of a tensor laid out as below (written
+   * for the tensor that last held it, and kept within its bounds since) */
+  int ok, rank;
+  int64_t bound[CLB_MAX_RANK];
+  uint8_t dyn[CLB_MAX_RANK];
 } shape_rec;
+
+/* Whether r holds a valid record for a tensor laid out as t. */
+static int same_layout(const shape_rec *r, const struct clb_tensor *t) {
+  if (!r->ok || r->rank != t->rank) return 0;
+  for (int d = 0; d < t->rank; d++)
+    if (r->bound[d] != t->bound[d] || r->dyn[d] != t->dyn[d]) return 0;
+  return 1;
+}
 
 struct clb__graph_mem {
   int enabled;
@@ -202,7 +215,8 @@ static clb_status hook_get(void *user, size_t bytes, clb_buf *out, char *err, si
 }
 
 /* Arena steps: the step's next shape record from the graph's list. */
-static clb_status hook_get_shape(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+static clb_status hook_get_shape(void *user, size_t bytes, const struct clb_tensor *of, int *valid, clb_buf *out, char *err,
+                                 size_t errlen) {
   clb_graph_t g = user;
   struct clb__graph_mem *m = g->mem;
   if (m->mode != STEP_ARENA) return CLB_OK; /* the pool serves it */
@@ -228,7 +242,18 @@ static clb_status hook_get_shape(void *user, size_t bytes, clb_buf *out, char *e
   if (r->held || r->buf.capacity < bytes) return CLB_OK; /* still held: the pool serves it */
   clRetainMemObject(r->buf.mem);
   r->held = 1;
-  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held, r->buf.host};
+  /* the same tensor of the plan's last step held it: no initial write; else
+   * the layout is noted, and `ok` set once its record is written */
+  *valid = of && same_layout(r, of);
+  if (!*valid) {
+    r->ok = 0;
+    if (of) {
+      r->rank = of->rank;
+      memcpy(r->bound, of->bound, sizeof r->bound);
+      memcpy(r->dyn, of->dyn, sizeof r->dyn);
+    }
+  }
+  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held, of ? &r->ok : NULL, r->buf.host};
   return CLB_OK;
 }
 

@@ -3,7 +3,8 @@
  * path, with the same host syncs and no builds after the first step; a 12-layer
  * MLP inference chain with free_intermediates has an arena within 1.05x of its
  * lower bound, made by one allocation, and the same results, kept node included,
- * as the pool path; the memory map in clb_graph_describe; the alignment
+ * as the pool path; under the dynamic policy no host write in a step's run
+ * (new tensors reuse valid shape records); the memory map in clb_graph_describe; the alignment
  * (CTest forces 4096 bits, NVIDIA's, on PoCL); an arena that does not fit
  * under the context's memory limit is CLB_ERR_OOM naming the plan and the
  * bytes, and the context and the graph go on afterwards. */
@@ -52,6 +53,14 @@ static void test_workloads(void) {
         EXPECT_EQ_I(r[1].host_syncs, 0);
         EXPECT_EQ_I(r[1].builds_after_first, 0);
         EXPECT_EQ_I(r[1].arena_allocations, 1); /* one plan, one arena, one cl_mem */
+        /* the third step's run writes its inputs (a record and the data each:
+         * xla-mlp's x and y, wide-mlp's mask, and the record of the mask's
+         * static reshape), nothing else: its new tensors get the shape records
+         * the second step's held, still valid; the pool path writes each new
+         * tensor's bounds */
+        const uint64_t inputs = w == DEMO_XLA_MLP ? 4 : 3;
+        EXPECT_EQ_I(r[1].writes_per_step, inputs);
+        EXPECT_TRUE(r[0].writes_per_step >= inputs + 5);
         clb_test_checks++;
         if ((double)r[1].arena_bytes > 1.05 * (double)r[1].live_lower_bound_bytes)
           CLB_FAIL_AT("%s: arena %llu > 1.05 x lower bound %llu", wn, (unsigned long long)r[1].arena_bytes,
