@@ -268,6 +268,16 @@ static clb_status check_dims(clb_context_t ctx, const char *op, clb_tensor_t t, 
   return CLB_OK;
 }
 
+/* The record of actual dims `dims` (checked): written where a dim is dynamic; a
+ * static tensor's record holds its bounds from its making on, and every kernel
+ * writes those same values, so there is nothing to write. */
+static clb_status write_sizes(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims) {
+  for (int d = 0; d < t->rank; d++)
+    if (t->dyn[d]) return write_shape(ctx, op, t, dims);
+  records_changed(t);
+  return CLB_OK;
+}
+
 clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
                             const void *host, size_t bytes) {
   static const char *op = "clb_tensor_write";
@@ -279,7 +289,7 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
   if (bytes != want)
     return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
   if (want && !host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
-  if ((st = write_shape(ctx, op, t, dims)) != CLB_OK) return st;
+  if ((st = write_sizes(ctx, op, t, dims)) != CLB_OK) return st;
   if ((st = clb__write_async(ctx, op, t->data.mem, 0, host, bytes)) != CLB_OK) return st;
   t->written_by = 0; /* written by the host: whatever failed before is gone */
   clear_failed(t);
@@ -292,7 +302,7 @@ clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t
   clb_status st = clb__check_tensor(ctx, op, "t", t);
   if (st != CLB_OK) return st;
   if ((st = check_dims(ctx, op, t, dims)) != CLB_OK) return st;
-  return write_shape(ctx, op, t, dims);
+  return write_sizes(ctx, op, t, dims);
 }
 
 /* Reads the shape record and syncs: one counted host sync. */
