@@ -100,13 +100,31 @@ size_t clb__groups_local(clb_context_t ctx, int64_t n, size_t local) {
   return g ? (size_t)g : 1;
 }
 
+/* Appends s to buf[*used..len), truncating; buf stays terminated. */
+static void put_str(char *buf, size_t len, size_t *used, const char *s) {
+  while (*s && *used + 1 < len) buf[(*used)++] = *s++;
+  buf[*used] = 0;
+}
+
+/* Every op describes its operands on every call (for its launches' records and
+ * its errors), so this is on the hot path of a step: no printf. */
 const char *clb__tensor_desc(clb_tensor_t t, char *buf, size_t len) {
+  if (!len) return buf;
   size_t used = 0;
-  used += (size_t)snprintf(buf + used, len - used, "[");
-  for (int d = 0; d < t->rank && used < len; d++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%s%lld", d ? ", " : "", t->dyn[d] ? "<=" : "",
-                             (long long)t->bound[d]);
-  if (used < len) snprintf(buf + used, len - used, "] %s", clb_dtype_name(t->dtype));
+  buf[0] = 0;
+  put_str(buf, len, &used, "[");
+  for (int d = 0; d < t->rank; d++) {
+    if (d) put_str(buf, len, &used, ", ");
+    if (t->dyn[d]) put_str(buf, len, &used, "<=");
+    char num[24], *p = num + sizeof num;
+    uint64_t v = t->bound[d] < 0 ? (uint64_t)0 - (uint64_t)t->bound[d] : (uint64_t)t->bound[d];
+    *--p = 0;
+    do *--p = (char)('0' + v % 10); while ((v /= 10) > 0);
+    if (t->bound[d] < 0) *--p = '-';
+    put_str(buf, len, &used, p);
+  }
+  put_str(buf, len, &used, "] ");
+  put_str(buf, len, &used, clb_dtype_name(t->dtype));
   return buf;
 }
 
@@ -126,7 +144,9 @@ void clb__launch_register(clb_context_t ctx, uint32_t id, const char *op, const 
   /* the launches of one op invocation share the outputs it noted */
   r->seq = ctx->out_op && op && strcmp(ctx->out_op, op) == 0 ? ctx->op_seq : 0;
   ctx->out_launched = 1;
-  snprintf(r->what, sizeof r->what, "%s", what ? what : "");
+  size_t used = 0;
+  r->what[0] = 0;
+  put_str(r->what, sizeof r->what, &used, what ? what : "");
 }
 
 void clb__launch_pin(clb_context_t ctx, uint32_t id, int on) {

@@ -154,12 +154,12 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   }
   char err[256];
   char desc[128];
-  clb__tensor_desc(t, desc, sizeof desc);
   clb_status st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err);
   int valid = 0;
   if (st == CLB_OK) st = get_shape(ctx, t, &valid, &t->shape, err, sizeof err);
   if (st != CLB_OK) {
     put_data(ctx, &t->data);
+    clb__tensor_desc(t, desc, sizeof desc);
     free(t);
     return clb__set_error(ctx, st, "%s %s: %s", op, desc, err);
   }
