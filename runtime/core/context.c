@@ -132,6 +132,7 @@ void clb_context_free(clb_context_t ctx) {
   free(ctx->recompile_reasons);
   while (ctx->tensors) clb_tensor_free(ctx->tensors);
   free(ctx->cache_dir_option);
+  free(ctx->host_batch);
   clb__pool_free(ctx->pool);
   if (ctx->status) clReleaseMemObject(ctx->status);
   if (ctx->scratch) clReleaseMemObject(ctx->scratch);

@@ -182,6 +182,10 @@ struct clb_context {
   /* CLBlast kernels set from the device's tuning file, plus 1: 0 until the
    * context's first CLBlast call (runtime/ops/gemm-tune.c) */
   int clblast_tuned;
+  /* host-BLAS products kept to be enqueued as one native kernel, while a graph's
+   * backward merges consecutive layers' (runtime/ops/gemm-host.c; NULL until
+   * first used, freed with the context) */
+  void *host_batch;
   /* DLPack device exports still held by a consumer (runtime/interop): cut loose
    * from the context by its release hook when the context is freed */
   struct clb__dl_export *exports;

@@ -11,6 +11,7 @@
 #include "runtime/cache/cache.h"
 #include "runtime/graph/graph.h"
 #include "runtime/ops/fused.h"
+#include "runtime/ops/gemm-host.h"
 
 
 /* ---- the policy over the inputs ------------------------------------------------ */
@@ -285,15 +286,24 @@ static int on_grad_edge(const gnode *c, int k) {
   }
 }
 
-/* d loss / d node m: the one gradient its consumer computed, or their sum. */
-static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
-  clb_tensor_t parts[CLB_GRAPH_MAX_NODES];
+/* The gradients node m's consumers computed for it (parts may be NULL). */
+static int grad_parts(clb_graph_t g, int m, clb_tensor_t *parts) {
   int np = 0;
   for (int c = m + 1; c <= g->loss; c++) {
     gnode *cn = &g->nodes[c];
     for (int k = 0; k < cn->nin; k++)
-      if (cn->in[k] == m && on_grad_edge(cn, k)) parts[np++] = cn->kind == GN_LOSS ? cn->aux : cn->egrad[k];
+      if (cn->in[k] == m && on_grad_edge(cn, k)) {
+        if (parts) parts[np] = cn->kind == GN_LOSS ? cn->aux : cn->egrad[k];
+        np++;
+      }
   }
+  return np;
+}
+
+/* d loss / d node m: the one gradient its consumer computed, or their sum. */
+static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
+  clb_tensor_t parts[CLB_GRAPH_MAX_NODES];
+  int np = grad_parts(g, m, parts);
   if (np == 0 || !parts[0])
     return clb__set_error(g->ctx, CLB_ERR_INTERNAL, "graph %s: no gradient reached %s", g->name, g->nodes[m].name);
   if (np == 1) {
@@ -315,14 +325,21 @@ static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
   return st;
 }
 
+/* Whether node i's backward has nothing to do: not a differentiable op, or
+ * its gradient was computed by another node's kernel. */
+static int backward_done_elsewhere(clb_graph_t g, int i) {
+  const gnode *n = &g->nodes[i];
+  if (n->kind == GN_LOSS || n->kind == GN_PARAM || !n->requires_grad) return 1;
+  /* the loss's kernel computed it (runtime/graph/fuse.c) */
+  if (i == g->fuse_loss_pred && g->loss_fused_now && clb__graph_fusion_on()) return 1;
+  /* a ReLU whose reader's backward computed its gradient (fuse.c, fuse_bwd) */
+  return n->kind == GN_UNARY && n->fuse_bwd >= 0 && clb__graph_fusion_on();
+}
+
 static clb_status backward_node(clb_graph_t g, int i) {
   gnode *n = &g->nodes[i];
   clb_context_t ctx = g->ctx;
-  if (n->kind == GN_LOSS || n->kind == GN_PARAM || !n->requires_grad) return CLB_OK;
-  /* the loss's kernel computed it (runtime/graph/fuse.c) */
-  if (i == g->fuse_loss_pred && g->loss_fused_now && clb__graph_fusion_on()) return CLB_OK;
-  /* a ReLU whose reader's backward computed its gradient (fuse.c, fuse_bwd) */
-  if (n->kind == GN_UNARY && n->fuse_bwd >= 0 && clb__graph_fusion_on()) return CLB_OK;
+  if (backward_done_elsewhere(g, i)) return CLB_OK;
   clb_tensor_t dy;
   clb_status st = grad_of(g, i, &dy);
   if (st != CLB_OK) return st;
@@ -401,20 +418,61 @@ static clb_status fused_sgd(clb_graph_t g, clb_status st) {
   return st;
 }
 
+/* Whether node i's backward can join the host-BLAS native kernel of the linear
+ * layer above (clb__gemm_host_merge_begin): a linear node whose gradient needs
+ * no sum (a sum would be a launch reading the kept products' outputs), in a
+ * whole-step run whose matmuls are host BLAS and whose gradients no hook reads
+ * in between. */
+static int merges_host_bwd(clb_graph_t g, int i) {
+  return g->nodes[i].kind == GN_LINEAR && !backward_done_elsewhere(g, i) && !g->phased && clb__graph_fusion_on() &&
+         clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS && grad_parts(g, i, NULL) == 1;
+}
+
+/* After node i's backward: its consumers' gradients for it, and its output,
+ * are dead. */
+static void backward_release(clb_graph_t g, int i) {
+  const gnode *n = &g->nodes[i];
+  if (n->kind != GN_PARAM && n->requires_grad) release_grads_of(g, i);
+  clb__graph_mem_backward_done(g, i);
+}
+
 /* The backward pass. Under CLB_PHASE_GRADS each trainable parameter's gradient
  * is kept (and handed to the grad hook) as soon as its last consumer's backward
- * has run: the loop goes down, so that is when it reaches the parameter. */
+ * has run: the loop goes down, so that is when it reaches the parameter.
+ * Consecutive linear layers' backwards under host BLAS are one native kernel
+ * (merges_host_bwd): while one is open, the nodes passed release nothing, so
+ * no buffer its products use is handed out again before it is enqueued. */
 static clb_status backward_pass(clb_graph_t g) {
   clb_status st = CLB_OK;
+  int open = 0, held[CLB_GRAPH_MAX_NODES], nheld = 0;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
     gnode *n = &g->nodes[i];
-    if (n->kind != GN_PARAM && n->requires_grad && (st = backward_node(g, i)) == CLB_OK) release_grads_of(g, i);
+    const int merge = merges_host_bwd(g, i);
+    if (open && !merge && !backward_done_elsewhere(g, i)) { /* a launch of its own comes */
+      open = 0;
+      st = clb__gemm_host_merge_end(g->ctx);
+      for (int k = 0; k < nheld; k++) backward_release(g, held[k]);
+      nheld = 0;
+      if (st != CLB_OK) break;
+    }
+    if (merge && !open) {
+      clb__gemm_host_merge_begin(g->ctx);
+      open = 1;
+    }
+    if (n->kind != GN_PARAM && n->requires_grad) st = backward_node(g, i);
     if (st == CLB_OK && g->phased && n->kind == GN_PARAM && n->requires_grad) {
       clb__graph_set_suffix(g, n->deps);
       st = grad_of(g, i, &n->grad);
       if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, i, n->grad);
     }
-    if (st == CLB_OK) clb__graph_mem_backward_done(g, i);
+    if (st != CLB_OK) break;
+    if (open) held[nheld++] = i;
+    else backward_release(g, i);
+  }
+  if (open) { /* enqueued even after an error: the products kept are valid work */
+    clb_status se = clb__gemm_host_merge_end(g->ctx);
+    if (st == CLB_OK) st = se;
+    for (int k = 0; st == CLB_OK && k < nheld; k++) backward_release(g, held[k]);
   }
   return st;
 }

@@ -132,7 +132,7 @@ typedef struct host_gemm {
 } host_gemm;
 
 /* A native kernel: up to HOST_MAX_GEMM products, in order, one status word. */
-#define HOST_MAX_GEMM 2
+#define HOST_MAX_GEMM CLB_HOST_MAX_GEMM
 #define HOST_NBUF (HOST_MAX_GEMM * 11 + 1)
 typedef struct host_call {
   host_gemm g[HOST_MAX_GEMM];
@@ -351,16 +351,8 @@ static void ref_add(host_ref *r, int *nr, clb_buf *buf, void **ptr, cl_map_flags
   (*nr)++;
 }
 
-clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
-  if (n < 1 || n > HOST_MAX_GEMM)
-    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: %d products in one native kernel (1 to %d)", op, what, n,
-                          HOST_MAX_GEMM);
-  for (int j = 0; j < n; j++)
-    for (int d = 0; d < 2; d++)
-      if (jobs[j].a->bound[d] > INT_MAX || jobs[j].b->bound[d] > INT_MAX)
-        return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
-                              "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
-  if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
+/* jobs[0..n) as one native kernel in the queue (validated). */
+static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
   pthread_once(&blas_once, blas_init);
   host_call call;
   memset(&call, 0, sizeof call);
@@ -456,7 +448,68 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
   return CLB_OK;
 }
 
+/* The products kept while a merge is open (ctx->host_batch). */
+typedef struct host_merge {
+  int open, n;
+  clb_host_gemm jobs[HOST_MAX_GEMM];
+  const char *op;
+  char what[384];
+} host_merge;
+
+/* Enqueues what the merge keeps, as one native kernel. */
+static clb_status merge_flush(clb_context_t ctx, host_merge *m) {
+  if (m->n == 0) return CLB_OK;
+  int n = m->n;
+  m->n = 0;
+  return enqueue_call(ctx, m->op, m->what, m->jobs, n);
+}
+
+clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
+  if (n < 1 || n > HOST_MAX_GEMM)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: %d products in one native kernel (1 to %d)", op, what, n,
+                          HOST_MAX_GEMM);
+  for (int j = 0; j < n; j++)
+    for (int d = 0; d < 2; d++)
+      if (jobs[j].a->bound[d] > INT_MAX || jobs[j].b->bound[d] > INT_MAX)
+        return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
+                              "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
+  if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
+  host_merge *m = ctx->host_batch;
+  if (!m || !m->open) return enqueue_call(ctx, op, what, jobs, n);
+  clb_status st;
+  if (m->n + n > HOST_MAX_GEMM && (st = merge_flush(ctx, m)) != CLB_OK) return st;
+  if (m->n == 0) {
+    m->op = op;
+    snprintf(m->what, sizeof m->what, "%s", what);
+  } else {
+    size_t used = strlen(m->what);
+    snprintf(m->what + used, sizeof m->what - used, "; %s", what);
+  }
+  memcpy(m->jobs + m->n, jobs, (size_t)n * sizeof *jobs);
+  m->n += n;
+  return CLB_OK;
+}
+
+void clb__gemm_host_merge_begin(clb_context_t ctx) {
+  if (!ctx->host_batch) ctx->host_batch = calloc(1, sizeof(host_merge));
+  host_merge *m = ctx->host_batch;
+  if (m) m->open = 1; /* out of host memory: nothing is merged, each call enqueues */
+}
+
+clb_status clb__gemm_host_merge_end(clb_context_t ctx) {
+  host_merge *m = ctx->host_batch;
+  if (!m || !m->open) return CLB_OK;
+  m->open = 0;
+  return merge_flush(ctx, m);
+}
+
 #else /* no OpenBLAS */
+
+void clb__gemm_host_merge_begin(clb_context_t ctx) { (void)ctx; }
+clb_status clb__gemm_host_merge_end(clb_context_t ctx) {
+  (void)ctx;
+  return CLB_OK;
+}
 
 clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
   (void)jobs, (void)n;

@@ -33,10 +33,24 @@ typedef struct clb_host_gemm {
   int ta, tb, relu;
 } clb_host_gemm;
 
-/* jobs[0..n) (n <= 2) in order in ONE native kernel in the queue: no host sync,
+/* The most products one native kernel runs. */
+#define CLB_HOST_MAX_GEMM 4
+
+/* jobs[0..n) (n <= CLB_HOST_MAX_GEMM) in order in ONE native kernel in the queue: no host sync,
  * one set of maps at most (none for buffers whose host pointer is known,
- * runtime/core/hostptr.c). */
+ * runtime/core/hostptr.c). While a merge is open (below) they join it instead. */
 clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n);
+
+/* Consecutive calls in one native kernel (a graph's backward: one linear
+ * layer's after the layer above's): between clb__gemm_host_merge_begin and
+ * clb__gemm_host_merge_end, clb__gemm_host_run keeps its products (a merge that
+ * would pass CLB_HOST_MAX_GEMM is enqueued first and a new one started), and
+ * end enqueues what is kept, in call order. The caller keeps the products'
+ * tensors alive until end and enqueues nothing in between that touches their
+ * buffers, other than the shape records of new tensors (which no kept product
+ * reads: nothing is freed in between). End returns the enqueue's status. */
+void clb__gemm_host_merge_begin(clb_context_t ctx);
+clb_status clb__gemm_host_merge_end(clb_context_t ctx);
 
 /* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
  * device's tuned parameters from its tuning file (clbound/tuning.h) with
