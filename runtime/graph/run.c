@@ -401,8 +401,31 @@ static clb_status param_grad(clb_graph_t g, int i, clb_tensor_t *out) {
   return grad_of(g, i, out);
 }
 
-/* Every parameter's SGD step in one generated kernel (runtime/graph/fuse.c). */
-static clb_status fused_sgd(clb_graph_t g, clb_status st) {
+/* A merge of host-BLAS native kernels open across a training step's backward
+ * and update (clb__gemm_host_merge_begin): the nodes whose releases wait for
+ * it to be enqueued, and the parameters whose gradients do. */
+typedef struct bwd_merge {
+  int open, nheld, nparams;
+  int held[CLB_GRAPH_MAX_NODES], params[CLB_GRAPH_MAX_NODES];
+} bwd_merge;
+
+static void backward_release(clb_graph_t g, int i);
+
+/* Enqueues the merge's native kernel, then releases what waited for it. */
+static clb_status merge_close(clb_graph_t g, bwd_merge *mg, clb_status st) {
+  if (!mg->open) return st;
+  mg->open = 0;
+  clb_status se = clb__gemm_host_merge_end(g->ctx); /* even after an error: the kept work is valid */
+  if (st == CLB_OK) st = se;
+  for (int k = 0; st == CLB_OK && k < mg->nheld; k++) backward_release(g, mg->held[k]);
+  for (int k = 0; st == CLB_OK && k < mg->nparams; k++) release_grads_of(g, mg->params[k]);
+  mg->nheld = mg->nparams = 0;
+  return st;
+}
+
+/* Every parameter's SGD step in one generated kernel (runtime/graph/fuse.c), or
+ * at the end of the backward's open host-BLAS native kernel. */
+static clb_status fused_sgd(clb_graph_t g, clb_status st, bwd_merge *mg) {
   clb_tensor_t p[CLB_GRAPH_MAX_NODES], gr[CLB_GRAPH_MAX_NODES], v[CLB_GRAPH_MAX_NODES];
   int idx[CLB_GRAPH_MAX_NODES], n = 0;
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
@@ -413,7 +436,19 @@ static clb_status fused_sgd(clb_graph_t g, clb_status st) {
     v[n] = nd->vel;
     idx[n++] = i;
   }
-  if (st == CLB_OK && n > 0) st = clb__graph_fused_sgd(g, n, p, gr, v);
+  if (st == CLB_OK && n > 0) {
+    char what[160];
+    snprintf(what, sizeof what, "sgd_step of %d parameters of graph %s", n, g->name);
+    if (mg->open && clb__gemm_host_sgd_join(g->ctx, what, n, p, gr, v, g->lr, g->momentum)) {
+      for (int k = 0; k < n; k++) { /* a failed step marks what it wrote (docs/failure-behaviour.md) */
+        clb__note_output(g->ctx, "sgd_step (fused)", p[k]);
+        if (v[k]) clb__note_output(g->ctx, "sgd_step (fused)", v[k]);
+        mg->params[mg->nparams++] = idx[k];
+      }
+      return CLB_OK;
+    }
+    if ((st = merge_close(g, mg, st)) == CLB_OK) st = clb__graph_fused_sgd(g, n, p, gr, v);
+  }
   for (int k = 0; st == CLB_OK && k < n; k++) release_grads_of(g, idx[k]);
   return st;
 }
@@ -442,22 +477,16 @@ static void backward_release(clb_graph_t g, int i) {
  * Consecutive linear layers' backwards under host BLAS are one native kernel
  * (merges_host_bwd): while one is open, the nodes passed release nothing, so
  * no buffer its products use is handed out again before it is enqueued. */
-static clb_status backward_pass(clb_graph_t g) {
+static clb_status backward_pass(clb_graph_t g, bwd_merge *mg) {
   clb_status st = CLB_OK;
-  int open = 0, held[CLB_GRAPH_MAX_NODES], nheld = 0;
   for (int i = g->loss - 1; i >= 0 && st == CLB_OK; i--) {
     gnode *n = &g->nodes[i];
     const int merge = merges_host_bwd(g, i);
-    if (open && !merge && !backward_done_elsewhere(g, i)) { /* a launch of its own comes */
-      open = 0;
-      st = clb__gemm_host_merge_end(g->ctx);
-      for (int k = 0; k < nheld; k++) backward_release(g, held[k]);
-      nheld = 0;
-      if (st != CLB_OK) break;
-    }
-    if (merge && !open) {
+    /* a launch of its own comes */
+    if (mg->open && !merge && !backward_done_elsewhere(g, i) && (st = merge_close(g, mg, st)) != CLB_OK) break;
+    if (merge && !mg->open) {
       clb__gemm_host_merge_begin(g->ctx);
-      open = 1;
+      mg->open = 1;
     }
     if (n->kind != GN_PARAM && n->requires_grad) st = backward_node(g, i);
     if (st == CLB_OK && g->phased && n->kind == GN_PARAM && n->requires_grad) {
@@ -466,22 +495,26 @@ static clb_status backward_pass(clb_graph_t g) {
       if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, i, n->grad);
     }
     if (st != CLB_OK) break;
-    if (open) held[nheld++] = i;
+    if (mg->open) mg->held[mg->nheld++] = i;
     else backward_release(g, i);
-  }
-  if (open) { /* enqueued even after an error: the products kept are valid work */
-    clb_status se = clb__gemm_host_merge_end(g->ctx);
-    if (st == CLB_OK) st = se;
-    for (int k = 0; st == CLB_OK && k < nheld; k++) backward_release(g, held[k]);
   }
   return st;
 }
 
 /* The SGD update from each parameter's gradient. */
-static clb_status update_pass(clb_graph_t g) {
+static clb_status update_pass(clb_graph_t g, bwd_merge *mg) {
   clb_status st = CLB_OK;
   clb__graph_set_suffix(g, g->nodes[g->loss].deps);
-  if (clb__graph_fusion_on()) return fused_sgd(g, st);
+  if (clb__graph_fusion_on()) {
+    /* under host BLAS the SGD steps are a native kernel's, the backward's last
+     * or their own (one arithmetic whether the step ran whole or in phases) */
+    if (!mg->open && clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS) {
+      clb__gemm_host_merge_begin(g->ctx);
+      mg->open = 1;
+    }
+    return fused_sgd(g, st, mg);
+  }
+  if ((st = merge_close(g, mg, st)) != CLB_OK) return st;
   for (int i = 0; i < g->loss && st == CLB_OK; i++) {
     gnode *n = &g->nodes[i];
     if (n->kind != GN_PARAM || !n->requires_grad) continue;
@@ -492,9 +525,14 @@ static clb_status update_pass(clb_graph_t g) {
   return st;
 }
 
-static clb_status train_step(clb_graph_t g) {
-  clb_status st = backward_pass(g);
-  return st == CLB_OK ? update_pass(g) : st;
+/* The backward and the update; under host BLAS the last layers' backwards
+ * and the SGD steps are one native kernel (docs/gemm.md). */
+static clb_status train_step(clb_graph_t g, int backward, int update) {
+  bwd_merge mg;
+  mg.open = mg.nheld = mg.nparams = 0;
+  clb_status st = backward ? backward_pass(g, &mg) : CLB_OK;
+  if (st == CLB_OK && update) st = update_pass(g, &mg);
+  return merge_close(g, &mg, st);
 }
 
 /* Forgets the gradients a CLB_PHASE_GRADS step kept (their tensors stay with
@@ -692,7 +730,7 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
      * allocations in the same order, so the first real step runs in the arena */
     clb_status ws = clb__graph_mem_begin(g, dec.plan);
     if (ws == CLB_OK) ws = forward(g, last, release, last_use);
-    if (ws == CLB_OK && g->loss >= 0) ws = train_step(g);
+    if (ws == CLB_OK && g->loss >= 0) ws = train_step(g, 1, 1);
     clb__graph_mem_end_as(g, ws, (int64_t)g->nplans);
     st = clb__plan_collect_end(g->ctx, what, ws == CLB_OK);
     if (st == CLB_OK && warm_only) st = ws;
@@ -715,7 +753,7 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
     g->phased = 1;
     const gnode *l = &g->nodes[g->loss];
     if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, g->loss, g->nodes[l->in[1]].t);
-    if (st == CLB_OK) st = backward_pass(g);
+    if (st == CLB_OK) st = train_step(g, 1, 0);
     g->ctx->build_suffix[0] = 0;
     if (st == CLB_OK) {
       g->in_step = 1; /* the memory plan's step stays open until the update */
@@ -725,7 +763,7 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
     clb__graph_mem_end(g, st);
     return st;
   }
-  if (st == CLB_OK && g->loss >= 0) st = train_step(g);
+  if (st == CLB_OK && g->loss >= 0) st = train_step(g, 1, 1);
   return finish_step(g, st);
 }
 
@@ -744,7 +782,7 @@ clb_status clb_graph_run_phase(clb_graph_t g, clb_graph_phase phase) {
     if (!g->in_step)
       return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has no step begun by CLB_PHASE_GRADS", op, g->name);
     clb_status st = CLB_OK;
-    if (phase == CLB_PHASE_UPDATE) st = update_pass(g);
+    if (phase == CLB_PHASE_UPDATE) st = train_step(g, 0, 1);
     end_phased(g);
     if (phase == CLB_PHASE_DISCARD) {
       /* not a step: the memory plan keeps no record of it */

@@ -131,12 +131,23 @@ typedef struct host_gemm {
   int64_t abound[2], bbound[2], hbound[2];
 } host_gemm;
 
-/* A native kernel: up to HOST_MAX_GEMM products, in order, one status word. */
+/* One parameter's SGD step after the products (clb__gemm_host_sgd_join). */
+typedef struct host_sgd {
+  void *p, *sp, *g, *sg, *v; /* host pointers; v NULL without momentum */
+  int rank, f64;
+} host_sgd;
+
+/* A native kernel: up to HOST_MAX_GEMM products, in order, then up to
+ * HOST_MAX_SGD SGD steps, one status word. */
 #define HOST_MAX_GEMM CLB_HOST_MAX_GEMM
-#define HOST_NBUF (HOST_MAX_GEMM * 11 + 1)
+#define HOST_MAX_SGD CLB_HOST_MAX_SGD
+#define HOST_NBUF (HOST_MAX_GEMM * 11 + HOST_MAX_SGD * 5 + 1)
 typedef struct host_call {
   host_gemm g[HOST_MAX_GEMM];
   int n;
+  host_sgd s[HOST_MAX_SGD];
+  int ns;
+  double lr, momentum;
   void *st;
   uint32_t launch;
   void *slots[HOST_NBUF]; /* where the driver writes mem_list's pointers: unread (see below) */
@@ -320,9 +331,51 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
   relu_bwd_epilogue(call, g, m * n);
 }
 
+/* The SGD step of kernels/nn.cl's nn_sgd (and the fused one), in T: d = g
+ * (d = momentum v + g, kept in v), p -= lr d. */
+static void sgd_f32(float *restrict p, const float *restrict g, float *restrict v, int64_t n, float lr, float mom) {
+  if (v)
+    for (int64_t i = 0; i < n; i++) {
+      float d = mom * v[i] + g[i];
+      v[i] = d;
+      p[i] -= lr * d;
+    }
+  else
+    for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];
+}
+
+static void sgd_f64(double *restrict p, const double *restrict g, double *restrict v, int64_t n, double lr, double mom) {
+  if (v)
+    for (int64_t i = 0; i < n; i++) {
+      double d = mom * v[i] + g[i];
+      v[i] = d;
+      p[i] -= lr * d;
+    }
+  else
+    for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];
+}
+
+static int64_t rec_numel(const int64_t *rec, int rank) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= rec[d];
+  return n;
+}
+
+/* Counts of the parameter and its gradient that differ raise
+ * CLB_STF_DEVICE_CHECK and the smaller is used, as the kernels do. */
+static void host_sgd_one(const host_call *call, const host_sgd *s) {
+  int64_t n = rec_numel(s->sp, s->rank), ng = rec_numel(s->sg, s->rank);
+  if (n != ng) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, n, ng);
+  if (ng < n) n = ng;
+  if (n <= 0) return;
+  if (s->f64) sgd_f64(s->p, s->g, s->v, n, call->lr, call->momentum);
+  else sgd_f32(s->p, s->g, s->v, n, (float)call->lr, (float)call->momentum);
+}
+
 static void CL_CALLBACK host_gemm_fn(void *p) {
   const host_call *call = p;
   for (int i = 0; i < call->n; i++) host_gemm_one(call, &call->g[i]);
+  for (int i = 0; i < call->ns; i++) host_sgd_one(call, &call->s[i]);
 }
 
 /* The buffers reach the native kernel as host pointers in its argument block,
@@ -351,14 +404,38 @@ static void ref_add(host_ref *r, int *nr, clb_buf *buf, void **ptr, cl_map_flags
   (*nr)++;
 }
 
-/* jobs[0..n) as one native kernel in the queue (validated). */
-static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
+/* SGD steps kept for the end of a native kernel. */
+typedef struct sgd_req {
+  int n;
+  clb_tensor_t p[HOST_MAX_SGD], g[HOST_MAX_SGD], v[HOST_MAX_SGD];
+  double lr, momentum;
+} sgd_req;
+
+/* jobs[0..n) (validated), then sgd's steps (or NULL), as one native kernel in
+ * the queue. */
+static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n,
+                               const sgd_req *sgd) {
   pthread_once(&blas_once, blas_init);
   host_call call;
   memset(&call, 0, sizeof call);
   call.n = n;
   host_ref refs[HOST_NBUF];
   int nr = 0;
+  for (int j = 0; sgd && j < sgd->n; j++) {
+    host_sgd *s = &call.s[j];
+    s->rank = sgd->p[j]->rank;
+    s->f64 = sgd->p[j]->dtype == CLB_DTYPE_F64;
+    ref_add(refs, &nr, &sgd->p[j]->data, &s->p, CL_MAP_READ | CL_MAP_WRITE);
+    ref_add(refs, &nr, &sgd->p[j]->shape, &s->sp, CL_MAP_READ);
+    ref_add(refs, &nr, &sgd->g[j]->data, &s->g, CL_MAP_READ);
+    ref_add(refs, &nr, &sgd->g[j]->shape, &s->sg, CL_MAP_READ);
+    if (sgd->v[j]) ref_add(refs, &nr, &sgd->v[j]->data, &s->v, CL_MAP_READ | CL_MAP_WRITE);
+  }
+  if (sgd) {
+    call.ns = sgd->n;
+    call.lr = sgd->lr;
+    call.momentum = sgd->momentum;
+  }
   for (int j = 0; j < n; j++) {
     const clb_host_gemm *q = &jobs[j];
     host_gemm *g = &call.g[j];
@@ -448,20 +525,34 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
   return CLB_OK;
 }
 
-/* The products kept while a merge is open (ctx->host_batch). */
+/* The products and SGD steps kept while a merge is open (ctx->host_batch). */
 typedef struct host_merge {
   int open, n;
   clb_host_gemm jobs[HOST_MAX_GEMM];
+  sgd_req sgd; /* sgd.n > 0: nothing more joins before the flush */
   const char *op;
   char what[384];
 } host_merge;
 
 /* Enqueues what the merge keeps, as one native kernel. */
 static clb_status merge_flush(clb_context_t ctx, host_merge *m) {
-  if (m->n == 0) return CLB_OK;
+  if (m->n == 0 && m->sgd.n == 0) return CLB_OK;
   int n = m->n;
   m->n = 0;
-  return enqueue_call(ctx, m->op, m->what, m->jobs, n);
+  clb_status st = enqueue_call(ctx, m->op, m->what, m->jobs, n, m->sgd.n ? &m->sgd : NULL);
+  m->sgd.n = 0;
+  return st;
+}
+
+/* Adds `what` to the merge's description. */
+static void merge_describe(host_merge *m, const char *op, const char *what) {
+  if (m->n == 0 && m->sgd.n == 0) {
+    m->op = op;
+    snprintf(m->what, sizeof m->what, "%s", what);
+  } else {
+    size_t used = strlen(m->what);
+    snprintf(m->what + used, sizeof m->what - used, "; %s", what);
+  }
 }
 
 clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n) {
@@ -475,19 +566,36 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
                               "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   host_merge *m = ctx->host_batch;
-  if (!m || !m->open) return enqueue_call(ctx, op, what, jobs, n);
+  if (!m || !m->open) return enqueue_call(ctx, op, what, jobs, n, NULL);
   clb_status st;
-  if (m->n + n > HOST_MAX_GEMM && (st = merge_flush(ctx, m)) != CLB_OK) return st;
-  if (m->n == 0) {
-    m->op = op;
-    snprintf(m->what, sizeof m->what, "%s", what);
-  } else {
-    size_t used = strlen(m->what);
-    snprintf(m->what + used, sizeof m->what - used, "; %s", what);
-  }
+  if ((m->n + n > HOST_MAX_GEMM || m->sgd.n) && (st = merge_flush(ctx, m)) != CLB_OK) return st;
+  merge_describe(m, op, what);
   memcpy(m->jobs + m->n, jobs, (size_t)n * sizeof *jobs);
   m->n += n;
   return CLB_OK;
+}
+
+int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const clb_tensor_t *p, const clb_tensor_t *g,
+                            const clb_tensor_t *v, double lr, double momentum) {
+  host_merge *m = ctx->host_batch;
+  if (!m || !m->open || m->sgd.n || n < 1 || n > HOST_MAX_SGD) return 0;
+  for (int k = 0; k < n; k++) {
+    const clb_dtype dt = p[k]->dtype;
+    if ((dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_F64) || g[k]->dtype != dt || g[k]->rank != p[k]->rank ||
+        (v[k] && (v[k]->dtype != dt || clb_tensor_bound_numel(v[k]) < clb_tensor_bound_numel(p[k]))))
+      return 0;
+  }
+  if (ctx->collect) return 1; /* a plan walked to collect its kernels launches nothing */
+  merge_describe(m, "sgd_step (fused)", what);
+  m->sgd.n = n;
+  for (int k = 0; k < n; k++) {
+    m->sgd.p[k] = p[k];
+    m->sgd.g[k] = g[k];
+    m->sgd.v[k] = v[k];
+  }
+  m->sgd.lr = lr;
+  m->sgd.momentum = momentum;
+  return 1;
 }
 
 void clb__gemm_host_merge_begin(clb_context_t ctx) {
@@ -504,6 +612,12 @@ clb_status clb__gemm_host_merge_end(clb_context_t ctx) {
 }
 
 #else /* no OpenBLAS */
+
+int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const clb_tensor_t *p, const clb_tensor_t *g,
+                            const clb_tensor_t *v, double lr, double momentum) {
+  (void)ctx, (void)what, (void)n, (void)p, (void)g, (void)v, (void)lr, (void)momentum;
+  return 0;
+}
 
 void clb__gemm_host_merge_begin(clb_context_t ctx) { (void)ctx; }
 clb_status clb__gemm_host_merge_end(clb_context_t ctx) {

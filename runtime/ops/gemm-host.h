@@ -52,6 +52,19 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
 void clb__gemm_host_merge_begin(clb_context_t ctx);
 clb_status clb__gemm_host_merge_end(clb_context_t ctx);
 
+/* The most SGD steps one native kernel takes. */
+#define CLB_HOST_MAX_SGD 16
+
+/* The SGD steps of n parameters (p -= lr d, d = g, or d = momentum v + g kept
+ * in v, over the actual counts; the arithmetic of kernels/nn.cl's nn_sgd) at the
+ * end of the open merge's native kernel, after its products: 1 when kept
+ * (nothing joins the merge after them), 0 when there is no open merge or it
+ * cannot take them (too many, a dtype other than f32 or f64, a gradient or
+ * velocity unlike its parameter): then the caller launches its own kernel,
+ * after closing the merge. The caller marks p and v as outputs. */
+int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const clb_tensor_t *p, const clb_tensor_t *g,
+                            const clb_tensor_t *v, double lr, double momentum);
+
 /* runtime/ops/gemm-tune.c: before the context's first CLBlast call, sets the
  * device's tuned parameters from its tuning file (clbound/tuning.h) with
  * CLBlastOverrideParameters; a missing, damaged or foreign file is logged
