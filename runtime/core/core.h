@@ -186,6 +186,12 @@ struct clb_context {
    * backward merges consecutive layers' (runtime/ops/gemm-host.c; NULL until
    * first used, freed with the context) */
   void *host_batch;
+  /* set while host-BLAS products are kept (runtime/ops/gemm-host.c's merge):
+   * enqueues them. Every other command calls it first (clb__merge_flush), so
+   * the queue's order stays the program's; fresh_record marks the write of a
+   * new tensor's shape record, which no kept product reads */
+  clb_status (*merge_flush)(clb_context_t ctx);
+  int fresh_record;
   /* DLPack device exports still held by a consumer (runtime/interop): cut loose
    * from the context by its release hook when the context is freed */
   struct clb__dl_export *exports;
@@ -307,6 +313,10 @@ void clb__launch_pin(clb_context_t ctx, uint32_t id, int on);
 /* Tells the launch hook, if one is set, of a host write into mem (or, mem
  * NULL, a host read or sync) about to be enqueued. */
 clb_status clb__launch_host(clb_context_t ctx, const char *why, cl_mem mem);
+
+/* Enqueues the host-BLAS products an open merge keeps (clb_context.merge_flush),
+ * before a command of another kind. */
+clb_status clb__merge_flush(clb_context_t ctx);
 /* The launch geometry: the device's (local size 64 and 8 work-groups per compute
  * unit on CPUs, 256 and 16 on GPUs) unless CLBOUND_GEOMETRY forces another
  * (docs/portability.md). */

@@ -153,7 +153,13 @@ void clb__launch_pin(clb_context_t ctx, uint32_t id, int on) {
   if (id) ctx->ring_pinned[id % CLB_LAUNCH_RING] = (uint8_t)(on != 0);
 }
 
+clb_status clb__merge_flush(clb_context_t ctx) { return ctx->merge_flush ? ctx->merge_flush(ctx) : CLB_OK; }
+
 clb_status clb__launch_host(clb_context_t ctx, const char *why, cl_mem mem) {
+  if (!ctx->fresh_record) {
+    clb_status st = clb__merge_flush(ctx);
+    if (st != CLB_OK) return st;
+  }
   return ctx->launch_hook.host ? ctx->launch_hook.host(ctx->launch_hook.user, why, mem) : CLB_OK;
 }
 
@@ -171,6 +177,8 @@ clb_status clb__launch_set_args(clb_context_t ctx, const char *op, cl_kernel k, 
 clb_status clb__launch_enqueue(clb_context_t ctx, const char *op, const char *what, cl_kernel k, size_t groups,
                                size_t local) {
   size_t global = groups * local;
+  clb_status fs = clb__merge_flush(ctx);
+  if (fs != CLB_OK) return fs;
   if (ctx->kernel_wg_limit && local > ctx->kernel_wg_limit) /* what a driver with that limit answers */
     return clb__cl_error(ctx, CL_INVALID_WORK_GROUP_SIZE,
                          "%s %s: launching %zu work-groups of %zu (CLBOUND_TEST_KERNEL_WG_LIMIT=%zu)", op,

@@ -165,7 +165,12 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   }
   /* the bounds, unless the plan's record already holds a valid record of this
    * layout (its static dims are these, its producer writes the dynamic ones) */
-  if (!valid && (st = write_shape(ctx, op, t, t->bound)) == CLB_OK && t->shape.rec_ok) *t->shape.rec_ok = 1;
+  if (!valid) {
+    ctx->fresh_record = 1; /* no host-BLAS product kept by a merge reads it */
+    st = write_shape(ctx, op, t, t->bound);
+    ctx->fresh_record = 0;
+    if (st == CLB_OK && t->shape.rec_ok) *t->shape.rec_ok = 1;
+  }
   if (st != CLB_OK) {
     put_data(ctx, &t->data);
     clb__pool_put(ctx->pool, &t->shape);

@@ -211,6 +211,7 @@ static clb_status materialize(clb_graph_t g, gnode *n) {
   size_t row = clb_dtype_size(raw->dtype);
   for (int d = 1; d < raw->rank; d++) row *= (size_t)raw->bound[d];
   size_t bytes = (size_t)count * row;
+  if (bytes && (st = clb__merge_flush(g->ctx)) != CLB_OK) return st;
   if (bytes) {
     cl_int err = clEnqueueCopyBuffer(g->ctx->queue, raw->data.mem, n->t->data.mem, 0, 0, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
@@ -609,7 +610,24 @@ static clb_status note_plan(clb_graph_t g, const clb_decision *dec) {
 
 /* The forward pass: nodes up to `last` (all of an inference graph), releasing
  * inputs whose last reader ran when `release`. */
+static clb_status forward_nodes(clb_graph_t g, int last, int release, const int *last_use);
+
+/* The forward pass. Under host BLAS its consecutive matmuls are one native
+ * kernel (clb__gemm_host_merge_begin; any other command enqueues what is kept
+ * first), unless it releases intermediates as it goes: a released input of a
+ * kept product could be handed out before the product runs. */
 static clb_status forward(clb_graph_t g, int last, int release, const int *last_use) {
+  const int merge = !release && clb__graph_fusion_on() && clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS;
+  if (merge) clb__gemm_host_merge_begin(g->ctx);
+  clb_status st = forward_nodes(g, last, release, last_use);
+  if (merge) {
+    clb_status se = clb__gemm_host_merge_end(g->ctx);
+    if (st == CLB_OK) st = se;
+  }
+  return st;
+}
+
+static clb_status forward_nodes(clb_graph_t g, int last, int release, const int *last_use) {
   clb_status st = CLB_OK;
   const int fuse = clb__graph_fusion_on();
   for (int i = 0; i < g->nnodes && st == CLB_OK; i++) {

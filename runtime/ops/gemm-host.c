@@ -598,16 +598,26 @@ int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const cl
   return 1;
 }
 
+/* clb_context.merge_flush: what is kept goes before another command; the merge
+ * stays open for later products. */
+static clb_status merge_flush_cb(clb_context_t ctx) {
+  host_merge *m = ctx->host_batch;
+  return m ? merge_flush(ctx, m) : CLB_OK;
+}
+
 void clb__gemm_host_merge_begin(clb_context_t ctx) {
   if (!ctx->host_batch) ctx->host_batch = calloc(1, sizeof(host_merge));
   host_merge *m = ctx->host_batch;
-  if (m) m->open = 1; /* out of host memory: nothing is merged, each call enqueues */
+  if (!m) return; /* out of host memory: nothing is merged, each call enqueues */
+  m->open = 1;
+  ctx->merge_flush = merge_flush_cb;
 }
 
 clb_status clb__gemm_host_merge_end(clb_context_t ctx) {
   host_merge *m = ctx->host_batch;
   if (!m || !m->open) return CLB_OK;
   m->open = 0;
+  ctx->merge_flush = NULL;
   return merge_flush(ctx, m);
 }
 

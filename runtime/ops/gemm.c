@@ -88,6 +88,7 @@ static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   CLBlastStatusCode rc;
   clb_status st = clblast_use(ctx);
+  if (st == CLB_OK) st = clb__merge_flush(ctx); /* CLBlast enqueues on the same queue */
   if (st != CLB_OK) return st;
   if (dt == CLB_DTYPE_F64)
     rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a, 0, lda, b, 0, ldb, 0.0, c, 0, ldc,
@@ -209,6 +210,8 @@ static clb_status run_exact(clb_context_t ctx, gemm_job *g, int64_t m, int64_t n
 static clb_status run_sync_exact(clb_context_t ctx, gemm_job *g) {
   int64_t ra[CLB_MAX_RANK], rb[CLB_MAX_RANK];
   size_t bytes = sizeof ra;
+  clb_status fs = clb__merge_flush(ctx);
+  if (fs != CLB_OK) return fs;
   cl_int e = clEnqueueReadBuffer(ctx->queue, g->a->shape.mem, CL_FALSE, 0, bytes, ra, 0, NULL, NULL);
   if (e == CL_SUCCESS) e = clEnqueueReadBuffer(ctx->queue, g->b->shape.mem, CL_FALSE, 0, bytes, rb, 0, NULL, NULL);
   if (e != CL_SUCCESS) {
