@@ -333,27 +333,20 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
 
 /* The SGD step of kernels/nn.cl's nn_sgd (and the fused one), in T: d = g
  * (d = momentum v + g, kept in v), p -= lr d. */
-static void sgd_f32(float *restrict p, const float *restrict g, float *restrict v, int64_t n, float lr, float mom) {
-  if (v)
-    for (int64_t i = 0; i < n; i++) {
-      float d = mom * v[i] + g[i];
-      v[i] = d;
-      p[i] -= lr * d;
-    }
-  else
-    for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];
-}
-
-static void sgd_f64(double *restrict p, const double *restrict g, double *restrict v, int64_t n, double lr, double mom) {
-  if (v)
-    for (int64_t i = 0; i < n; i++) {
-      double d = mom * v[i] + g[i];
-      v[i] = d;
-      p[i] -= lr * d;
-    }
-  else
-    for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];
-}
+#define SGD_FN(name, T)                                                                         \
+  static void name(T *restrict p, const T *restrict g, T *restrict v, int64_t n, T lr, T mom) { \
+    if (v)                                                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                         \
+        T d = mom * v[i] + g[i];                                                                \
+        v[i] = d;                                                                               \
+        p[i] -= lr * d;                                                                         \
+      }                                                                                         \
+    else                                                                                        \
+      for (int64_t i = 0; i < n; i++) p[i] -= lr * g[i];                                       \
+  }
+SGD_FN(sgd_f32, float)
+SGD_FN(sgd_f64, double)
+#undef SGD_FN
 
 static int64_t rec_numel(const int64_t *rec, int rank) {
   int64_t n = 1;
