@@ -480,16 +480,43 @@ clb_status clb__graph_fused_run(clb_graph_t g, int last) {
   if (fp64 && !ctx->info.has_fp64) /* as clb_cast says it */
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "graph %s: %s %s: f64 needs cl_khr_fp64, which %s lacks", g->name, op, what,
                           ctx->info.name);
-  char *text = malloc(65536);
-  if (!text) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "graph %s: %s: out of host memory", g->name, op);
-  group_source(text, 65536, mb, nm, opnd, bm, nopnd);
-  char name[64];
-  snprintf(name, sizeof name, "fused-ew-%016llx", (unsigned long long)clb__fnv1a(1469598103934665603ull, text, strlen(text)));
-  if (!clb__kernel_src_get(ctx, name)) {
-    if ((st = clb__kernel_source_add(ctx, name, text)) == CLB_OK) ctx->counters.kernels_fused++;
+  /* the source depends on these alone (group_source): generated again only
+   * when they differ from the last step's */
+  uint64_t key = 1469598103934665603ull;
+  int lay[8 + OPND_MAX * 3 + GROUP_MAX * 6], nl = 0;
+  lay[nl++] = nm;
+  lay[nl++] = nopnd;
+  lay[nl++] = out->rank;
+  for (int j = 0; j < nopnd; j++) {
+    lay[nl++] = (int)opnd[j]->dtype;
+    lay[nl++] = opnd[j]->rank;
+    lay[nl++] = (int)bm[j];
   }
-  free(text);
-  if (st != CLB_OK) return st;
+  for (int m = 0; m < nm; m++) {
+    lay[nl++] = (int)mb[m].n->kind;
+    lay[nl++] = mb[m].n->op;
+    lay[nl++] = (int)mb[m].n->dtype;
+    lay[nl++] = mb[m].n->fuse_drop;
+    lay[nl++] = mb[m].src[0];
+    lay[nl++] = mb[m].n->nin > 1 ? mb[m].src[1] : 0;
+  }
+  key = clb__fnv1a(key, lay, sizeof(int) * (size_t)nl);
+  gnode *ln = &g->nodes[last];
+  if (!ln->fuse_src_name[0] || ln->fuse_src_key != key || !clb__kernel_src_get(ctx, ln->fuse_src_name)) {
+    char *text = malloc(65536);
+    if (!text) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "graph %s: %s: out of host memory", g->name, op);
+    group_source(text, 65536, mb, nm, opnd, bm, nopnd);
+    char name[sizeof ln->fuse_src_name];
+    snprintf(name, sizeof name, "fused-ew-%016llx", (unsigned long long)clb__fnv1a(1469598103934665603ull, text, strlen(text)));
+    if (!clb__kernel_src_get(ctx, name)) {
+      if ((st = clb__kernel_source_add(ctx, name, text)) == CLB_OK) ctx->counters.kernels_fused++;
+    }
+    free(text);
+    if (st != CLB_OK) return st;
+    memcpy(ln->fuse_src_name, name, sizeof name);
+    ln->fuse_src_key = key;
+  }
+  const char *name = ln->fuse_src_name;
   cl_kernel k;
   if ((st = clb__kernel_get(ctx, op, name, fp64 ? "-D CLB_NEED_FP64" : "", "fused_ew", &k)) != CLB_OK) return st;
   clb_arg args[OPND_MAX * 2 + GROUP_MAX * 2 + 2];

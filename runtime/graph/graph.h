@@ -73,6 +73,11 @@ typedef struct gnode {
   int fuse_last;         /* the group's last member */
   int fuse_next;         /* the next member, -1 for the last */
   int fuse_drop;         /* an intermediate nothing else reads: not materialised */
+  /* a group's last member: the kernel its source was last generated into, and
+   * the hash of what the source depends on (fuse.c), so that a step whose
+   * group is laid out as the last one's does not generate it again */
+  uint64_t fuse_src_key;
+  char fuse_src_name[40];
   int fuse_epi;          /* a linear node and the activation fused as its epilogue:
                             each the other's index; -1 when none */
   int fuse_bwd;          /* a linear node whose input is a ReLU's output read by it
