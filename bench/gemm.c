@@ -99,7 +99,8 @@ typedef struct gshape {
 } gshape;
 static const gshape SHAPES[] = {
     {512, 512, 256, 0, 1}, {512, 256, 512, 0, 0}, {4096, 512, 256, 0, 1}, {512, 256, 4096, 1, 0},
-    {1024, 1024, 1024, 0, 0}, {64, 512, 256, 0, 1}, {64, 256, 512, 0, 0}, {1, 512, 256, 0, 1}, {256, 512, 64, 1, 0}};
+    {1024, 1024, 1024, 0, 0}, {64, 512, 256, 0, 1}, {64, 256, 512, 0, 0}, {1, 512, 256, 0, 1}, {256, 512, 64, 1, 0},
+    {32, 512, 256, 0, 1}};
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
 static const char *trans_name(int ta, int tb) { return ta ? (tb ? "tt" : "tn") : (tb ? "nt" : "nn"); }
@@ -123,7 +124,18 @@ static void report_shape(int json, const gshape *g, const char *strategy, timing
  * 1, CLBlast with the device's tuning file ("clblast-tuned"), in a context of
  * its own made after every untuned call (CLBlast keeps overridden parameters
  * for the rest of the process). */
-static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tuned) {
+/* Whether "MxNxK" is in the comma-separated list `only` (NULL: every shape). */
+static int shape_listed(const char *only, const gshape *g) {
+  if (!only) return 1;
+  char name[64];
+  snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)g->m, (long long)g->n, (long long)g->k);
+  size_t len = strlen(name);
+  for (const char *p = only; (p = strstr(p, name)) != NULL; p += len)
+    if ((p == only || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
+  return 0;
+}
+
+static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tuned, const char *only) {
   if (!json && !tuned) {
     printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
            "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
@@ -135,7 +147,7 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
   clb_status st = CLB_OK;
   for (size_t i = 0; i < NSHAPES; i++) {
     const gshape *g = &SHAPES[i];
-    if (quick && i != 0 && i != 3 && i != 5) continue;
+    if ((quick && i != 0 && i != 3 && i != 5) || !shape_listed(only, g)) continue;
     /* a: [M, K] or [K, M]; b: [K, N] or [N, K]; the batch dim is dynamic */
     int64_t ad[2] = {g->ta ? g->k : g->m, g->ta ? g->m : g->k}, bd[2] = {g->tb ? g->n : g->k, g->tb ? g->k : g->n};
     int64_t ab[2] = {ad[0], ad[1]}, bbd[2] = {bd[0], bd[1]};
@@ -186,13 +198,17 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
 
 int clb_bench_gemm(int argc, char **argv) {
   int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0, sweep = 0;
+  const char *only = NULL;
   for (int i = 0; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--sweep") == 0) sweep = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
-    else if (strcmp(argv[i], "--reps") == 0) {
+    else if (strcmp(argv[i], "--shapes") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
+      only = v;
+    } else if (strcmp(argv[i], "--reps") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 64, &reps)) return 2;
     } else if (strcmp(argv[i], "--trans") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -203,10 +219,11 @@ int clb_bench_gemm(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--sweep [--trans nn,nt]]\n"
+      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--shapes MxNxK,...]\n"
+                      "                         [--sweep [--trans nn,nt]]\n"
                       "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
                       "  (host-blas, kernel, clblast, and clblast-tuned where the device has a tuning file)\n"
-                      "  against a direct CBLAS call at the same sizes;\n"
+                      "  against a direct CBLAS call at the same sizes; --shapes: only those of the list\n"
                       "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
                       "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
       return 2;
@@ -230,7 +247,7 @@ int clb_bench_gemm(int argc, char **argv) {
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   if (!sweep) {
     if (!json) printf("clbound bench gemm on %s, f32, median of %d runs\n", name, reps);
-    int r = bench_shapes(ctx, json, quick, reps, 0);
+    int r = bench_shapes(ctx, json, quick, reps, 0, only);
     clb_context_free(ctx);
     if (r != 0 || keep_off) return r;
     /* CLBlast again with the device's tuning file, if there is one */
@@ -250,7 +267,7 @@ int clb_bench_gemm(int argc, char **argv) {
       return 1;
     }
     if (!json) printf("clblast-tuned: CLBlast with the %d kernel(s) of %s\n", ne, path);
-    r = bench_shapes(ctx, json, quick, reps, 1);
+    r = bench_shapes(ctx, json, quick, reps, 1, only);
     clb_context_free(ctx);
     return r;
   }
