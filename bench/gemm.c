@@ -37,11 +37,19 @@ static clb_status fill_random(clb_context_t ctx, clb_tensor_t t, const int64_t *
 }
 
 /* One timed configuration: median wall ms over reps of (enqueue + clFinish), and
- * the library's host syncs per call. */
+ * the library's host syncs per call; queued_ms (0: not measured), the median
+ * over reps of QUEUED matmuls enqueued back to back then one clFinish, per
+ * matmul, and blas_queued_ms, QUEUED direct calls back to back, per call. */
 typedef struct timing {
   double ms;
   double syncs;
+  double queued_ms, blas_queued_ms;
 } timing;
+
+/* Products back to back, as a training step runs them: the queue's fixed cost
+ * per enqueue + clFinish (about 0.03 ms for a native kernel on PoCL) is paid
+ * once per QUEUED products (docs/gemm.md, Measurements). */
+#define QUEUED 8
 
 /* With blas non-NULL, a direct BLAS call of the same sizes runs after each timed
  * matmul, and its median goes to *blas_ms: the two are interleaved rep by rep. */
@@ -65,6 +73,19 @@ static clb_status time_matmul_t(clb_context_t ctx, clb_gemm_strategy s, clb_tens
   res->syncs = (double)(syncs_of(ctx) - s0) / reps;
   res->ms = clb_tool_median(t, reps);
   if (blas) *blas_ms = clb_tool_median(tb2, reps);
+  res->queued_ms = res->blas_queued_ms = 0;
+  if (blas && s == CLB_GEMM_HOST_BLAS) { /* back to back, interleaved with direct calls back to back */
+    for (int r = 0; r < reps; r++) {
+      double t0 = clb_tool_now_ms();
+      for (int i = 0; i < QUEUED; i++)
+        if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st;
+      clFinish(q);
+      t[r] = (clb_tool_now_ms() - t0) / QUEUED;
+      tb2[r] = bench_blas_run_ms(blas, QUEUED) / QUEUED;
+    }
+    res->queued_ms = clb_tool_median(t, reps);
+    res->blas_queued_ms = clb_tool_median(tb2, reps);
+  }
   return clb_context_sync(ctx); /* a deferred error would make the figures meaningless */
 }
 
@@ -108,15 +129,22 @@ static const char *trans_name(int ta, int tb) { return ta ? (tb ? "tt" : "tn") :
 static void report_shape(int json, const gshape *g, const char *strategy, timing t, double blas_ms) {
   double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
   double gflops = t.ms > 0 ? fl / (t.ms * 1e6) : 0, bg = blas_ms > 0 ? fl / (blas_ms * 1e6) : 0;
-  if (json)
+  double qof = t.queued_ms > 0 && t.blas_queued_ms > 0 ? t.blas_queued_ms / t.queued_ms : 0;
+  if (json) {
     printf("{\"bench\":\"gemm\",\"shape\":\"%lldx%lldx%lld\",\"trans\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
            "\"bound\":%d,\"strategy\":\"%s\",\"ms\":%.4f,\"gflops\":%.3f,\"blas_ms\":%.4f,\"blas_gflops\":%.3f,"
-           "\"of_blas\":%.4f,\"host_syncs_per_call\":%.2f}\n",
+           "\"of_blas\":%.4f,\"host_syncs_per_call\":%.2f",
            (long long)g->m, (long long)g->n, (long long)g->k, trans_name(g->ta, g->tb), (long long)g->m, (long long)g->n,
            (long long)g->k, BOUND_M, strategy, t.ms, gflops, blas_ms, bg, bg > 0 ? gflops / bg : 0, t.syncs);
-  else
-    printf("%5lld %5lld %5lld %-3s %-14s %9.3f %9.2f %10.2f %8.2f %7.2f\n", (long long)g->m, (long long)g->n,
+    if (t.queued_ms > 0)
+      printf(",\"queued_ms\":%.4f,\"blas_queued_ms\":%.4f,\"queued_of_blas\":%.4f", t.queued_ms, t.blas_queued_ms, qof);
+    printf("}\n");
+  } else {
+    printf("%5lld %5lld %5lld %-3s %-14s %9.3f %9.2f %10.2f %8.2f %7.2f", (long long)g->m, (long long)g->n,
            (long long)g->k, trans_name(g->ta, g->tb), strategy, t.ms, gflops, bg, bg > 0 ? gflops / bg : 0, t.syncs);
+    if (t.queued_ms > 0) printf(" %9.3f %8.2f", t.queued_ms, qof);
+    printf("\n");
+  }
   fflush(stdout);
 }
 
@@ -141,8 +169,10 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
            "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
            "call (interleaved)%s\n",
            BOUND_M, bench_blas_available() ? "" : " (not in this build: 0)");
-    printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
-           "blas GF/s", "of blas", "syncs");
+    printf("queued: %d matmuls enqueued back to back, one clFinish, ms per matmul, and its ratio to %d direct\n"
+           "calls back to back (host-blas only)\n", QUEUED, QUEUED);
+    printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s %9s %8s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
+           "blas GF/s", "of blas", "syncs", "queued ms", "of blas");
   }
   clb_status st = CLB_OK;
   for (size_t i = 0; i < NSHAPES; i++) {
