@@ -174,13 +174,14 @@ static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
 /* OpenBLAS's threads against PoCL's (docs/gemm.md, Threads): a product under
  * 12 MFLOP runs on one thread, the PoCL worker that runs the native kernel; one
  * of 32 MFLOP or more on OpenBLAS's own count (every core); one between the two
- * on one thread plus one per core idle at that moment (the runnable count of
- * /proc/loadavg; one thread where it cannot be read): on a busy machine a
- * second thread makes such a product wait for the helper's time slice (measured
- * 1.6-2.5 ms instead of 0.3), on an idle core it saves about a third
- * (runtime/ops/blas-threads.c). CLBOUND_BLAS_THREADS=n fixes the count for
- * every product. The count is OpenBLAS's global setting, set only when it must
- * change; the in-order queue runs one native kernel at a time. */
+ * on one thread plus one per core that other processes left idle over the last
+ * 0.1 s (/proc/stat less this process's CPU time; one thread where it cannot
+ * be read): on a busy machine a second thread makes such a product wait for
+ * the helper's time slice (measured 1.6-8 ms instead of 0.3), on an idle core
+ * it saves about a third (runtime/ops/blas-threads.c). CLBOUND_BLAS_THREADS=n
+ * fixes the count for every product. The count is OpenBLAS's global setting,
+ * set only when it must change; the in-order queue runs one native kernel at a
+ * time. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 /* OpenBLAS's idle helper threads spin (a sched_yield loop) for

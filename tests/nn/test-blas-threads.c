@@ -1,9 +1,11 @@
 /* test-blas-threads.c: the OpenBLAS thread rule of host BLAS
  * (runtime/ops/blas-threads.c; docs/gemm.md, Threads), its decision only, not
  * its timing: the count at the size bounds, against the load and the cores,
- * the parse of /proc/loadavg's runnable count, and the live reading. Plain C,
+ * the parse of /proc/stat, the busy cores of other processes from a window's
+ * ticks and this process's CPU time, and the live reading. Plain C,
  * built with the rule's source; no OpenCL. */
 #define _POSIX_C_SOURCE 200809L
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/ops/blas-threads.h"
@@ -47,26 +49,48 @@ int main(void) {
   EXPECT_EQ_I(clb__blas_threads_rule(2.0 * 1024 * 1024 * 1024, 30, 16, 16), 16);
   EXPECT_EQ_I(clb__blas_threads_rule(MANY, 1, 2, 0), 1); /* a BLAS that reports no count */
 
-  CLB_TEST_CASE("/proc/loadavg's fourth field");
-  EXPECT_EQ_I(clb__loadavg_running("0.25 1.24 1.89 1/79 16746\n"), 1);
-  EXPECT_EQ_I(clb__loadavg_running("11.02 9.51 7.00 13/1207 99999"), 13);
-  EXPECT_EQ_I(clb__loadavg_running("0.00 0.00 0.00 0/5 1"), 0);
-  EXPECT_EQ_I(clb__loadavg_running("0.1 0.2 0.3 6/5 1"), -1); /* more running than tasks */
-  EXPECT_EQ_I(clb__loadavg_running("0.1 0.2 0.3 x/5 1"), -1);
-  EXPECT_EQ_I(clb__loadavg_running("0.1 0.2 0.3"), -1);
-  EXPECT_EQ_I(clb__loadavg_running(""), -1);
-  EXPECT_EQ_I(clb__loadavg_running(NULL), -1);
+  CLB_TEST_CASE("/proc/stat's first line: the machine's busy ticks");
+  long long busy = -7;
+  EXPECT_EQ_I(clb__proc_stat_busy("cpu  100 20 30 4000 50 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n", &busy), 0);
+  EXPECT_EQ_I(busy, 100 + 20 + 30 + 6 + 7 + 8); /* idle 4000 and iowait 50 are not busy */
+  EXPECT_EQ_I(clb__proc_stat_busy("cpu  5 6 7 8\n", &busy), 0); /* an old kernel: four fields */
+  EXPECT_EQ_I(busy, 18);
+  busy = -7;
+  EXPECT_EQ_I(clb__proc_stat_busy("cpu0 1 2 3 4 5 6 7 8\n", &busy), -1);
+  EXPECT_EQ_I(clb__proc_stat_busy("cpu  1 2 x", &busy), -1);
+  EXPECT_EQ_I(clb__proc_stat_busy("", &busy), -1);
+  EXPECT_EQ_I(clb__proc_stat_busy(NULL, &busy), -1);
+  EXPECT_EQ_I(busy, -7); /* untouched on failure */
+
+  CLB_TEST_CASE("cores other processes kept busy: the machine's busy time less ours, per elapsed time");
+  const long long S = 1000000000LL; /* 1 s in ns; 100 ticks a second below */
+  EXPECT_EQ_I(clb__others_busy(0, 100, 0, S / 10), 0);               /* idle machine */
+  EXPECT_EQ_I(clb__others_busy(10, 100, S / 10, S / 10), 0);         /* only this process, one core */
+  EXPECT_EQ_I(clb__others_busy(20, 100, S / 10, S / 10), 1);         /* plus another process's core */
+  EXPECT_EQ_I(clb__others_busy(16, 100, S / 10, S / 10), 1);         /* another process on 0.6 of a core */
+  EXPECT_EQ_I(clb__others_busy(14, 100, S / 10, S / 10), 0);         /* on 0.4 */
+  EXPECT_EQ_I(clb__others_busy(20, 100, 2 * S / 10, S / 10), 0);     /* this process on both cores */
+  EXPECT_EQ_I(clb__others_busy(5, 100, 0, S / 10), 0);               /* half a core: not over the share */
+  EXPECT_EQ_I(clb__others_busy(6, 100, 0, S / 10), 1);               /* 0.6: counts */
+  EXPECT_EQ_I(clb__others_busy(15, 100, 0, S / 10), 1);              /* 1.5 */
+  EXPECT_EQ_I(clb__others_busy(16, 100, 0, S / 10), 2);              /* 1.6 */
+  EXPECT_EQ_I(clb__others_busy(5, 100, S / 10, S / 10), 0);          /* ours over the ticks' resolution */
+  EXPECT_EQ_I(clb__others_busy(5, 100, 0, 0), -1);                   /* empty window */
+  EXPECT_EQ_I(clb__others_busy(5, 0, 0, S / 10), -1);                /* no tick rate */
 
   CLB_TEST_CASE("the live reading and the CPU count");
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   int cpus = clb__cpus_for_process();
   EXPECT_TRUE(cpus >= 1);
   if (online > 0) EXPECT_TRUE(cpus <= online);
-  if (access("/proc/loadavg", R_OK) == 0) {
-    int r = clb__running_now(); /* this thread is running while it reads */
-    EXPECT_TRUE(r >= 1);
-    int again = clb__running_now(); /* cached or read again: a count either way */
-    EXPECT_TRUE(again >= 1);
+  int first = clb__running_now(); /* the first sample: no window yet */
+  EXPECT_EQ_I(first, -1);
+  if (access("/proc/stat", R_OK) == 0) {
+    struct timespec pause = {0, CLB_BLAS_LOAD_WINDOW_NS + 10000000L};
+    nanosleep(&pause, NULL);
+    int r = clb__running_now(); /* 1 (this thread) plus the other processes' busy cores */
+    EXPECT_TRUE(r >= 1 && r <= 1 + cpus + 64);
+    EXPECT_EQ_I(clb__running_now(), r); /* within the window: the same sample */
   } else {
     EXPECT_EQ_I(clb__running_now(), -1);
   }
