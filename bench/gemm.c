@@ -238,6 +238,13 @@ int clb_bench_gemm(int argc, char **argv) {
     else if (strcmp(argv[i], "--shapes") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
       only = v;
+      int found = 0;
+      for (size_t j = 0; j < NSHAPES; j++) found += shape_listed(only, &SHAPES[j]);
+      if (!found) {
+        fprintf(stderr, CMD ": --shapes \"%s\" names none of the shapes (512x512x256, 512x256x512, 4096x512x256,\n"
+                        "  512x256x4096, 1024x1024x1024, 64x512x256, 64x256x512, 1x512x256, 256x512x64, 32x512x256)\n", v);
+        return 2;
+      }
     } else if (strcmp(argv[i], "--reps") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 64, &reps)) return 2;
     } else if (strcmp(argv[i], "--trans") == 0) {
