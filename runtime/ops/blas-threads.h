@@ -11,10 +11,10 @@
 #define CLB_BLAS_ONE_FLOPS (12.0 * 1024 * 1024)
 
 /* The thread count for a product of `flops`, where `running` tasks are runnable
- * on the machine now, the caller included (clb__running_now; < 0: unknown), `cores` CPUs may run this process and OpenBLAS's own count is
- * `many`: between the two bounds, one thread plus one per idle core (cores -
- * running), at most `many`; unknown load or cores: one thread. Always in
- * [1, max(many, 1)]. */
+ * now, the caller included (clb__running_now; < 0: unknown), `cores` CPUs may
+ * run this process and OpenBLAS's own count is `many`: between the two bounds,
+ * one thread plus one per idle core (cores - running), at most `many`; unknown
+ * load or cores: one thread. Always in [1, max(many, 1)]. */
 int clb__blas_threads_rule(double flops, int running, int cores, int many);
 
 /* The busy time of the whole machine in the text of /proc/stat (its first
