@@ -12,10 +12,12 @@ void bench_rand_fill(float *v, int64_t n);
 int bench_blas_available(void);
 
 /* One problem on host memory, for timing interleaved with other work: NULL
- * without OpenBLAS or memory. bench_blas_once_ms runs one call, all cores. */
+ * without OpenBLAS or memory. bench_blas_once_ms runs one call, all cores;
+ * bench_blas_run_ms, `calls` calls back to back (their total ms). */
 typedef struct bench_blas bench_blas;
 bench_blas *bench_blas_new(int ta, int tb, int64_t m, int64_t n, int64_t k);
 double bench_blas_once_ms(bench_blas *p);
+double bench_blas_run_ms(bench_blas *p, int calls);
 void bench_blas_free(bench_blas *p);
 
 /* Median ms over reps (after one warm-up) of C[m, n] = op(A) op(B) in f32 on

@@ -37,11 +37,19 @@ static clb_status fill_random(clb_context_t ctx, clb_tensor_t t, const int64_t *
 }
 
 /* One timed configuration: median wall ms over reps of (enqueue + clFinish), and
- * the library's host syncs per call. */
+ * the library's host syncs per call; queued_ms (0: not measured), the median
+ * over reps of QUEUED matmuls enqueued back to back then one clFinish, per
+ * matmul, and blas_queued_ms, QUEUED direct calls back to back, per call. */
 typedef struct timing {
   double ms;
   double syncs;
+  double queued_ms, blas_queued_ms;
 } timing;
+
+/* Products back to back, as a training step runs them: the queue's fixed cost
+ * per enqueue + clFinish (about 0.03 ms for a native kernel on PoCL) is paid
+ * once per QUEUED products (docs/gemm.md, Measurements). */
+#define QUEUED 8
 
 /* With blas non-NULL, a direct BLAS call of the same sizes runs after each timed
  * matmul, and its median goes to *blas_ms: the two are interleaved rep by rep. */
@@ -65,6 +73,19 @@ static clb_status time_matmul_t(clb_context_t ctx, clb_gemm_strategy s, clb_tens
   res->syncs = (double)(syncs_of(ctx) - s0) / reps;
   res->ms = clb_tool_median(t, reps);
   if (blas) *blas_ms = clb_tool_median(tb2, reps);
+  res->queued_ms = res->blas_queued_ms = 0;
+  if (blas && s == CLB_GEMM_HOST_BLAS) { /* back to back, interleaved with direct calls back to back */
+    for (int r = 0; r < reps; r++) {
+      double t0 = clb_tool_now_ms();
+      for (int i = 0; i < QUEUED; i++)
+        if ((st = clb_matmul(ctx, a, ta, b, tb, out)) != CLB_OK) return st;
+      clFinish(q);
+      t[r] = (clb_tool_now_ms() - t0) / QUEUED;
+      tb2[r] = bench_blas_run_ms(blas, QUEUED) / QUEUED;
+    }
+    res->queued_ms = clb_tool_median(t, reps);
+    res->blas_queued_ms = clb_tool_median(tb2, reps);
+  }
   return clb_context_sync(ctx); /* a deferred error would make the figures meaningless */
 }
 
@@ -99,7 +120,8 @@ typedef struct gshape {
 } gshape;
 static const gshape SHAPES[] = {
     {512, 512, 256, 0, 1}, {512, 256, 512, 0, 0}, {4096, 512, 256, 0, 1}, {512, 256, 4096, 1, 0},
-    {1024, 1024, 1024, 0, 0}, {64, 512, 256, 0, 1}, {64, 256, 512, 0, 0}, {1, 512, 256, 0, 1}, {256, 512, 64, 1, 0}};
+    {1024, 1024, 1024, 0, 0}, {64, 512, 256, 0, 1}, {64, 256, 512, 0, 0}, {1, 512, 256, 0, 1}, {256, 512, 64, 1, 0},
+    {32, 512, 256, 0, 1}};
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
 static const char *trans_name(int ta, int tb) { return ta ? (tb ? "tt" : "tn") : (tb ? "nt" : "nn"); }
@@ -107,15 +129,22 @@ static const char *trans_name(int ta, int tb) { return ta ? (tb ? "tt" : "tn") :
 static void report_shape(int json, const gshape *g, const char *strategy, timing t, double blas_ms) {
   double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
   double gflops = t.ms > 0 ? fl / (t.ms * 1e6) : 0, bg = blas_ms > 0 ? fl / (blas_ms * 1e6) : 0;
-  if (json)
+  double qof = t.queued_ms > 0 && t.blas_queued_ms > 0 ? t.blas_queued_ms / t.queued_ms : 0;
+  if (json) {
     printf("{\"bench\":\"gemm\",\"shape\":\"%lldx%lldx%lld\",\"trans\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
            "\"bound\":%d,\"strategy\":\"%s\",\"ms\":%.4f,\"gflops\":%.3f,\"blas_ms\":%.4f,\"blas_gflops\":%.3f,"
-           "\"of_blas\":%.4f,\"host_syncs_per_call\":%.2f}\n",
+           "\"of_blas\":%.4f,\"host_syncs_per_call\":%.2f",
            (long long)g->m, (long long)g->n, (long long)g->k, trans_name(g->ta, g->tb), (long long)g->m, (long long)g->n,
            (long long)g->k, BOUND_M, strategy, t.ms, gflops, blas_ms, bg, bg > 0 ? gflops / bg : 0, t.syncs);
-  else
-    printf("%5lld %5lld %5lld %-3s %-14s %9.3f %9.2f %10.2f %8.2f %7.2f\n", (long long)g->m, (long long)g->n,
+    if (t.queued_ms > 0)
+      printf(",\"queued_ms\":%.4f,\"blas_queued_ms\":%.4f,\"queued_of_blas\":%.4f", t.queued_ms, t.blas_queued_ms, qof);
+    printf("}\n");
+  } else {
+    printf("%5lld %5lld %5lld %-3s %-14s %9.3f %9.2f %10.2f %8.2f %7.2f", (long long)g->m, (long long)g->n,
            (long long)g->k, trans_name(g->ta, g->tb), strategy, t.ms, gflops, bg, bg > 0 ? gflops / bg : 0, t.syncs);
+    if (t.queued_ms > 0) printf(" %9.3f %8.2f", t.queued_ms, qof);
+    printf("\n");
+  }
   fflush(stdout);
 }
 
@@ -123,19 +152,32 @@ static void report_shape(int json, const gshape *g, const char *strategy, timing
  * 1, CLBlast with the device's tuning file ("clblast-tuned"), in a context of
  * its own made after every untuned call (CLBlast keeps overridden parameters
  * for the rest of the process). */
-static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tuned) {
+/* Whether "MxNxK" is in the comma-separated list `only` (NULL: every shape). */
+static int shape_listed(const char *only, const gshape *g) {
+  if (!only) return 1;
+  char name[64];
+  snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)g->m, (long long)g->n, (long long)g->k);
+  size_t len = strlen(name);
+  for (const char *p = only; (p = strstr(p, name)) != NULL; p += len)
+    if ((p == only || p[-1] == ',') && (p[len] == '\0' || p[len] == ',')) return 1;
+  return 0;
+}
+
+static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tuned, const char *only) {
   if (!json && !tuned) {
     printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
            "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
            "call (interleaved)%s\n",
            BOUND_M, bench_blas_available() ? "" : " (not in this build: 0)");
-    printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
-           "blas GF/s", "of blas", "syncs");
+    printf("queued: %d matmuls enqueued back to back, one clFinish, ms per matmul, and its ratio to %d direct\n"
+           "calls back to back (host-blas only)\n", QUEUED, QUEUED);
+    printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s %9s %8s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
+           "blas GF/s", "of blas", "syncs", "queued ms", "of blas");
   }
   clb_status st = CLB_OK;
   for (size_t i = 0; i < NSHAPES; i++) {
     const gshape *g = &SHAPES[i];
-    if (quick && i != 0 && i != 3 && i != 5) continue;
+    if ((quick && i != 0 && i != 3 && i != 5) || !shape_listed(only, g)) continue;
     /* a: [M, K] or [K, M]; b: [K, N] or [N, K]; the batch dim is dynamic */
     int64_t ad[2] = {g->ta ? g->k : g->m, g->ta ? g->m : g->k}, bd[2] = {g->tb ? g->n : g->k, g->tb ? g->k : g->n};
     int64_t ab[2] = {ad[0], ad[1]}, bbd[2] = {bd[0], bd[1]};
@@ -186,13 +228,24 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
 
 int clb_bench_gemm(int argc, char **argv) {
   int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0, sweep = 0;
+  const char *only = NULL;
   for (int i = 0; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (strcmp(argv[i], "--sweep") == 0) sweep = 1;
     else if (strcmp(argv[i], "--quick") == 0) quick = 1;
     else if (strcmp(argv[i], "--quiet") == 0) quiet = 1;
-    else if (strcmp(argv[i], "--reps") == 0) {
+    else if (strcmp(argv[i], "--shapes") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
+      only = v;
+      int found = 0;
+      for (size_t j = 0; j < NSHAPES; j++) found += shape_listed(only, &SHAPES[j]);
+      if (!found) {
+        fprintf(stderr, CMD ": --shapes \"%s\" names none of the shapes (512x512x256, 512x256x512, 4096x512x256,\n"
+                        "  512x256x4096, 1024x1024x1024, 64x512x256, 64x256x512, 1x512x256, 256x512x64, 32x512x256)\n", v);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--reps") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 64, &reps)) return 2;
     } else if (strcmp(argv[i], "--trans") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -203,10 +256,11 @@ int clb_bench_gemm(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--sweep [--trans nn,nt]]\n"
+      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--shapes MxNxK,...]\n"
+                      "                         [--sweep [--trans nn,nt]]\n"
                       "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
                       "  (host-blas, kernel, clblast, and clblast-tuned where the device has a tuning file)\n"
-                      "  against a direct CBLAS call at the same sizes;\n"
+                      "  against a direct CBLAS call at the same sizes; --shapes: only those of the list\n"
                       "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
                       "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
       return 2;
@@ -230,7 +284,7 @@ int clb_bench_gemm(int argc, char **argv) {
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
   if (!sweep) {
     if (!json) printf("clbound bench gemm on %s, f32, median of %d runs\n", name, reps);
-    int r = bench_shapes(ctx, json, quick, reps, 0);
+    int r = bench_shapes(ctx, json, quick, reps, 0, only);
     clb_context_free(ctx);
     if (r != 0 || keep_off) return r;
     /* CLBlast again with the device's tuning file, if there is one */
@@ -250,7 +304,7 @@ int clb_bench_gemm(int argc, char **argv) {
       return 1;
     }
     if (!json) printf("clblast-tuned: CLBlast with the %d kernel(s) of %s\n", ne, path);
-    r = bench_shapes(ctx, json, quick, reps, 1);
+    r = bench_shapes(ctx, json, quick, reps, 1, only);
     clb_context_free(ctx);
     return r;
   }

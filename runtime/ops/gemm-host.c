@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clbound/nn.h"
+#include "runtime/ops/blas-threads.h"
 #include "runtime/ops/gemm-host.h"
 
 #ifdef CLBOUND_HAVE_OPENBLAS
@@ -182,15 +183,18 @@ static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
 }
 
 /* OpenBLAS's threads against PoCL's (docs/gemm.md, Threads): a product under
- * SMALL_FLOPS runs on one thread, the PoCL worker that runs the native kernel
- * (measured: with two threads such a product waits for the second thread to be
- * scheduled, 10-100x slower on a busy 2-core machine); a larger one on
- * OpenBLAS's own count (every core). CLBOUND_BLAS_THREADS=n fixes the count for
- * every product. The count is OpenBLAS's global setting, set only when it must
- * change; the in-order queue runs one native kernel at a time. */
-#define SMALL_FLOPS (32.0 * 1024 * 1024)
+ * 12 MFLOP runs on one thread, the PoCL worker that runs the native kernel; one
+ * of 32 MFLOP or more on OpenBLAS's own count (every core); one between the two
+ * on one thread plus one per core that other processes left idle over the last
+ * 0.1 s (/proc/stat less this process's CPU time; one thread where it cannot
+ * be read): on a busy machine a second thread makes such a product wait for
+ * the helper's time slice (measured 1.6-8 ms instead of 0.3), on an idle core
+ * it saves about a third (runtime/ops/blas-threads.c). CLBOUND_BLAS_THREADS=n
+ * fixes the count for every product. The count is OpenBLAS's global setting,
+ * set only when it must change; the in-order queue runs one native kernel at a
+ * time. */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
-static int blas_fixed, blas_many; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count */
+static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 /* OpenBLAS's idle helper threads spin (a sched_yield loop) for
  * 2^OPENBLAS_THREAD_TIMEOUT cycles after each threaded product before they
  * sleep; with the default 2^28 (about 0.1 s) a helper spins through the next
@@ -224,12 +228,14 @@ static void blas_init(void) {
   const char *env = getenv("CLBOUND_BLAS_THREADS");
   blas_fixed = env && *env ? atoi(env) : 0;
   blas_many = openblas_get_num_threads();
+  blas_cores = clb__cpus_for_process();
   if (blas_fixed > 0) openblas_set_num_threads(blas_fixed);
 }
 
 static void blas_threads_for(double flops) {
   if (blas_fixed > 0) return;
-  int want = flops < SMALL_FLOPS ? 1 : blas_many;
+  int running = flops >= CLB_BLAS_ONE_FLOPS && flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
+  int want = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
   if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
 }
 

@@ -56,6 +56,7 @@ foreach(v 1.5 -0.1 nan inf abc 50%)
   clb_cli_bad(bench-ops-density-${n} "--density must be a finite number in 0..1" bench ops --density "${v}")
 endforeach()
 clb_cli_bad(bench-gemm-trans "--trans must be nn, nt or nn,nt" bench gemm --trans xx)
+clb_cli_bad(bench-gemm-shapes "names none of the shapes" bench gemm --shapes 7x7x7,256x512x6)
 # an option at the end with no value
 clb_cli_bad(demo-iterations-missing "--iterations needs a value" demo --iterations)
 clb_cli_bad(demo-lr-missing "--lr needs a value" demo --lr)

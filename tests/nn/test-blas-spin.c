@@ -10,7 +10,7 @@
 extern int openblas_thread_timeout(void); /* OpenBLAS's cached setting (0: unset) */
 
 /* a (m x k) times b (k x n), m = 256, k = 512, n = 256: 67 MFLOP, so OpenBLAS
- * runs it on every core (gemm-host.c's SMALL_FLOPS). */
+ * runs it on every core (CLB_BLAS_MANY_FLOPS, runtime/ops/blas-threads.h). */
 static void product(clb_context_t ctx, const char *what) {
   enum { M = 256, K = 512, N = 256 };
   int64_t ab[2] = {M, K}, bb[2] = {K, N};
