@@ -3,7 +3,7 @@
  * and prints its wall time and peak memory (getrusage of the child). Checks the
  * report's totals and its most frequent shape against what the generator wrote,
  * and the peak memory loosely (under 100 MB); the time is printed, not checked
- * (the target, 3 s, is recorded in docs/benchmarks.md).
+ * (the target, 3 s, is recorded in docs/benchmarks-scale.md).
  * Usage: shapes-scale TOOL SCRATCH_FILE */
 #define _DEFAULT_SOURCE /* wait4 */
 #define _POSIX_C_SOURCE 200809L
