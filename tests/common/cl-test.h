@@ -39,6 +39,19 @@ static inline clb_context_t clb_test_context(const clb_context_options *opts) {
     }                                                                                   \
   } while (0)
 
+/* A graph under the dynamic policy (one plan for every size), named `name`
+ * (NULL: the default name), releasing intermediates when free_intermediates. */
+static inline clb_graph_t clb_test_dynamic_graph(clb_context_t ctx, const char *name, int free_intermediates) {
+  clb_graph_options o;
+  clb_graph_options_init(&o);
+  o.policy = CLB_POLICY_DYNAMIC;
+  o.free_intermediates = free_intermediates;
+  o.name = name;
+  clb_graph_t g = NULL;
+  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  return g;
+}
+
 /* Expects a call to fail with `want` and a message containing `needle`. */
 #define EXPECT_STATUS(ctx, call, want, needle)                                          \
   do {                                                                                  \

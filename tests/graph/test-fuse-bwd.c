@@ -41,11 +41,7 @@ static void put(clb_dtype dt, void *dst, const double *src, int n) {
 }
 
 static void build(clb_context_t ctx, clb_dtype dt, net *m) {
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.name = "fuse-bwd";
-  CL_OK(ctx, clb_graph_new(ctx, &o, &m->g));
+  m->g = clb_test_dynamic_graph(ctx, "fuse-bwd", 0);
   const int64_t xd[2] = {B, IN}, td[1] = {B}, w1d[2] = {H, IN}, b1d[1] = {H}, w2d[2] = {1, H}, b2d[1] = {1};
   const uint8_t dyn[2] = {1, 0};
   double buf[H * IN];

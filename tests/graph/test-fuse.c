@@ -29,22 +29,12 @@ typedef struct graph_a {
 
 /* A graph under the dynamic policy; free_intermediates releases what no later
  * node reads after each run (what lets fusion drop intermediates). */
-static clb_graph_t dyn_graph(clb_context_t ctx, const char *name, int free_intermediates) {
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.free_intermediates = free_intermediates;
-  o.name = name;
-  clb_graph_t g = NULL;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
-  return g;
-}
 
 /* x i32 [<=64, 5]; t1 = f32(x); t2 = t1 * b (b [5] broadcast over rows);
  * t3 = t2 - 0.5 (scalar); o1 = rem(f64(relu(t3)), 1.5); o2 = sigmoid(t3) * b.
  * t3 is read twice: groups {t1, t2, t3}, {relu, cast, rem}, {sigmoid, mul}. */
 static void build_a(clb_context_t ctx, graph_a *a, int keep_t2) {
-  a->g = dyn_graph(ctx, "fuse-a", 1);
+  a->g = clb_test_dynamic_graph(ctx, "fuse-a", 1);
   clb_graph_t g = a->g;
   int64_t xd[2] = {BOUND, COLS}, bd[1] = {COLS};
   uint8_t dyn[2] = {1, 0};
@@ -150,7 +140,7 @@ static void test_groups(clb_context_t ctx) {
  * f32(x) + c and its relu are not fused (0 groups); results still right. */
 static void test_unproven(clb_context_t ctx) {
   setenv("CLBOUND_FUSE", "on", 1);
-  clb_graph_t g = dyn_graph(ctx, "fuse-unproven", 0);
+  clb_graph_t g = clb_test_dynamic_graph(ctx, "fuse-unproven", 0);
   int64_t xd[2] = {BOUND, COLS}, cd[2] = {BOUND, 1};
   uint8_t dyn[2] = {1, 0};
   clb_node x, c, t1, t2, t3;
@@ -186,7 +176,7 @@ static void test_status_bits(clb_context_t ctx) {
   clb_status got[2];
   for (int fuse = 0; fuse < 2; fuse++) {
     setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
-    clb_graph_t g = dyn_graph(ctx, "fuse-status", 0);
+    clb_graph_t g = clb_test_dynamic_graph(ctx, "fuse-status", 0);
     int64_t xd[2] = {BOUND, COLS};
     uint8_t dyn[2] = {1, 0};
     clb_node x, two, zero, t1, t2;
@@ -223,7 +213,7 @@ typedef struct loss_graph {
 
 static void build_loss(clb_context_t ctx, loss_graph *l, clb_unary_op act, clb_loss_kind kind) {
   static const float w0[LIN] = {0.3f, -0.2f, 0.1f}, b0[1] = {0.05f};
-  l->g = dyn_graph(ctx, "fuse-loss", 0);
+  l->g = clb_test_dynamic_graph(ctx, "fuse-loss", 0);
   int64_t xd[2] = {LB, LIN}, td[1] = {LB}, wd[2] = {1, LIN}, bd[1] = {1};
   uint8_t dyn[2] = {1, 0};
   clb_node z, p;
@@ -330,7 +320,7 @@ static void test_epilogue(clb_context_t ctx) {
       clb_node x[2], y[2];
       for (int fuse = 0; fuse < 2; fuse++) {
         setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
-        g[fuse] = dyn_graph(ctx, "fuse-epilogue", 1);
+        g[fuse] = clb_test_dynamic_graph(ctx, "fuse-epilogue", 1);
         int64_t xd[2] = {LB, LIN}, wd[2] = {4, LIN}, bd[1] = {4};
         uint8_t dyn[2] = {1, 0};
         clb_node w, b, z;
@@ -389,7 +379,7 @@ static void test_nonzero_cast(clb_context_t ctx) {
       clb_node x[2], z[2], c[2];
       for (int fuse = 0; fuse < 2; fuse++) {
         setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
-        g[fuse] = dyn_graph(ctx, "fuse-nonzero-cast", 1);
+        g[fuse] = clb_test_dynamic_graph(ctx, "fuse-nonzero-cast", 1);
         int64_t xd[2] = {LB, NC};
         uint8_t dyn[2] = {1, 0};
         CL_OK(ctx, clb_graph_input(g[fuse], "x", CLB_DTYPE_F32, 2, xd, dyn, &x[fuse]));

@@ -172,11 +172,7 @@ static void test_input_policies(clb_context_t ctx) {
 
 /* Two counts paired by a loss: a deferred check the device makes. */
 static void test_deferred_check(clb_context_t ctx) {
-  clb_graph_t g;
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, 0);
   const int64_t d[1] = {6}, flat[1] = {-1};
   clb_node a, b, na, nb, fa, fb, ra, rb, loss;
   CL_OK(ctx, clb_graph_input(g, "a", CLB_DTYPE_F32, 1, d, NULL, &a));
@@ -245,11 +241,7 @@ static void test_build_errors(clb_context_t ctx) {
 /* Linear regression with momentum over a bounded batch: parameters after three
  * steps against a double reference (MSE averaged over the actual rows). */
 static void test_momentum(clb_context_t ctx) {
-  clb_graph_t g;
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, 0);
   const int64_t xb[2] = {8, 2}, tb[1] = {8}, wd[2] = {1, 2}, bd[1] = {1};
   const uint8_t dyn[2] = {1, 0};
   const float w0[2] = {0.5f, -0.25f}, b0[1] = {0.1f};
@@ -331,12 +323,7 @@ static void test_shape_log(clb_context_t ctx) {
  * ran); released nodes read as NULL, kept ones and the result stay readable. */
 static uint64_t run_chain(int free_mid, double *sum_out, int64_t *kept_count) {
   clb_context_t ctx = clb_test_context(NULL);
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.free_intermediates = free_mid;
-  clb_graph_t g = NULL;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, free_mid);
   int64_t b[2] = {256, 1024};
   uint8_t dyn[2] = {1, 0};
   clb_node x, r, e, n, t, s;

@@ -32,16 +32,6 @@ typedef struct model {
 
 static float W1[H * F], B1[H], W2[O * H], B2[O];
 
-/* A graph under the dynamic policy: one plan for every size. */
-static clb_graph_t new_graph(clb_context_t ctx) {
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  clb_graph_t g = NULL;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
-  return g;
-}
-
 static double urand(unsigned *s) {
   *s = *s * 1103515245u + 12345u;
   return ((*s >> 8) & 0xffff) / 65536.0;
@@ -56,7 +46,7 @@ static model build(const char *record) {
   const int64_t xb[2] = {B, F}, tb[2] = {B, O}, w1d[2] = {H, F}, b1d[1] = {H}, w2d[2] = {O, H}, b2d[1] = {O};
   const uint8_t dyn[2] = {1, 0};
   clb_node h, a, y;
-  m.g = new_graph(m.ctx);
+  m.g = clb_test_dynamic_graph(m.ctx, NULL, 0);
   CL_OK(m.ctx, clb_graph_input(m.g, "x", CLB_DTYPE_F32, 2, xb, dyn, &m.x));
   CL_OK(m.ctx, clb_graph_input(m.g, "t", CLB_DTYPE_F32, 2, tb, dyn, &m.t));
   CL_OK(m.ctx, clb_graph_param(m.g, "w1", CLB_DTYPE_F32, 2, w1d, W1, sizeof W1, 1, &m.w1));
@@ -212,7 +202,7 @@ static void test_status_in_replay(int replay) {
   const uint8_t dyn[1] = {1};
   clb_graph_t g;
   clb_node a, b, sum, out;
-  g = new_graph(ctx);
+  g = clb_test_dynamic_graph(ctx, NULL, 0);
   CL_OK(ctx, clb_graph_input(g, "a", CLB_DTYPE_F32, 1, bd, dyn, &a));
   CL_OK(ctx, clb_graph_input(g, "b", CLB_DTYPE_F32, 1, bd, dyn, &b));
   CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_MUL, a, b, &sum));

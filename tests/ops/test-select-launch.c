@@ -259,20 +259,11 @@ static void test_eager_views(clb_context_t ctx) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) clb_tensor_free(all[i]);
 }
 
-static clb_graph_t dynamic_graph(clb_context_t ctx) {
-  clb_graph_t g;
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
-  return g;
-}
-
 /* A graph's data part: nonzero -> reshape, masked_select (row mask) -> reshape,
  * a static reshape of the mask and a masked_select by it. After the first step,
  * three launches per run (one per select op); the reshapes launch nothing. */
 static void test_graph(clb_context_t ctx) {
-  clb_graph_t g = dynamic_graph(ctx);
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, 0);
   const int64_t ab[1] = {40}, tb[2] = {R, C}, mb[2] = {R, 1}, lb[1] = {R}, flat[1] = {-1}, rows[2] = {-1, C};
   const uint8_t ay[1] = {1};
   clb_node a, t, mk, lab, nz, fnz, sel, sel2, m1, lsel;
@@ -334,7 +325,7 @@ static void test_graph(clb_context_t ctx) {
 /* A graph's reshape of a select's output that does not split: the select's
  * launch raises the reshape's deferred check. */
 static void test_graph_check(clb_context_t ctx) {
-  clb_graph_t g = dynamic_graph(ctx);
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, 0);
   const int64_t xb[1] = {12}, pairs[2] = {-1, 2};
   clb_node x, mk, sel, p;
   CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_F32, 1, xb, NULL, &x));
