@@ -182,9 +182,9 @@ struct clb_context {
   /* CLBlast kernels set from the device's tuning file, plus 1: 0 until the
    * context's first CLBlast call (runtime/ops/gemm-tune.c) */
   int clblast_tuned;
-  /* host-BLAS products kept to be enqueued as one native kernel, while a graph's
-   * backward merges consecutive layers' (runtime/ops/gemm-host.c; NULL until
-   * first used, freed with the context) */
+  /* host-BLAS products kept to be enqueued as one native kernel while a merge
+   * is open (a graph's forward, its backward and SGD: runtime/ops/gemm-host.c;
+   * NULL until first used, freed with the context) */
   void *host_batch;
   /* set while host-BLAS products are kept (runtime/ops/gemm-host.c's merge):
    * enqueues them. Every other command calls it first (clb__merge_flush), so

@@ -287,24 +287,15 @@ static int on_grad_edge(const gnode *c, int k) {
   }
 }
 
-/* The gradients node m's consumers computed for it (parts may be NULL). */
-static int grad_parts(clb_graph_t g, int m, clb_tensor_t *parts) {
+/* d loss / d node m: the one gradient its consumer computed, or their sum. */
+static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
+  clb_tensor_t parts[CLB_GRAPH_MAX_NODES];
   int np = 0;
   for (int c = m + 1; c <= g->loss; c++) {
     gnode *cn = &g->nodes[c];
     for (int k = 0; k < cn->nin; k++)
-      if (cn->in[k] == m && on_grad_edge(cn, k)) {
-        if (parts) parts[np] = cn->kind == GN_LOSS ? cn->aux : cn->egrad[k];
-        np++;
-      }
+      if (cn->in[k] == m && on_grad_edge(cn, k)) parts[np++] = cn->kind == GN_LOSS ? cn->aux : cn->egrad[k];
   }
-  return np;
-}
-
-/* d loss / d node m: the one gradient its consumer computed, or their sum. */
-static clb_status grad_of(clb_graph_t g, int m, clb_tensor_t *out) {
-  clb_tensor_t parts[CLB_GRAPH_MAX_NODES];
-  int np = grad_parts(g, m, parts);
   if (np == 0 || !parts[0])
     return clb__set_error(g->ctx, CLB_ERR_INTERNAL, "graph %s: no gradient reached %s", g->name, g->nodes[m].name);
   if (np == 1) {
@@ -455,13 +446,12 @@ static clb_status fused_sgd(clb_graph_t g, clb_status st, bwd_merge *mg) {
 }
 
 /* Whether node i's backward can join the host-BLAS native kernel of the linear
- * layer above (clb__gemm_host_merge_begin): a linear node whose gradient needs
- * no sum (a sum would be a launch reading the kept products' outputs), in a
- * whole-step run whose matmuls are host BLAS and whose gradients no hook reads
- * in between. */
+ * layer above (clb__gemm_host_merge_begin): a linear node, in a whole-step run
+ * whose matmuls are host BLAS and whose gradients no hook reads in between (a
+ * gradient sum's launch enqueues the kept products first, as any command does). */
 static int merges_host_bwd(clb_graph_t g, int i) {
   return g->nodes[i].kind == GN_LINEAR && !backward_done_elsewhere(g, i) && !g->phased && clb__graph_fusion_on() &&
-         clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS && grad_parts(g, i, NULL) == 1;
+         clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS;
 }
 
 /* After node i's backward: its consumers' gradients for it, and its output,

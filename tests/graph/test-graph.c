@@ -1,6 +1,7 @@
 /* test-graph.c: the graph executor: training under each policy against the
  * double reference, plans and recompile reasons per policy, guards, deferred
- * device checks, build-time shape errors, gradients with momentum, and the
+ * device checks, build-time shape errors, gradients with momentum, a gradient
+ * sum inside the backward's host-BLAS merge, and the
  * shape log. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -381,8 +382,61 @@ static void test_free_intermediates(void) {
                 (unsigned long long)peak_all);
 }
 
+/* A hidden layer read by two linear layers: its gradient is a sum, launched
+ * while the backward's host-BLAS merge keeps the layers above (the sum's launch
+ * enqueues them first). The parameters after two steps, the whole-step path
+ * against op by op (CLBOUND_FUSE=off), within 1e-5 relative. */
+static void test_gradient_sum(clb_context_t ctx) {
+  enum { BND = 8, IN = 3, H = 4 };
+  static const float W1[H * IN] = {0.5f, -0.25f, 1.0f, -0.75f, 0.3f, 0.2f, 0.1f, -0.6f, 0.4f, 0.9f, -0.1f, 0.05f};
+  static const float W2[H] = {0.5f, -1.0f, 0.75f, 0.25f}, W3[H] = {-0.3f, 0.6f, 0.2f, -0.4f};
+  float got[2][H * IN + 2 * H];
+  for (int fuse = 0; fuse < 2; fuse++) {
+    setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+    clb_graph_t g = clb_test_dynamic_graph(ctx, "gradient-sum", 0);
+    const int64_t xb[2] = {BND, IN}, tb[2] = {BND, 1}, w1d[2] = {H, IN}, wd[2] = {1, H};
+    const uint8_t dyn[2] = {1, 0};
+    clb_node x, t, w1, w2, w3, h, y2, y3, y, loss;
+    CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_F32, 2, xb, dyn, &x));
+    CL_OK(ctx, clb_graph_input(g, "t", CLB_DTYPE_F32, 2, tb, dyn, &t));
+    CL_OK(ctx, clb_graph_param(g, "w1", CLB_DTYPE_F32, 2, w1d, W1, sizeof W1, 1, &w1));
+    CL_OK(ctx, clb_graph_param(g, "w2", CLB_DTYPE_F32, 2, wd, W2, sizeof W2, 1, &w2));
+    CL_OK(ctx, clb_graph_param(g, "w3", CLB_DTYPE_F32, 2, wd, W3, sizeof W3, 1, &w3));
+    CL_OK(ctx, clb_graph_linear(g, x, w1, -1, &h));
+    CL_OK(ctx, clb_graph_linear(g, h, w2, -1, &y2));
+    CL_OK(ctx, clb_graph_linear(g, h, w3, -1, &y3));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_ADD, y2, y3, &y));
+    CL_OK(ctx, clb_graph_loss(g, CLB_LOSS_MSE, y, t, &loss));
+    CL_OK(ctx, clb_graph_train(g, loss, 0.1, 0.0));
+    static const int64_t ns[2] = {3, 5};
+    for (int step = 0; step < 2; step++) {
+      const int64_t n = ns[step];
+      float xs[BND * IN], ts[BND];
+      for (int i = 0; i < n * IN; i++) xs[i] = (float)((i * 7 + step) % 11) / 11.0f - 0.3f;
+      for (int i = 0; i < n; i++) ts[i] = (float)(i % 3) - 0.5f;
+      const int64_t xd[2] = {n, IN}, td[2] = {n, 1};
+      CL_OK(ctx, clb_graph_feed(g, x, xd, xs, sizeof(float) * (size_t)(n * IN)));
+      CL_OK(ctx, clb_graph_feed(g, t, td, ts, sizeof(float) * (size_t)n));
+      CL_OK(ctx, clb_graph_run(g));
+    }
+    CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, w1), NULL, got[fuse], sizeof(float) * H * IN, NULL));
+    CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, w2), NULL, got[fuse] + H * IN, sizeof(float) * H, NULL));
+    CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, w3), NULL, got[fuse] + H * IN + H, sizeof(float) * H, NULL));
+    clb_graph_free(g);
+  }
+  setenv("CLBOUND_FUSE", "on", 1);
+  for (int i = 0; i < H * IN + 2 * H; i++) {
+    clb_test_checks++;
+    if (!(fabs(got[1][i] - got[0][i]) <= 1e-5 * fmax(1.0, fabs(got[0][i]))))
+      CLB_FAIL_AT("parameter %d: whole step %.9g, op by op %.9g", i, got[1][i], got[0][i]);
+  }
+  /* the step moved every first-layer weight (its gradient arrived) */
+  for (int i = 0; i < H * IN; i++) EXPECT_TRUE(got[1][i] != W1[i]);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
+  test_gradient_sum(ctx);
   test_input_policies(ctx);
   test_deferred_check(ctx);
   test_build_errors(ctx);
