@@ -96,8 +96,8 @@ int clb__running_now(void) {
 }
 
 int clb__cpus_for_process(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+  cpu_set_t set; /* the main thread's mask: the caller may be a PoCL worker pinned by POCL_AFFINITY */
+  if (sched_getaffinity(getpid(), sizeof set, &set) == 0) {
     int n = CPU_COUNT(&set);
     if (n > 0) return n;
   }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clbound/nn.h"
+#include "runtime/ops/blas-pool.h"
 #include "runtime/ops/blas-threads.h"
 #include "runtime/ops/gemm-host.h"
 
@@ -182,61 +183,53 @@ static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
   return v < 0 ? 0 : bound;
 }
 
-/* OpenBLAS's threads against PoCL's (docs/gemm.md, Threads): a product under
- * 12 MFLOP runs on one thread, the PoCL worker that runs the native kernel; one
- * of 32 MFLOP or more on OpenBLAS's own count (every core); one between the two
- * on one thread plus one per core that other processes left idle over the last
+/* Threads (docs/gemm.md, Threads). A product of 12 MFLOP or more is cut into
+ * blocks of rows (or of columns, where C has few rows and more columns), as
+ * many as OpenBLAS's thread count (every core), each a single-threaded BLAS
+ * call; the PoCL worker that runs the native kernel and clbound's helper
+ * threads take them in turn (runtime/ops/blas-pool.c says why OpenBLAS's own
+ * threads are not used). The blocks depend only on the sizes and the machine's
+ * core count, so the result does not depend on how many threads ran them.
+ *
+ * The threads: for a product of 32 MFLOP or more, one per block; between 12
+ * and 32, one plus one per core that other processes left idle over the last
  * 0.1 s (/proc/stat less this process's CPU time; one thread where it cannot
- * be read): on a busy machine a second thread makes such a product wait for
- * the helper's time slice (measured 1.6-8 ms instead of 0.3), on an idle core
- * it saves about a third (runtime/ops/blas-threads.c). CLBOUND_BLAS_THREADS=n
- * fixes the count for every product. The count is OpenBLAS's global setting,
- * set only when it must change; the in-order queue runs one native kernel at a
- * time. */
+ * be read, and until the first window since the process's first host-BLAS
+ * product has passed): on a busy machine a second thread makes such a product
+ * wait for the helper's time slice, on an idle core it saves about a third
+ * (runtime/ops/blas-threads.c). A product under 12 MFLOP is one block on the
+ * PoCL worker. CLBOUND_BLAS_THREADS=n cuts every product into n blocks for n
+ * threads. OpenBLAS is set to one thread while a native kernel runs (the first
+ * of those running at once sets it, the last puts back the count it had). */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
-/* OpenBLAS's idle helper threads spin (a sched_yield loop) for
- * 2^OPENBLAS_THREAD_TIMEOUT cycles after each threaded product before they
- * sleep; with the default 2^28 (about 0.1 s) a helper spins through the next
- * elementwise kernels and takes a core from PoCL's workers (docs/gemm.md,
- * Threads). The timeout is read from the environment when libopenblas loads
- * (openblas_read_env) and applied when its threads start (blas_thread_init), so
- * where the user has not set it, the first host-BLAS matmul of the process sets
- * BLAS_TIMEOUT: the value is put in the environment for openblas_read_env to
- * cache, and the environment is then put back as it was, and the idle helpers are stopped
- * (blas_thread_shutdown_; OpenBLAS starts them again, with the new timeout, at
- * its next threaded product). These are OpenBLAS's exported internals (0.3.21),
- * referenced weakly: a BLAS without them is left as it is. */
-#define BLAS_TIMEOUT "4"
-extern void openblas_read_env(void) __attribute__((weak));
-extern int blas_thread_shutdown_(void) __attribute__((weak));
-static void blas_spin_init(void) {
-  const char *mine = getenv("OPENBLAS_THREAD_TIMEOUT"), *goto_ = getenv("GOTO_THREAD_TIMEOUT");
-  if ((mine && *mine) || (goto_ && *goto_)) return;
-  if (!openblas_read_env || !blas_thread_shutdown_) return;
-  if (setenv("OPENBLAS_THREAD_TIMEOUT", BLAS_TIMEOUT, 1) != 0) return;
-  openblas_read_env();
-  if (mine) /* set but empty: put back as it was */
-    setenv("OPENBLAS_THREAD_TIMEOUT", "", 1);
-  else
-    unsetenv("OPENBLAS_THREAD_TIMEOUT");
-  blas_thread_shutdown_();
-}
 
 static void blas_init(void) {
-  blas_spin_init();
   const char *env = getenv("CLBOUND_BLAS_THREADS");
   blas_fixed = env && *env ? atoi(env) : 0;
+  if (blas_fixed > CLB_POOL_MAX_HELPERS + 1) blas_fixed = CLB_POOL_MAX_HELPERS + 1;
   blas_many = openblas_get_num_threads();
   blas_cores = clb__cpus_for_process();
-  if (blas_fixed > 0) openblas_set_num_threads(blas_fixed);
+  if (blas_many > blas_cores) blas_many = blas_cores;
+  if (blas_many > CLB_POOL_MAX_HELPERS + 1) blas_many = CLB_POOL_MAX_HELPERS + 1;
+  clb__running_now(); /* the load window starts now */
 }
 
-static void blas_threads_for(double flops) {
-  if (blas_fixed > 0) return;
-  int running = flops >= CLB_BLAS_ONE_FLOPS && flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
-  int want = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
-  if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
+/* OpenBLAS single-threaded while any native kernel runs (blas_enter/_leave). */
+static pthread_mutex_t blas_count_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_active, blas_saved;
+static void blas_enter(void) {
+  pthread_mutex_lock(&blas_count_lock);
+  if (blas_active++ == 0) {
+    blas_saved = openblas_get_num_threads();
+    if (blas_saved != 1) openblas_set_num_threads(1);
+  }
+  pthread_mutex_unlock(&blas_count_lock);
+}
+static void blas_leave(void) {
+  pthread_mutex_lock(&blas_count_lock);
+  if (--blas_active == 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
+  pthread_mutex_unlock(&blas_count_lock);
 }
 
 /* cs[j] = the sum of a's actual rows' column j (dbias of linear_backward, where
@@ -267,18 +260,6 @@ static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
   }
 }
 
-/* The ReLU epilogue (clb__linear_act), as kernels/common.cl's CLB_OP_RELU. */
-static void relu_epilogue(const host_gemm *g, int64_t count) {
-  if (!g->relu) return;
-  if (g->f64) {
-    double *c = g->c;
-    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0 ? 0.0 : c[i];
-  } else {
-    float *c = g->c;
-    for (int64_t i = 0; i < count; i++) c[i] = c[i] < 0.0f ? 0.0f : c[i];
-  }
-}
-
 /* The ReLU backward epilogue: c[i] = h[i] > 0 ? c[i] : 0 (kernels/common.cl's
  * CLB_GRAD_RELU with h the ReLU's input or output: y > 0 exactly where x > 0),
  * over the actual elements of both; counts that differ raise the deferred check
@@ -300,6 +281,65 @@ static void relu_bwd_epilogue(const host_call *call, const host_gemm *g, int64_t
   }
 }
 
+/* One product at its actual sizes, cut into blocks (host_gemm_one). */
+typedef struct gemm_split {
+  const host_gemm *g;
+  int64_t m, n, k, lda, ldb;
+  int by_cols; /* the blocks are of columns of C (else of rows) */
+} gemm_split;
+
+/* Blocks start at multiples of SPLIT_ALIGN rows or columns (whole tiles of the
+ * BLAS kernel). */
+#define SPLIT_ALIGN 8
+#define SPLIT_ROWS_MIN 128
+static int64_t split_at(int64_t dim, int block, int blocks) {
+  if (block >= blocks) return dim;
+  return (dim * block / blocks + SPLIT_ALIGN / 2) / SPLIT_ALIGN * SPLIT_ALIGN;
+}
+
+/* Block `block` of C: a bias row in each of its rows (zeros when K is 0), then
+ * C += op(A) op(B) on it, then the ReLU epilogue (clb__linear_act, as
+ * kernels/common.cl's CLB_OP_RELU). A single-threaded BLAS call. */
+static void gemm_block(void *arg, int block, int blocks) {
+  const gemm_split *s = arg;
+  const host_gemm *g = s->g;
+  int64_t dim = s->by_cols ? s->n : s->m;
+  int64_t lo = split_at(dim, block, blocks), hi = split_at(dim, block + 1, blocks);
+  if (hi <= lo) return;
+  int64_t r0 = s->by_cols ? 0 : lo, rows = s->by_cols ? s->m : hi - lo;
+  int64_t c0 = s->by_cols ? lo : 0, cols = s->by_cols ? hi - lo : s->n;
+  size_t es = g->f64 ? sizeof(double) : sizeof(float);
+  char *c = (char *)g->c + ((size_t)r0 * (size_t)s->n + (size_t)c0) * es;
+  size_t ldc = (size_t)s->n * es, width = (size_t)cols * es;
+  for (int64_t i = 0; i < rows && (g->has_bias || s->k == 0); i++) {
+    if (g->has_bias) memcpy(c + (size_t)i * ldc, (const char *)g->bias + (size_t)c0 * es, width);
+    else memset(c + (size_t)i * ldc, 0, width);
+  }
+  if (s->k > 0) {
+    /* op(A)'s rows r0.. are A's rows (or columns, transposed); op(B)'s columns c0.. */
+    size_t aoff = g->ta ? (size_t)r0 : (size_t)r0 * (size_t)s->lda, boff = g->tb ? (size_t)c0 * (size_t)s->ldb : (size_t)c0;
+    enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
+    blasint M = (blasint)rows, N = (blasint)cols, K = (blasint)s->k, lda = (blasint)s->lda, ldb = (blasint)s->ldb;
+    blasint ldcn = (blasint)s->n;
+    if (g->f64)
+      cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, (const double *)g->a + aoff, lda, (const double *)g->b + boff,
+                  ldb, g->has_bias ? 1.0 : 0.0, (double *)c, ldcn);
+    else
+      cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, (const float *)g->a + aoff, lda, (const float *)g->b + boff,
+                  ldb, g->has_bias ? 1.0f : 0.0f, (float *)c, ldcn);
+  }
+  if (!g->relu) return;
+  for (int64_t i = 0; i < rows; i++) {
+    if (g->f64) {
+      double *r = (double *)(c + (size_t)i * ldc);
+      for (int64_t j = 0; j < cols; j++) r[j] = r[j] < 0.0 ? 0.0 : r[j];
+    } else {
+      float *r = (float *)(c + (size_t)i * ldc);
+      for (int64_t j = 0; j < cols; j++) r[j] = r[j] < 0.0f ? 0.0f : r[j];
+    }
+  }
+}
+
 static void host_gemm_one(const host_call *call, const host_gemm *g) {
   const int64_t *sa = g->sa, *sb = g->sb;
   int64_t a0 = host_dim(call, sa[0], g->abound[0]), a1 = host_dim(call, sa[1], g->abound[1]);
@@ -317,23 +357,21 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
   if (ka != kb) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, ka, kb);
   if (m == 0 || n == 0) return;
   /* The leading dimensions are the actual widths (dense at the actual sizes). */
-  blasint M = (blasint)m, N = (blasint)n, K = (blasint)k;
-  blasint lda = (blasint)(a1 > 0 ? a1 : 1), ldb = (blasint)(b1 > 0 ? b1 : 1);
-  enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
-  /* a bias row in every row of C, then C += op(A) op(B); zeros when K is 0 */
-  size_t es = g->f64 ? sizeof(double) : sizeof(float), row = (size_t)n * es;
-  if (g->has_bias)
-    for (int64_t i = 0; i < m; i++) memcpy((char *)g->c + (size_t)i * row, g->bias, row);
-  else if (k == 0)
-    memset(g->c, 0, (size_t)m * row);
-  if (k > 0) {
-    blas_threads_for(2.0 * (double)m * (double)n * (double)k);
-    if (g->f64)
-      cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, g->a, lda, g->b, ldb, g->has_bias ? 1.0 : 0.0, g->c, N);
-    else
-      cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, g->a, lda, g->b, ldb, g->has_bias ? 1.0f : 0.0f, g->c, N);
+  /* blocks of rows, unless C has few rows and more columns (a single-threaded
+   * half of 512x256x512 took 0.94 ms by rows, 0.99 by columns; of 64x512x256,
+   * 0.135 and 0.118) */
+  gemm_split s = {g, m, n, k, a1 > 0 ? a1 : 1, b1 > 0 ? b1 : 1, m < SPLIT_ROWS_MIN && n > m};
+  double flops = 2.0 * (double)m * (double)n * (double)k;
+  int blocks = 1, threads = 1;
+  if (blas_fixed > 0) blocks = threads = blas_fixed;
+  else if (flops >= CLB_BLAS_ONE_FLOPS) {
+    blocks = blas_many;
+    int running = flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
+    threads = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
   }
-  relu_epilogue(g, m * n);
+  int64_t most = ((s.by_cols ? n : m) + SPLIT_ALIGN - 1) / SPLIT_ALIGN; /* blocks of at least SPLIT_ALIGN */
+  if (blocks > most) blocks = (int)most;
+  clb__pool_run(gemm_block, &s, blocks, threads, NULL);
   relu_bwd_epilogue(call, g, m * n);
 }
 
@@ -373,7 +411,9 @@ static void host_sgd_one(const host_call *call, const host_sgd *s) {
 
 static void CL_CALLBACK host_gemm_fn(void *p) {
   const host_call *call = p;
+  blas_enter(); /* each block is a single-threaded call */
   for (int i = 0; i < call->n; i++) host_gemm_one(call, &call->g[i]);
+  blas_leave();
   for (int i = 0; i < call->ns; i++) host_sgd_one(call, &call->s[i]);
 }
 
