@@ -1,4 +1,4 @@
-/* blas-threads.c: OpenBLAS's thread count per host-BLAS product, from the
+/* blas-threads.c: the thread count per host-BLAS product, from the
  * product's size and the machine's load (blas-threads.h; docs/gemm.md, Threads).
  *
  * Why the load: on a 2-core machine a 16 MFLOP product (0.2-0.3 ms) runs

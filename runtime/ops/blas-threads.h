@@ -1,11 +1,11 @@
-/* blas-threads.h: how many OpenBLAS threads one host-BLAS product uses
+/* blas-threads.h: how many threads run the blocks of one host-BLAS product
  * (runtime/ops/blas-threads.c; docs/gemm.md, Threads). Plain C, no OpenCL and
  * no BLAS: the rule is unit-tested on its own (tests/nn/test-blas-threads.c). */
 #ifndef CLB_OPS_BLAS_THREADS_H
 #define CLB_OPS_BLAS_THREADS_H
 
-/* Products of at least CLB_BLAS_MANY_FLOPS (2 M N K) use OpenBLAS's own count,
- * whatever the load; under CLB_BLAS_ONE_FLOPS, one thread (the PoCL worker that
+/* Products of at least CLB_BLAS_MANY_FLOPS (2 M N K) use OpenBLAS's own count
+ * (one per core), whatever the load; under CLB_BLAS_ONE_FLOPS, one thread (the PoCL worker that
  * runs the native kernel). Between them, the load decides. */
 #define CLB_BLAS_MANY_FLOPS (32.0 * 1024 * 1024)
 #define CLB_BLAS_ONE_FLOPS (12.0 * 1024 * 1024)
@@ -34,7 +34,7 @@ int clb__others_busy(long long busy_ticks, long ticks_per_s, long long own_ns, l
  * processes kept busy since the last sample (clb__others_busy over /proc/stat
  * and this process's CPU time, CLOCK_PROCESS_CPUTIME_ID), sampled at most once
  * per CLB_BLAS_LOAD_WINDOW_NS; this process's own threads (its host thread,
- * PoCL's workers, OpenBLAS's helpers) never count. -1 before the second sample
+ * PoCL's workers, the blocks' helper threads) never count. -1 before the second sample
  * or where /proc/stat cannot be read: the rule then keeps one thread. */
 #define CLB_BLAS_LOAD_WINDOW_NS 100000000LL
 int clb__running_now(void);
