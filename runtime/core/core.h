@@ -33,9 +33,12 @@
 /* Each launch gets an id; the ring remembers what the last ones were so that a
  * sticky error raised on the device can name the op and its bounds. */
 #define CLB_LAUNCH_RING 1024
+#define CLB_LAUNCH_SEQS 4
 typedef struct clb_launch_rec {
   uint32_t id;
   uint64_t seq;    /* the op invocation it belongs to (clb__note_output), or 0 */
+  /* more invocations whose outputs it writes (clb__launch_add_seq; 0: none) */
+  uint64_t also[CLB_LAUNCH_SEQS];
   const char *op;  /* static string */
   char what[192]; /* the tensors' bounds, e.g. "a [<=4096, 16] f32, b [16] f32" */
 } clb_launch_rec;
@@ -268,6 +271,11 @@ typedef struct clb_arg {
 /* Takes the next launch id and records op and what under it in the launch ring,
  * for work that is enqueued other than by clb__launch (a native kernel). */
 uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what);
+/* Adds an op invocation (clb_tensor.written_by) whose outputs launch id writes:
+ * a failure raised with id marks those outputs failed too (a host-BLAS native
+ * kernel writes the outputs of ops noted under other names, and of merged ops).
+ * Past CLB_LAUNCH_SEQS the rest are not recorded. */
+void clb__launch_add_seq(clb_context_t ctx, uint32_t id, uint64_t seq);
 /* For a launch of k at local size `local`: NULL when the context launched that
  * pair before, else an event slot the caller passes to the enqueue and then
  * hands to clb__first_launch_watch, which times it (from ready to done: on

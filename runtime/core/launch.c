@@ -143,10 +143,23 @@ void clb__launch_register(clb_context_t ctx, uint32_t id, const char *op, const 
   r->op = op;
   /* the launches of one op invocation share the outputs it noted */
   r->seq = ctx->out_op && op && strcmp(ctx->out_op, op) == 0 ? ctx->op_seq : 0;
+  for (int k = 0; k < CLB_LAUNCH_SEQS; k++) r->also[k] = 0;
   ctx->out_launched = 1;
   size_t used = 0;
   r->what[0] = 0;
   put_str(r->what, sizeof r->what, &used, what ? what : "");
+}
+
+void clb__launch_add_seq(clb_context_t ctx, uint32_t id, uint64_t seq) {
+  clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
+  if (r->id != id || seq == 0 || seq == r->seq) return;
+  for (int k = 0; k < CLB_LAUNCH_SEQS; k++) {
+    if (r->also[k] == seq) return;
+    if (r->also[k] == 0) {
+      r->also[k] = seq;
+      return;
+    }
+  }
 }
 
 void clb__launch_pin(clb_context_t ctx, uint32_t id, int on) {

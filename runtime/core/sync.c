@@ -73,7 +73,10 @@ static clb_status decode_status(clb_context_t ctx, const cl_int *w) {
     char msg[512];
     clb_status st = describe(ctx, slot, msg, sizeof msg);
     const clb_launch_rec *r = &ctx->ring[(uint32_t)slot[0] % CLB_LAUNCH_RING];
-    if (r->id == (uint32_t)slot[0]) mark_failed(ctx, r->seq, st, msg);
+    if (r->id == (uint32_t)slot[0]) {
+      mark_failed(ctx, r->seq, st, msg);
+      for (int j = 0; j < CLB_LAUNCH_SEQS; j++) mark_failed(ctx, r->also[j], st, msg);
+    }
     named |= (uint32_t)slot[1];
     if (n++ == 0) {
       first = clb__set_error(ctx, st, "%s", msg);

@@ -130,6 +130,7 @@ int clb_context_gemm_strategy(clb_context_t ctx) {
 typedef struct host_gemm {
   void *a, *sa, *b, *sb, *c, *sc, *bias, *cs, *scs, *h, *sh; /* host pointers of the buffers */
   int ta, tb, f64, has_bias, has_colsum, relu, has_mask;
+  uint32_t launch; /* the launch record of the op it belongs to */
   int64_t abound[2], bbound[2], hbound[2];
 } host_gemm;
 
@@ -151,7 +152,7 @@ typedef struct host_call {
   int ns;
   double lr, momentum;
   void *st;
-  uint32_t launch;
+  uint32_t sgd_launch; /* the SGD steps' launch record */
   void *slots[HOST_NBUF]; /* where the driver writes mem_list's pointers: unread (see below) */
 } host_call;
 
@@ -177,9 +178,9 @@ static void host_raise(int32_t *st, uint32_t launch, uint32_t bit, int64_t v1, i
 }
 
 /* A size from a shape record, clamped into [0, bound] (raising the bound bit). */
-static int64_t host_dim(const host_call *c, int64_t v, int64_t bound) {
+static int64_t host_dim(const host_call *c, uint32_t launch, int64_t v, int64_t bound) {
   if (v >= 0 && v <= bound) return v;
-  host_raise(c->st, c->launch, CLB_STF_BOUND_EXCEEDED, v, bound);
+  host_raise(c->st, launch, CLB_STF_BOUND_EXCEEDED, v, bound);
   return v < 0 ? 0 : bound;
 }
 
@@ -267,8 +268,8 @@ static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
 static void relu_bwd_epilogue(const host_call *call, const host_gemm *g, int64_t count) {
   if (!g->has_mask) return;
   const int64_t *sh = g->sh;
-  int64_t nh = host_dim(call, sh[0], g->hbound[0]) * host_dim(call, sh[1], g->hbound[1]);
-  if (nh != count) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, count, nh);
+  int64_t nh = host_dim(call, g->launch, sh[0], g->hbound[0]) * host_dim(call, g->launch, sh[1], g->hbound[1]);
+  if (nh != count) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, count, nh);
   if (nh < count) count = nh;
   if (g->f64) {
     const double *h = g->h;
@@ -342,8 +343,8 @@ static void gemm_block(void *arg, int block, int blocks) {
 
 static void host_gemm_one(const host_call *call, const host_gemm *g) {
   const int64_t *sa = g->sa, *sb = g->sb;
-  int64_t a0 = host_dim(call, sa[0], g->abound[0]), a1 = host_dim(call, sa[1], g->abound[1]);
-  int64_t b0 = host_dim(call, sb[0], g->bbound[0]), b1 = host_dim(call, sb[1], g->bbound[1]);
+  int64_t a0 = host_dim(call, g->launch, sa[0], g->abound[0]), a1 = host_dim(call, g->launch, sa[1], g->abound[1]);
+  int64_t b0 = host_dim(call, g->launch, sb[0], g->bbound[0]), b1 = host_dim(call, g->launch, sb[1], g->bbound[1]);
   int64_t m = g->ta ? a1 : a0, ka = g->ta ? a0 : a1;
   int64_t kb = g->tb ? b1 : b0, n = g->tb ? b0 : b1;
   int64_t k = ka < kb ? ka : kb;
@@ -354,7 +355,7 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
     ((int64_t *)g->scs)[0] = a1;
     host_colsum(g, a0, a1);
   }
-  if (ka != kb) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, ka, kb);
+  if (ka != kb) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, ka, kb);
   if (m == 0 || n == 0) return;
   /* The leading dimensions are the actual widths (dense at the actual sizes). */
   /* blocks of rows, unless C has few rows and more columns (a single-threaded
@@ -402,7 +403,7 @@ static int64_t rec_numel(const int64_t *rec, int rank) {
  * CLB_STF_DEVICE_CHECK and the smaller is used, as the kernels do. */
 static void host_sgd_one(const host_call *call, const host_sgd *s) {
   int64_t n = rec_numel(s->sp, s->rank), ng = rec_numel(s->sg, s->rank);
-  if (n != ng) host_raise(call->st, call->launch, CLB_STF_DEVICE_CHECK, n, ng);
+  if (n != ng) host_raise(call->st, call->sgd_launch, CLB_STF_DEVICE_CHECK, n, ng);
   if (ng < n) n = ng;
   if (n <= 0) return;
   if (s->f64) sgd_f64(s->p, s->g, s->v, n, call->lr, call->momentum);
@@ -446,6 +447,7 @@ static void ref_add(host_ref *r, int *nr, clb_buf *buf, void **ptr, cl_map_flags
 /* SGD steps kept for the end of a native kernel. */
 typedef struct sgd_req {
   int n;
+  uint32_t launch; /* recorded when the steps joined */
   clb_tensor_t p[HOST_MAX_SGD], g[HOST_MAX_SGD], v[HOST_MAX_SGD];
   double lr, momentum;
 } sgd_req;
@@ -471,6 +473,11 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
     if (sgd->v[j]) ref_add(refs, &nr, &sgd->v[j]->data, &s->v, CL_MAP_READ | CL_MAP_WRITE);
   }
   if (sgd) {
+    call.sgd_launch = sgd->launch;
+    for (int j = 0; j < sgd->n; j++) { /* noted after the steps joined */
+      clb__launch_add_seq(ctx, sgd->launch, sgd->p[j]->written_by);
+      if (sgd->v[j]) clb__launch_add_seq(ctx, sgd->launch, sgd->v[j]->written_by);
+    }
     call.ns = sgd->n;
     call.lr = sgd->lr;
     call.momentum = sgd->momentum;
@@ -478,6 +485,7 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
   for (int j = 0; j < n; j++) {
     const clb_host_gemm *q = &jobs[j];
     host_gemm *g = &call.g[j];
+    g->launch = q->launch;
     g->ta = q->ta;
     g->tb = q->tb;
     g->f64 = q->a->dtype == CLB_DTYPE_F64;
@@ -545,7 +553,6 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
     }
   }
   if (e == CL_SUCCESS) {
-    call.launch = clb__launch_record(ctx, op, what);
     const void *locs[HOST_NBUF];
     for (int u = 0; u < nm; u++) locs[u] = &call.slots[u];
     e = all_known ? clEnqueueNativeKernel(ctx->queue, host_gemm_fn, &call, sizeof call, (cl_uint)nm, mems, locs, 0, NULL, NULL)
@@ -605,11 +612,22 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
                               "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   host_merge *m = ctx->host_batch;
-  if (!m || !m->open) return enqueue_call(ctx, op, what, jobs, n, NULL);
   clb_status st;
-  if ((m->n + n > HOST_MAX_GEMM || m->sgd.n) && (st = merge_flush(ctx, m)) != CLB_OK) return st;
+  if (m && m->open && (m->n + n > HOST_MAX_GEMM || m->sgd.n) && (st = merge_flush(ctx, m)) != CLB_OK) return st;
+  /* the op's own launch record, whatever it is merged with: a status bit its
+   * products raise names it and marks its outputs (their invocations may be
+   * noted under other names, "linear_backward dx", "... dbias") */
+  clb_host_gemm js[HOST_MAX_GEMM];
+  uint32_t id = clb__launch_record(ctx, op, what);
+  for (int j = 0; j < n; j++) {
+    js[j] = jobs[j];
+    js[j].launch = id;
+    clb__launch_add_seq(ctx, id, jobs[j].out->written_by);
+    if (jobs[j].colsum) clb__launch_add_seq(ctx, id, jobs[j].colsum->written_by);
+  }
+  if (!m || !m->open) return enqueue_call(ctx, op, what, js, n, NULL);
   merge_describe(m, op, what);
-  memcpy(m->jobs + m->n, jobs, (size_t)n * sizeof *jobs);
+  memcpy(m->jobs + m->n, js, (size_t)n * sizeof *js);
   m->n += n;
   return CLB_OK;
 }
@@ -626,6 +644,7 @@ int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const cl
   }
   if (ctx->collect) return 1; /* a plan walked to collect its kernels launches nothing */
   merge_describe(m, "sgd_step (fused)", what);
+  m->sgd.launch = clb__launch_record(ctx, "sgd_step (fused)", what);
   m->sgd.n = n;
   for (int k = 0; k < n; k++) {
     m->sgd.p[k] = p[k];

@@ -31,6 +31,7 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
 typedef struct clb_host_gemm {
   clb_tensor_t a, b, bias, out, colsum, mask;
   int ta, tb, relu;
+  uint32_t launch; /* set by clb__gemm_host_run: the launch record its status bits name */
 } clb_host_gemm;
 
 /* The most products one native kernel runs. */

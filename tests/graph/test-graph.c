@@ -211,6 +211,51 @@ static void test_deferred_check(clb_context_t ctx) {
   clb_graph_free(g);
 }
 
+/* A device error inside a merged host-BLAS native kernel (the forward's two
+ * linear layers run as one under host BLAS): the sync names the product that
+ * raised it, and the failed-output mark lands on that op's output, not on the
+ * other merged op's. The first layer's K comes from two dynamic dims that
+ * differ only on the device (nonzero counts, as in test_deferred_check): its
+ * product raises the deferred check; the second's operands agree. */
+static void test_merged_error(clb_context_t ctx) {
+  clb_graph_t g = clb_test_dynamic_graph(ctx, NULL, 0);
+  const int64_t md[1] = {8}, row[2] = {1, -1}, w2d[2] = {4, 1}, b2d[1] = {4};
+  static const float w2[4] = {1, 2, 3, 4}, b2[4] = {0, 0, 0, 0};
+  clb_node ma, mb, na, nb, ra, rb, x, w, z1, p2, q2, z2;
+  CL_OK(ctx, clb_graph_input(g, "ma", CLB_DTYPE_F32, 1, md, NULL, &ma));
+  CL_OK(ctx, clb_graph_input(g, "mb", CLB_DTYPE_F32, 1, md, NULL, &mb));
+  CL_OK(ctx, clb_graph_nonzero(g, ma, &na)); /* [<=8, 1] */
+  CL_OK(ctx, clb_graph_nonzero(g, mb, &nb));
+  CL_OK(ctx, clb_graph_reshape(g, na, 2, row, &ra)); /* [1, <=8] */
+  CL_OK(ctx, clb_graph_reshape(g, nb, 2, row, &rb));
+  CL_OK(ctx, clb_graph_cast(g, ra, CLB_DTYPE_F32, &x));
+  CL_OK(ctx, clb_graph_cast(g, rb, CLB_DTYPE_F32, &w));
+  CL_OK(ctx, clb_graph_param(g, "w2", CLB_DTYPE_F32, 2, w2d, w2, sizeof w2, 0, &p2));
+  CL_OK(ctx, clb_graph_param(g, "b2", CLB_DTYPE_F32, 1, b2d, b2, sizeof b2, 0, &q2));
+  CL_OK(ctx, clb_graph_linear(g, x, w, -1, &z1)); /* [1, 1]: K is both counts */
+  CL_OK(ctx, clb_graph_linear(g, z1, p2, q2, &z2)); /* [1, 4]: K is 1 on both sides */
+  CL_OK(ctx, clb_graph_keep(g, z1));
+  /* nonzero at 1, 3, 4 in both: x = w = [1, 3, 4], z1 = 26, z2 = 26 w2 */
+  const float va[8] = {0, 1, 0, 2, 3, 0, 0, 0}, vb[8] = {0, 5, 0, 1, 1, 0, 0, 0}, vc[8] = {1, 1, 0, 1, 1, 0, 0, 0};
+  float out[8] = {0};
+  CL_OK(ctx, clb_graph_feed(g, ma, md, va, sizeof va));
+  CL_OK(ctx, clb_graph_feed(g, mb, md, vb, sizeof vb));
+  CL_OK(ctx, clb_graph_run(g));
+  CL_OK(ctx, clb_context_sync(ctx));
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, z2), NULL, out, sizeof out, NULL));
+  for (int i = 0; i < 4; i++) EXPECT_NEAR(out[i], 26.0 * w2[i]);
+  /* 3 against 4 nonzeros: the first product raises the deferred check */
+  CL_OK(ctx, clb_graph_feed(g, mb, md, vc, sizeof vc));
+  CL_OK(ctx, clb_graph_run(g));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "sizes 3 and 4 must be equal");
+  const char *msg = clb_context_errmsg(ctx);
+  EXPECT_TRUE(strstr(msg, "[1, <=8]") != NULL); /* the first product's operands, not the second's */
+  EXPECT_STATUS(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, z1), NULL, out, sizeof out, NULL), CLB_ERR_DEVICE_CHECK,
+                "holds the output of an op that failed");
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(g, z2), NULL, out, sizeof out, NULL));
+  clb_graph_free(g);
+}
+
 /* Errors found while building, and training through an op without a gradient. */
 static void test_build_errors(clb_context_t ctx) {
   clb_graph_t g;
@@ -439,6 +484,7 @@ int main(void) {
   test_gradient_sum(ctx);
   test_input_policies(ctx);
   test_deferred_check(ctx);
+  test_merged_error(ctx);
   test_build_errors(ctx);
   test_momentum(ctx);
   test_shape_log(ctx);
