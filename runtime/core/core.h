@@ -276,6 +276,9 @@ uint32_t clb__launch_record(clb_context_t ctx, const char *op, const char *what)
  * kernel writes the outputs of ops noted under other names, and of merged ops).
  * Past CLB_LAUNCH_SEQS the rest are not recorded. */
 void clb__launch_add_seq(clb_context_t ctx, uint32_t id, uint64_t seq);
+/* Forgets the invocations launch id belongs to (its seq, taken from the op that
+ * noted outputs last, and those added), for a caller that adds them itself. */
+void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id);
 /* For a launch of k at local size `local`: NULL when the context launched that
  * pair before, else an event slot the caller passes to the enqueue and then
  * hands to clb__first_launch_watch, which times it (from ready to done: on

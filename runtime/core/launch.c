@@ -162,6 +162,13 @@ void clb__launch_add_seq(clb_context_t ctx, uint32_t id, uint64_t seq) {
   }
 }
 
+void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id) {
+  clb_launch_rec *r = &ctx->ring[id % CLB_LAUNCH_RING];
+  if (r->id != id) return;
+  r->seq = 0;
+  for (int k = 0; k < CLB_LAUNCH_SEQS; k++) r->also[k] = 0;
+}
+
 void clb__launch_pin(clb_context_t ctx, uint32_t id, int on) {
   if (id) ctx->ring_pinned[id % CLB_LAUNCH_RING] = (uint8_t)(on != 0);
 }

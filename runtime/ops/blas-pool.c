@@ -26,6 +26,7 @@
  * so a wake-up is never lost and a condition variable is signalled only when
  * someone sleeps on it. */
 #define _GNU_SOURCE /* sched_getcpu, pthread_setaffinity_np, pthread_setname_np */
+#include <fenv.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,7 +49,7 @@
 
 typedef struct helper {
   pthread_t thread;
-  atomic_uint gen;     /* bumped to wake it for a job */
+  atomic_uint gen;     /* the generation of the last job posted to it */
   atomic_int sleeping; /* it waits on cv */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -70,6 +71,7 @@ static struct {
   /* the job: fn and arg are written before claim, read after a block is taken */
   clb_pool_fn fn;
   void *arg;
+  fenv_t env; /* the caller's floating-point environment */
   _Atomic uint64_t claim;
   atomic_uint done;           /* blocks finished */
   atomic_int caller_sleeping; /* the caller waits on cv */
@@ -115,13 +117,20 @@ static void wake(atomic_int *sleeping, pthread_mutex_t *mu, pthread_cond_t *cv) 
 /* Takes and runs blocks of the job of generation `gen` until none is left;
  * returns how many it ran. The thread that finishes the last block wakes the
  * caller. */
-static int run_blocks(uint32_t gen) {
+static int run_blocks(uint32_t gen, fenv_t *helper_env) {
   int ran = 0;
   uint64_t c = atomic_load(&pool.claim);
   for (;;) {
     if (CLAIM_GEN(c) != gen || CLAIM_NEXT(c) >= CLAIM_BLOCKS(c)) return ran;
     if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1)) continue; /* c reloaded */
     int blocks = CLAIM_BLOCKS(c);
+    /* a helper computes as the caller does (rounding, flush-to-zero: PoCL sets
+     * them per kernel on its worker), so a block's result does not depend on
+     * which thread ran it */
+    if (helper_env && memcmp(helper_env, &pool.env, sizeof pool.env) != 0) {
+      fesetenv(&pool.env);
+      fegetenv(helper_env);
+    }
     pool.fn(pool.arg, CLAIM_NEXT(c), blocks);
     ran++;
     if ((int)atomic_fetch_add(&pool.done, 1) + 1 == blocks) wake(&pool.caller_sleeping, &pool.mu, &pool.cv);
@@ -129,18 +138,27 @@ static int run_blocks(uint32_t gen) {
   }
 }
 
+/* A helper runs the blocks of the jobs posted to it, and of no other: h->gen is
+ * the generation of the last job posted to it, so a helper that wakes after its
+ * job ended finds nothing to take and does not join a later job it was not
+ * counted in. */
 static void *helper_main(void *p) {
   helper *h = p;
   unsigned seen = 0; /* gen at creation: a job may be posted before this thread runs */
+  fenv_t env;
+  fegetenv(&env);
   for (;;) {
     seen = wait_change(&h->gen, seen, SPIN_NS, &h->sleeping, &h->mu, &h->cv);
-    run_blocks(CLAIM_GEN(atomic_load(&pool.claim)));
+    run_blocks(seen, &env);
   }
   return NULL;
 }
 
 /* After fork, the child has none of the helper threads: it starts its own. */
 static void after_fork_child(void) {
+  /* the mutexes may have been held by a thread the child does not have: made
+   * anew (what glibc allows; POSIX leaves it undefined) */
+  pool.allowed_ok = sched_getaffinity(getpid(), sizeof pool.allowed, &pool.allowed) == 0;
   pthread_mutex_init(&pool.lock, NULL);
   pthread_mutex_init(&pool.mu, NULL);
   pthread_cond_init(&pool.cv, NULL);
@@ -210,15 +228,17 @@ void clb__pool_run(clb_pool_fn fn, void *arg, int blocks, int threads, clb_pool_
   start_helpers(want);
   int helpers = pool.started < want ? pool.started : want;
   uint32_t gen = ++pool.gen;
+  if (gen == 0) gen = ++pool.gen; /* 0 is a new helper's "nothing posted" */
   pool.fn = fn;
   pool.arg = arg;
+  fegetenv(&pool.env);
   atomic_store(&pool.done, 0);
   atomic_store(&pool.claim, CLAIM(gen, blocks, 0));
   for (int i = 0; i < helpers; i++) {
-    atomic_fetch_add(&pool.h[i].gen, 1);
+    atomic_store(&pool.h[i].gen, gen);
     wake(&pool.h[i].sleeping, &pool.h[i].mu, &pool.h[i].cv);
   }
-  int mine = run_blocks(gen);
+  int mine = run_blocks(gen, NULL);
   unsigned d;
   while ((d = atomic_load(&pool.done)) != (unsigned)blocks) /* blocks a helper took and still runs */
     wait_change(&pool.done, d, WAIT_SPIN_NS, &pool.caller_sleeping, &pool.mu, &pool.cv);

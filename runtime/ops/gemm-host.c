@@ -317,6 +317,9 @@ static void gemm_block(void *arg, int block, int blocks) {
     else memset(c + (size_t)i * ldc, 0, width);
   }
   if (s->k > 0) {
+    /* one thread per call: the native kernel set OpenBLAS so (blas_enter); an
+     * OpenMP OpenBLAS keeps the count per thread, so a helper sets its own */
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     /* op(A)'s rows r0.. are A's rows (or columns, transposed); op(B)'s columns c0.. */
     size_t aoff = g->ta ? (size_t)r0 : (size_t)r0 * (size_t)s->lda, boff = g->tb ? (size_t)c0 * (size_t)s->ldb : (size_t)c0;
     enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
@@ -619,6 +622,7 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
    * noted under other names, "linear_backward dx", "... dbias") */
   clb_host_gemm js[HOST_MAX_GEMM];
   uint32_t id = clb__launch_record(ctx, op, what);
+  clb__launch_clear_seqs(ctx, id); /* exactly the products' outputs, below */
   for (int j = 0; j < n; j++) {
     js[j] = jobs[j];
     js[j].launch = id;
@@ -645,6 +649,7 @@ int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const cl
   if (ctx->collect) return 1; /* a plan walked to collect its kernels launches nothing */
   merge_describe(m, "sgd_step (fused)", what);
   m->sgd.launch = clb__launch_record(ctx, "sgd_step (fused)", what);
+  clb__launch_clear_seqs(ctx, m->sgd.launch); /* the parameters' steps are noted after this; added at the flush */
   m->sgd.n = n;
   for (int k = 0; k < n; k++) {
     m->sgd.p[k] = p[k];

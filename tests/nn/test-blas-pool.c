@@ -7,6 +7,7 @@
  * which has none of the parent's helpers, starts its own. Plain C and pthreads;
  * no OpenCL. */
 #define _GNU_SOURCE /* sched_getcpu, CPU_COUNT */
+#include <fenv.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@ typedef struct job {
   long spin;              /* busy work per block */
   atomic_int running;     /* blocks running now */
   int rendezvous;         /* a block waits (up to 5 s) until two run at once */
+  int round[MAXP];        /* the rounding mode it ran under */
   atomic_int most;        /* the most blocks seen running at once */
 } job;
 
@@ -49,6 +51,7 @@ static void part_fn(void *arg, int block, int blocks) {
   j->who[block] = pthread_self();
   j->blocks_seen[block] = blocks;
   j->cpu[block] = sched_getcpu();
+  j->round[block] = fegetround();
   atomic_fetch_add(&j->runs[block], 1);
   atomic_fetch_sub(&j->running, 1);
 }
@@ -68,8 +71,12 @@ static clb_pool_report run_checked_r(int blocks, int threads, long spin, int ren
   clb_pool_report r;
   clb__pool_run(part_fn, &j, blocks, threads, &r);
   CLB_TEST_CASE(what);
-  int by_caller = 0;
+  int by_caller = 0, distinct = 0;
   for (int b = 0; b < blocks; b++) {
+    int seen_before = 0;
+    for (int q = 0; q < b; q++) seen_before |= pthread_equal(j.who[q], j.who[b]);
+    distinct += !seen_before;
+    EXPECT_EQ_I(j.round[b], fegetround()); /* the caller's floating-point environment */
     EXPECT_EQ_I(atomic_load(&j.runs[b]), 1);
     EXPECT_EQ_I(j.blocks_seen[b], blocks);
     if (pthread_equal(j.who[b], pthread_self())) by_caller++;
@@ -78,6 +85,7 @@ static clb_pool_report run_checked_r(int blocks, int threads, long spin, int ren
   }
   for (int b = blocks; b < MAXP; b++) EXPECT_EQ_I(atomic_load(&j.runs[b]), 0);
   EXPECT_EQ_I(atomic_load(&j.running), 0); /* nothing runs after the call returned */
+  EXPECT_TRUE(distinct <= threads); /* no helper joins a job it was not woken for */
   EXPECT_EQ_I(r.helper_blocks, blocks - by_caller);
   EXPECT_TRUE(r.helpers >= 0 && r.helpers <= threads - 1 && r.helpers <= blocks - 1);
   if (rendezvous) EXPECT_TRUE(atomic_load(&j.most) >= 2);
@@ -132,6 +140,12 @@ int main(void) {
   CLB_TEST_CASE("jobs back to back, long and short (no lost wake-up, no late helper in a later job)");
   for (int i = 0; i < 3000; i++)
     run_checked(1 + i % 6, 1 + i % 4, i % 7 == 0 ? 100000 : 10 * (i % 5), "back to back");
+
+  CLB_TEST_CASE("helpers run under the caller's rounding mode");
+  fesetround(FE_TOWARDZERO);
+  for (int i = 0; i < 50; i++) run_checked(4, 4, 20000, "rounding towards zero");
+  fesetround(FE_TONEAREST);
+  for (int i = 0; i < 50; i++) run_checked(4, 4, 20000, "rounding to nearest again");
 
   CLB_TEST_CASE("two callers at once: each job complete; the one that finds the pool busy runs its blocks itself");
   racer a = {0, 0}, b = {0, 0};
