@@ -1,7 +1,8 @@
-/* elementwise.cl: unary, binary (with broadcasting), fill and cast kernels.
+/* elementwise.cl: unary, binary and comparison (with broadcasting), fill and
+ * cast kernels.
  * Built with: TA (input type), TOUT (output type), one OP_<NAME> selecting the
  * operation, TA_FLOAT for floating inputs, and for binary RANK (output rank) and
- * FLAT (no dim broadcasts). */
+ * FLAT (no dim broadcasts). Comparisons are binary kernels whose TOUT is bool. */
 
 #ifdef TA_FLOAT
 #define CLB_ISNAN(x) isnan(x)
@@ -34,6 +35,18 @@ inline TA clb_rem(TA x, TA y, __global int *st, uint launch) {
 #define OPF(x, y) CLB_OP_MAX(CLB_ISNAN, x, y)
 #elif defined(OP_MIN)
 #define OPF(x, y) CLB_OP_MIN(CLB_ISNAN, x, y)
+#elif defined(OP_EQ)
+#define OPF(x, y) ((TOUT)((x) == (y)))
+#elif defined(OP_NE)
+#define OPF(x, y) ((TOUT)((x) != (y)))
+#elif defined(OP_LT)
+#define OPF(x, y) ((TOUT)((x) < (y)))
+#elif defined(OP_LE)
+#define OPF(x, y) ((TOUT)((x) <= (y)))
+#elif defined(OP_GT)
+#define OPF(x, y) ((TOUT)((x) > (y)))
+#elif defined(OP_GE)
+#define OPF(x, y) ((TOUT)((x) >= (y)))
 #elif defined(OP_NEG)
 #define OPF(x) CLB_OP_NEG(TOUT, x)
 #elif defined(OP_RELU)

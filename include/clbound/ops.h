@@ -1,4 +1,5 @@
-/* clbound/ops.h: eager ops on bounded tensors (elementwise, casts, reductions).
+/* clbound/ops.h: eager ops on bounded tensors (elementwise, comparisons, casts,
+ * reductions).
  *
  * Every op reads the actual sizes of its inputs from their shape records on the
  * device and writes its output's actual sizes there too: no op waits for the host
@@ -59,6 +60,24 @@ CLB_API clb_status clb_mul(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, cl
 CLB_API clb_status clb_div(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out);
 CLB_API clb_status clb_remainder(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b,
                                  clb_tensor_t *out);
+
+/* Comparisons: out = a <op> b as a bool tensor, broadcast as clb_binary does
+ * (the same deferred check on actual sizes). a and b must have the same dtype;
+ * every dtype takes them, bool included (false < true). A NaN compares false
+ * with everything except by CLB_COMPARE_NE, which gives true, as in IEEE 754,
+ * numpy and PyTorch. */
+typedef enum clb_compare_op {
+  CLB_COMPARE_EQ = 0,
+  CLB_COMPARE_NE = 1,
+  CLB_COMPARE_LT = 2,
+  CLB_COMPARE_LE = 3,
+  CLB_COMPARE_GT = 4,
+  CLB_COMPARE_GE = 5,
+  CLB_COMPARE_COUNT = 6
+} clb_compare_op;
+
+CLB_API clb_status clb_compare(clb_context_t ctx, clb_compare_op op, clb_tensor_t a,
+                               clb_tensor_t b, clb_tensor_t *out);
 
 /* out = op(a), same dtype and shape. */
 CLB_API clb_status clb_unary(clb_context_t ctx, clb_unary_op op, clb_tensor_t a,

@@ -28,23 +28,34 @@ import json
 import math
 import os
 import sys
+import warnings
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib as L
-from ._lib import ClboundError, library_path
+from ._errors import (STATUS_CLASSES, BoundExceededError, ClboundError, ClboundIOError, DeviceCheckError,
+                      DeviceError, DivisionByZeroError, DTypeError, EmptyReductionError, FreedError, GuardError,
+                      InvalidArgumentError, OutOfMemoryError, ParseError, ShapeError, ShortSourceError,
+                      UnsupportedError)
+from ._lib import library_path
+from ._tensor import Tensor
+from ._tensor import convert as _convert
 
 __all__ = ["Context", "Tensor", "Graph", "ClboundError", "DeviceInfo", "library_path", "devices",
            "op_names", "cache_info", "cache_clear", "cache_wait", "cache_pending", "default_cache_dir",
-           "__version__"]
+           "__version__", "STATUS_CLASSES", "BoundExceededError", "ClboundIOError", "DeviceCheckError",
+           "DeviceError", "DivisionByZeroError", "DTypeError", "EmptyReductionError", "FreedError", "GuardError",
+           "InvalidArgumentError", "OutOfMemoryError", "ParseError", "ShapeError", "ShortSourceError",
+           "UnsupportedError"]
 
 #: The version of the C library loaded (clb_version()), which is the package's version.
 __version__: str = L.version().decode()
 
 DTypeLike = Any
-Shape = Union[Tuple[int, ...], List[int]]
+Shape = Union[int, Tuple[int, ...], List[int]]
+Operand = Union[Tensor, bool, int, float, np.generic]
 
 #: What clb_device_info_get says of a device (the C struct's fields).
 DeviceInfo = collections.namedtuple(
@@ -118,6 +129,84 @@ def _describe(obj: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
 
 
+def _is_dtype(value: Any) -> bool:
+    """Whether value names a dtype (a type, numpy dtype, string or torch dtype)
+    rather than a shape (an int or a sequence of ints)."""
+    return isinstance(value, (type, np.dtype, str)) or (
+        type(value).__module__ == "torch" and type(value).__name__ == "dtype")
+
+
+def _shape_first(op: str, shape: Any, dtype: Any) -> Tuple[Any, Any]:
+    """(shape, dtype) of a numpy-order call; the old order (dtype, bounds), which
+    no shape can be mistaken for, is swapped with a DeprecationWarning."""
+    if _is_dtype(shape) and not _is_dtype(dtype):
+        warnings.warn(f"{op}(dtype, bounds) is the old order; use {op}(shape, dtype) as numpy does",
+                      DeprecationWarning, stacklevel=3)
+        return dtype, shape
+    return shape, dtype
+
+
+def _check_static_bounds(op: str, data_shape: Sequence[int], bounds: Any, dynamic: Any) -> None:
+    """ShapeError when a bound is above the data's size in a dim that is not
+    dynamic (the library would say "dim 0 is static: 3 != 10"): such a dim needs
+    dynamic=."""
+    if bounds is None or isinstance(bounds, (int, np.integer)) or not hasattr(bounds, "__len__"):
+        return
+    if len(bounds) != len(data_shape):
+        return  # the rank check that follows names it
+    flags = [bool(dynamic)] * len(bounds) if dynamic is None or isinstance(dynamic, (bool, np.bool_)) \
+        else [bool(f) for f in dynamic]
+    if len(flags) != len(bounds):
+        return
+    wide = [d for d, (b, n, f) in enumerate(zip(bounds, data_shape, flags))
+            if not f and isinstance(b, (int, np.integer)) and b > n]
+    if wide:
+        want = tuple(True if d in wide else f for d, f in enumerate(flags))
+        d = wide[0]
+        raise L.error("ERR_SHAPE", f"{op}: bounds {tuple(bounds)} are larger than the data's shape "
+                      f"{tuple(data_shape)} in dim {d} ({bounds[d]} > {data_shape[d]}), which is static: pass "
+                      f"dynamic={want} to let it vary up to its bound")
+
+
+def _is_scalar(v: Any) -> bool:
+    """A Python or numpy number (a 0-d ndarray too), as an operand."""
+    if isinstance(v, (bool, int, float, np.generic)):
+        return not isinstance(v, (np.complexfloating, np.str_, np.bytes_, np.void, np.datetime64, np.timedelta64))
+    return isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "biuf"
+
+
+def _scalar_promotion(tdt: np.dtype, v: Any) -> np.dtype:
+    """The dtype of `tensor of tdt <op> v` under numpy 2's rules (NEP 50): a
+    Python bool, int or float is weak (it takes the tensor's dtype when of the
+    same kind or lower: int32 + 1 is int32, float32 + 1.5 float32; a bool
+    tensor with an int gives int64, an integer tensor with a float float64); a
+    Python int outside an integer dtype's range is an OverflowError, as numpy's;
+    a numpy scalar or 0-d array is strong (numpy.result_type)."""
+    if isinstance(v, (np.generic, np.ndarray)):
+        return np.result_type(tdt, v.dtype)
+    if isinstance(v, bool):
+        return tdt
+    if isinstance(v, int):
+        dt = np.dtype(np.int64) if tdt.kind == "b" else tdt
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            if not info.min <= v <= info.max:
+                raise OverflowError(f"Python integer {v} out of bounds for {dt}")
+        return dt
+    return tdt if tdt.kind == "f" else np.dtype(np.float64)
+
+
+def _axis(op: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any) -> Tuple[Any, bool]:
+    """(dim, keepdim) from PyTorch's names or numpy's (axis, keepdims)."""
+    if axis is not None:
+        if dim is not None and dim != axis:
+            raise TypeError(f"{op}: dim={dim} and axis={axis} disagree (axis is numpy's name for dim)")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    return dim, bool(keepdim)
+
+
 class Context:
     """An OpenCL context with its queue, program cache and memory pool.
 
@@ -143,7 +232,8 @@ class Context:
                  cache_dir: Optional[Union[str, os.PathLike, bool]] = None):
         self._h: Optional[ctypes.c_void_p] = None
         self._graphs: list = []
-        self._tensors: weakref.WeakSet[Tensor] = weakref.WeakSet()
+        # id -> weak reference: a WeakSet would compare tensors with ==, which is elementwise
+        self._tensors: Dict[int, weakref.ref] = {}
         self._log_cb = None
         opts = self._options(device, platform, kernel_style, device_memory_limit, cache_dir)
         h = ctypes.c_void_p()
@@ -189,7 +279,7 @@ class Context:
         as integer handles (pyopencl's ``.int_ptr``, or another Context's
         cl_context and cl_queue); both are retained (clb_context_wrap)."""
         self = cls.__new__(cls)
-        self._h, self._graphs, self._tensors, self._log_cb = None, [], weakref.WeakSet(), None
+        self._h, self._graphs, self._tensors, self._log_cb = None, [], {}, None
         opts = cls._options(None, None, kernel_style, device_memory_limit, cache_dir)
         h = ctypes.c_void_p()
         st = L.ctx_wrap(L.index(cl_context, "cl_context", lo=1, ctype=L.U64), L.index(cl_queue, "cl_queue", lo=1, ctype=L.U64),
@@ -204,8 +294,11 @@ class Context:
         if self._h:
             for g in list(self._graphs):
                 g.close()
-            for t in list(self._tensors):
-                t._h = None  # freed with the context below
+            for ref in list(self._tensors.values()):
+                t = ref()
+                if t is not None:
+                    t._h = None  # freed with the context below
+            self._tensors.clear()
             L.ctx_free(self._h)
             self._h = None
 
@@ -228,7 +321,7 @@ class Context:
 
     def _live(self) -> ctypes.c_void_p:
         if not self._h:
-            raise ClboundError("ERR_NULL", "the context was closed (Context.close)", -2)
+            raise L.error("ERR_NULL", "the context was closed (Context.close)")
         return self._h
 
     def _check(self, st: int) -> None:
@@ -237,7 +330,8 @@ class Context:
 
     def _wrap(self, handle: ctypes.c_void_p) -> Tensor:
         t = Tensor(self, handle, owned=True)
-        self._tensors.add(t)
+        key = id(t)
+        self._tensors[key] = weakref.ref(t, lambda _r, k=key, d=self._tensors: d.pop(k, None))
         return t
 
     def _arg(self, t: Any, what: str, optional: bool = False) -> Optional[ctypes.c_void_p]:
@@ -250,8 +344,8 @@ class Context:
             hint = " (make one with ctx.from_numpy)" if isinstance(t, (np.ndarray, list, tuple, int, float)) else ""
             raise TypeError(f"argument '{what}' must be a clbound.Tensor, not {_describe(t)}{hint}")
         if not t._h:
-            raise ClboundError("ERR_NULL", f"argument '{what}' was freed (Tensor.free, its graph's next run or "
-                               "close, or Context.close) and cannot be used", -2)
+            raise L.error("ERR_NULL", f"argument '{what}' was freed (Tensor.free, its graph's next run or "
+                          "close, or Context.close) and cannot be used")
         if t.ctx is not self:
             raise ValueError(f"argument '{what}' belongs to another Context")
         return t._h
@@ -381,54 +475,94 @@ class Context:
             t.set_sizes(sizes)
         return t
 
-    empty = tensor
-
-    def zeros(self, dtype: DTypeLike, bounds: Shape, dynamic: Optional[Iterable[bool]] = None,
+    def empty(self, shape: Shape, dtype: DTypeLike = np.float32, *, dynamic: Optional[Iterable[bool]] = None,
               sizes: Optional[Shape] = None) -> Tensor:
-        """tensor(), with every live element 0."""
-        t = self.tensor(dtype, bounds, dynamic, sizes)
+        """tensor() in numpy's argument order (numpy.empty(shape, dtype)): `shape`
+        is the bounds; the contents are unspecified until written."""
+        shape, dtype = _shape_first("empty", shape, dtype)
+        return self.tensor(dtype, shape, dynamic, sizes)
+
+    def zeros(self, shape: Shape, dtype: DTypeLike = np.float32, *, dynamic: Optional[Iterable[bool]] = None,
+              sizes: Optional[Shape] = None) -> Tensor:
+        """A tensor of bounds `shape` with every live element 0, in numpy's order
+        (numpy.zeros(shape, dtype)); dtype defaults to float32 (PyTorch's default;
+        numpy's is float64)::
+
+            z = ctx.zeros((1000, 4), np.float32, dynamic=(True, False), sizes=(3, 4))
+            z.shape, z.bounds      # (3, 4), (1000, 4)
+
+        The old order zeros(dtype, bounds) still works (a DeprecationWarning)."""
+        shape, dtype = _shape_first("zeros", shape, dtype)
+        t = self.tensor(dtype, shape, dynamic, sizes)
         self._check(L.fill(self._h, t._h, 0.0))
         return t
 
-    def full(self, dtype: DTypeLike, bounds: Shape, value: Union[int, float, bool],
+    def full(self, shape: Shape, fill_value: Union[int, float, bool], dtype: Optional[DTypeLike] = None, *,
              dynamic: Optional[Iterable[bool]] = None, sizes: Optional[Shape] = None) -> Tensor:
-        """tensor(), with every live element `value` (see fill())."""
-        t = self.tensor(dtype, bounds, dynamic, sizes)
-        self.fill(t, value)
+        """A tensor of bounds `shape` with every live element `fill_value` (see
+        fill()), in numpy's order (numpy.full(shape, fill_value, dtype)); dtype
+        None takes numpy's for the value (bool, int64 or float64).
+
+        The old order full(dtype, bounds, value) still works (a DeprecationWarning)."""
+        if _is_dtype(shape) and not _is_dtype(fill_value) and dtype is not None and not _is_dtype(dtype):
+            warnings.warn("full(dtype, bounds, value) is the old order; use full(shape, fill_value, dtype)",
+                          DeprecationWarning, stacklevel=2)
+            shape, fill_value, dtype = fill_value, dtype, shape
+        elif _is_dtype(shape):
+            raise TypeError(f"full(shape, fill_value, dtype): shape {shape!r} is a dtype; the old order "
+                            "full(dtype, bounds, value) needs all three")
+        if dtype is None:
+            dtype = np.asarray(fill_value).dtype
+        t = self.tensor(dtype, shape, dynamic, sizes)
+        self.fill(t, fill_value)
         return t
 
     def from_numpy(self, array: Any, bounds: Optional[Shape] = None, dynamic: Optional[Iterable[bool]] = None,
                    dtype: Optional[DTypeLike] = None, casting: str = "same_kind") -> Tensor:
         """A tensor holding `array` (anything numpy.asarray takes), of its dtype or
         `dtype` (converted under numpy's `casting` rule, see Tensor.write), with
-        `bounds` (default: its shape) and `dynamic` flags."""
+        `bounds` (default: its shape) and `dynamic` flags. A bound above the
+        array's size needs that dim dynamic::
+
+            x = ctx.from_numpy(np.ones((3, 2)), bounds=(10, 2), dynamic=(True, False))
+            x.shape, x.bounds      # (3, 2), (10, 2): later writes may hold up to 10 rows
+        """
         if dtype is None:
             array = np.asarray(array)
             dtype = array.dtype
+        _check_static_bounds("from_numpy", np.shape(array), bounds, dynamic)
         t = self.tensor(dtype, bounds if bounds is not None else np.shape(array), dynamic)
         t.write(array, casting=casting)
         return t
 
     def from_dlpack(self, obj: Any, bounds: Optional[Shape] = None,
-                    dynamic: Optional[Iterable[bool]] = None) -> Tensor:
+                    dynamic: Optional[Iterable[bool]] = None, *, copy: Optional[bool] = None) -> Tensor:
         """A tensor holding a copy of any host object that speaks DLPack (numpy
-        arrays, or torch / jax CPU tensors), with bounds (default: its shape)."""
+        arrays, torch / jax CPU tensors; DLPack 1.x capsules, or legacy ones from
+        older producers), with bounds (default: its shape) and dynamic flags as
+        from_numpy. The data always moves to the device, so copy=False raises
+        BufferError."""
         from . import _dlpack
         self._live()
+        if copy is False:
+            raise BufferError("from_dlpack(copy=False): a clbound tensor lives on the OpenCL device, so importing "
+                              "host data always copies it")
         b = None
         if bounds is not None:
             b, nb = L.shape(bounds, "bounds")
-        ptr = _dlpack.consume(obj)
-        rank = _dlpack.ndim(ptr)
+        ptr, versioned = _dlpack.consume(obj)
         try:
+            rank = _dlpack.ndim(ptr, versioned)
             if bounds is not None and nb != rank:
-                raise ValueError(f"bounds has {nb} dims; the DLPack tensor has {rank}")
+                raise L.error("ERR_SHAPE", f"from_dlpack: bounds has {nb} dims; the DLPack tensor has {rank}")
+            _check_static_bounds("from_dlpack", _dlpack.shape(ptr, versioned), bounds, dynamic)
             dyn = L.flags(dynamic, rank)
         except Exception:
-            _dlpack.release(ptr)
+            _dlpack.release(ptr, versioned)
             raise
         h = ctypes.c_void_p()
-        self._check(L.from_dlpack_legacy(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
+        cfn = L.from_dlpack if versioned else L.from_dlpack_legacy
+        self._check(cfn(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
         return self._wrap(h)
 
     def fill(self, t: Tensor, value: Union[int, float, bool]) -> None:
@@ -463,12 +597,23 @@ class Context:
 
     # ---- elementwise ----
 
-    def binary(self, op: str, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
-        """out = a <op> b, broadcast like PyTorch from the bounds. op: add, sub, mul,
-        div (floating only), remainder (Python's sign), maximum, minimum."""
+    def binary(self, op: str, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """out = a <op> b, broadcast like numpy and PyTorch from the bounds. op: add,
+        sub, mul, div (true division: integers give float64, as numpy's /),
+        remainder (Python's sign), maximum, minimum.
+
+        Either operand may be a Python or numpy scalar (one of them a Tensor), and
+        the dtypes promote as numpy 2 does (NEP 50): ``int32 + 1.5`` is float64,
+        ``float32 * 2.0`` float32, ``int32 + int64 tensor`` int64. A scalar is a
+        0-d tensor filled on the device and a promotion a cast on the device: no
+        host sync. Two bool tensors: add and maximum are a logical or, mul and
+        minimum a logical and (numpy's results); sub is a DTypeError, as numpy's."""
         code = L.choice(L.BINARY, op, "binary op")
-        ha, hb = self._arg(a, "a"), self._arg(b, "b")
-        return self._out(out, lambda o: L.binary(self._h, code, ha, hb, o))
+        x, y = self._promoted(a, b, op, out)
+        if x.dtype == np.bool_ and op in ("add", "maximum", "mul", "minimum"):
+            return self._logical("logical_or" if op in ("add", "maximum") else "logical_and", x, y, out)
+        hx, hy = self._arg(x, "a"), self._arg(y, "b")
+        return self._out(out, lambda o: L.binary(self._h, code, hx, hy, o))
 
     def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
@@ -476,6 +621,109 @@ class Context:
         code = L.choice(L.UNARY, op, "unary op")
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.unary(self._h, code, ha, o))
+
+    def compare(self, op: str, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """A bool tensor of a <op> b (clb_compare), broadcast and promoted as in
+        binary(). op: eq, ne, lt, le, gt, ge (also the methods ctx.eq, ...). NaN
+        compares false except by ne. The mask feeds masked_select, masked_scatter,
+        nonzero or ``x[mask]`` on the device, with no host sync::
+
+            kept = ctx.masked_select(x, ctx.gt(x, 0))   # or x[x > 0]
+        """
+        code = L.choice(L.COMPARE, op, "comparison")
+        x, y = self._promoted(a, b, op)
+        hx, hy = self._arg(x, "a"), self._arg(y, "b")
+        return self._out(out, lambda o: L.compare(self._h, code, hx, hy, o))
+
+    def logical_and(self, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """a & b of bool masks (numpy.logical_and of bools), on the device."""
+        return self._logical("logical_and", a, b, out)
+
+    def logical_or(self, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """a | b of bool masks (numpy.logical_or of bools), on the device."""
+        return self._logical("logical_or", a, b, out)
+
+    def logical_xor(self, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """a ^ b of bool masks (numpy.logical_xor of bools), on the device."""
+        return self._logical("logical_xor", a, b, out)
+
+    def logical_not(self, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """~a of a bool mask, on the device."""
+        return self.compare("eq", a, False, out=out)
+
+    def abs(self, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """|a| as maximum(a, -a) (two launches; NaN stays NaN)."""
+        return self.binary("maximum", a, self.unary("neg", a), out=out)
+
+    def _logical(self, op: str, a: Operand, b: Operand, out: Optional[Tensor]) -> Tensor:
+        """&, |, ^ of bool tensors: clbound has no bitwise ops, so integers are a
+        DTypeError; the bools go through u8 (or: a + b != 0, and: a * b != 0, xor:
+        a != b)."""
+        x, y = self._promoted(a, b, op)
+        if x.dtype != np.bool_:
+            raise L.error("ERR_DTYPE", f"{op}: {x.dtype} operands; clbound's &, | and ^ take bool masks "
+                          "(it has no bitwise integer ops)")
+        if op == "logical_xor":
+            return self.compare("ne", x, y, out=out)
+        code = L.BINARY["add" if op == "logical_or" else "mul"]
+        xu, yu = self.cast(x, np.uint8), self.cast(y, np.uint8)
+        return self.cast(self._out(None, lambda o: L.binary(self._h, code, xu._h, yu._h, o)), np.bool_, out=out)
+
+    def _promoted(self, a: Operand, b: Operand, op: str, out: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        """a and b as tensors of one dtype: numpy 2's promotion (NEP 50) with
+        Python scalars weak and numpy scalars strong; div of integers is float64.
+        Casts and scalar tensors are made on the device."""
+        dt = self._result_dtype(a, b, op)
+        return self._as(a, dt, op), self._as(b, dt, op)
+
+    def _result_dtype(self, a: Operand, b: Operand, op: str) -> np.dtype:
+        for v, what in ((a, "a"), (b, "b")):
+            if not isinstance(v, Tensor) and not _is_scalar(v):
+                hint = " (make one with ctx.from_numpy)" if isinstance(v, (np.ndarray, list, tuple)) else ""
+                raise TypeError(f"argument '{what}' of {op} must be a clbound.Tensor or a scalar, "
+                                f"not {_describe(v)}{hint}")
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            raise TypeError(f"{op}: one operand must be a clbound.Tensor, not {_describe(a)} and {_describe(b)}")
+        da = a.dtype if isinstance(a, Tensor) else None
+        db = b.dtype if isinstance(b, Tensor) else None
+        if da is not None and db is not None:
+            dt = np.result_type(da, db)
+        else:
+            tdt, scalar = (da, b) if da is not None else (db, a)
+            dt = _scalar_promotion(tdt, scalar)
+        if op == "div" and dt.kind in "biu":
+            dt = np.dtype(np.float64)
+        return dt
+
+    def _as(self, v: Operand, dt: np.dtype, op: str) -> Tensor:
+        """v as a tensor of dtype dt: a cast on the device, or a 0-d tensor filled
+        with a scalar."""
+        if isinstance(v, Tensor):
+            self._arg(v, "operand")
+            return v if v.dtype == dt else self.cast(v, dt)
+        return self.full((), v.item() if isinstance(v, (np.generic, np.ndarray)) else v, dt)
+
+    def _operator(self, op: str, a: Any, b: Any, inplace: bool = False) -> Any:
+        """What Tensor's operators call: NotImplemented for an operand that is
+        neither a Tensor nor a scalar, so that Python tries the other side. In
+        place (x += y): into x when the result's dtype casts to x's under numpy's
+        same_kind rule, else a DTypeError as numpy's."""
+        for v in (a, b):
+            if not isinstance(v, Tensor) and not _is_scalar(v):
+                return NotImplemented
+        fn = getattr(self, op) if op.startswith("logical") else None
+        if not inplace:
+            if fn is not None:
+                return fn(a, b)
+            return self.compare(op, a, b) if op in L.COMPARE else self.binary(op, a, b)
+        x_dt = a.dtype
+        dt = self._result_dtype(a, b, op)
+        if dt == x_dt:
+            return self.binary(op, a, b, out=a)
+        if not np.can_cast(dt, x_dt, casting="same_kind"):
+            raise L.error("ERR_DTYPE", f"cannot cast the {op} result from {dt} to {x_dt} with casting rule "
+                          "'same_kind' (numpy's rule for in-place operators)")
+        return self.cast(self.binary(op, a, b), x_dt, out=a)
 
     def cast(self, a: Tensor, dtype: DTypeLike, *, out: Optional[Tensor] = None) -> Tensor:
         """a converted to `dtype` (to bool: x != 0; float to integer truncates
@@ -502,30 +750,41 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reduce_all(self._h, code, ha, o))
 
-    def reduce_dim(self, op: str, a: Tensor, dim: int, keepdim: bool = False, *,
+    def reduce_dim(self, op: str, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+                   axis: Optional[int] = None, keepdims: Optional[bool] = None,
                    out: Optional[Tensor] = None) -> Tensor:
-        """op over dim `dim` (negative counts from the end); keepdim keeps it as 1."""
+        """op over dim `dim` (numpy's name: axis=; negative counts from the end);
+        keepdim (keepdims=) keeps it as 1. The reduced size is the actual one,
+        read on the device."""
         code = L.choice(L.REDUCE, op, "reduce op")
+        dim, keepdim = _axis(op, dim, keepdim, axis, keepdims)
+        if dim is None:
+            raise TypeError(f"reduce_dim({op!r}) needs dim= (or axis=)")
         d = L.index(dim, "dim", ctype=L.INT)
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reduce_dim(self._h, code, ha, d, int(bool(keepdim)), o))
 
-    def sum(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
-            out: Optional[Tensor] = None) -> Tensor:
-        """reduce_all("sum") when dim is None, else reduce_dim("sum", dim)."""
-        return self._reduce("sum", a, dim, keepdim, out)
+    def sum(self, a: Tensor, dim: Optional[int] = None, keepdim: Optional[bool] = False, *,
+            axis: Optional[int] = None, keepdims: Optional[bool] = None, out: Optional[Tensor] = None) -> Tensor:
+        """The sum over every live element (a 0-d tensor), or over dim (alias axis,
+        as numpy); keepdim (alias keepdims). Integers and bools sum to int64."""
+        return self._reduce("sum", a, dim, keepdim, axis, keepdims, out)
 
-    def mean(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
-             out: Optional[Tensor] = None) -> Tensor:
-        """reduce_all("mean") when dim is None, else reduce_dim("mean", dim)."""
-        return self._reduce("mean", a, dim, keepdim, out)
+    def mean(self, a: Tensor, dim: Optional[int] = None, keepdim: Optional[bool] = False, *,
+             axis: Optional[int] = None, keepdims: Optional[bool] = None, out: Optional[Tensor] = None) -> Tensor:
+        """The mean over every live element, or over dim (alias axis), dividing by
+        the actual count read on the device; floating dtypes only."""
+        return self._reduce("mean", a, dim, keepdim, axis, keepdims, out)
 
-    def max(self, a: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
-            out: Optional[Tensor] = None) -> Tensor:
-        """reduce_all("max") when dim is None, else reduce_dim("max", dim)."""
-        return self._reduce("max", a, dim, keepdim, out)
+    def max(self, a: Tensor, dim: Optional[int] = None, keepdim: Optional[bool] = False, *,
+            axis: Optional[int] = None, keepdims: Optional[bool] = None, out: Optional[Tensor] = None) -> Tensor:
+        """The maximum over every live element, or over dim (alias axis); an empty
+        extent raises EmptyReductionError at the next sync."""
+        return self._reduce("max", a, dim, keepdim, axis, keepdims, out)
 
-    def _reduce(self, op: str, a: Tensor, dim: Optional[int], keepdim: bool, out: Optional[Tensor]) -> Tensor:
+    def _reduce(self, op: str, a: Tensor, dim: Optional[int], keepdim: Optional[bool], axis: Optional[int],
+                keepdims: Optional[bool], out: Optional[Tensor]) -> Tensor:
+        dim, keepdim = _axis(op, dim, keepdim, axis, keepdims)
         if dim is None:
             return self.reduce_all(op, a, out=out)
         return self.reduce_dim(op, a, dim, keepdim, out=out)
@@ -555,8 +814,8 @@ class Context:
         # Exact: every index is an integer below 2**53 (f64) or 2**24 (f32).
         exact_f64 = self.supports("matmul", np.float64)
         if not exact_f64 and max(x.bounds) >= 2**24:
-            raise ClboundError("ERR_UNSUPPORTED", "nonzero(as_tuple=True) of dims over 2**24 needs a device with "
-                               "fp64; use nonzero() and slice its columns on the host", -15)
+            raise L.error("ERR_UNSUPPORTED", "nonzero(as_tuple=True) of dims over 2**24 needs a device with "
+                          "fp64; use nonzero() and slice its columns on the host")
         ft = np.float64 if exact_f64 else np.float32
         idx_f = self.cast(idx, ft)
         cols = []
@@ -567,12 +826,16 @@ class Context:
 
     def nonzero_static(self, a: Tensor, size: int, fill_value: int = -1, *, out: Optional[Tensor] = None,
                        count: Optional[Tensor] = None,
-                       return_count: bool = True) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                       return_count: bool = False) -> Union[Tensor, Tuple[Tensor, Tensor]]:
         """nonzero with `size` rows, like torch.nonzero_static: int64 [size, rank],
         the first min(count, size) rows the indices, the rest fill_value (a count
-        over size truncates, no error). Returns (indices, the true count as a 0-d
-        int64 tensor, computed on the device) unless return_count is False. out and
-        count: tensors to reuse (int64 [size, rank] static, and 0-d int64)."""
+        over size truncates, no error). Returns the indices, as PyTorch; with
+        return_count=True, (indices, the true count as a 0-d int64 tensor computed
+        on the device). out and count: tensors to reuse (int64 [size, rank]
+        static, and 0-d int64, which receives the count either way)::
+
+            idx, n = ctx.nonzero_static(x, 16, return_count=True)   # no host sync
+        """
         n = L.index(size, "size", lo=0)
         fv = L.index(fill_value, "fill_value")
         ha = self._arg(a, "a")
@@ -694,10 +957,19 @@ class Context:
 
 
 def _binary_method(name: str) -> Callable[..., Tensor]:
-    def method(self: Context, a: Tensor, b: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+    def method(self: Context, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
         return self.binary(name, a, b, out=out)
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f'binary("{name}", a, b, out=out): elementwise, broadcast like PyTorch.'
+    method.__doc__ = (f'binary("{name}", a, b, out=out): elementwise, broadcast like numpy and PyTorch; a '
+                      'scalar operand and numpy\'s dtype promotion work.')
+    return method
+
+
+def _compare_method(name: str) -> Callable[..., Tensor]:
+    def method(self: Context, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        return self.compare(name, a, b, out=out)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f'compare("{name}", a, b, out=out): a bool mask, broadcast and promoted like binary().'
     return method
 
 
@@ -713,186 +985,8 @@ for _name in L.BINARY:
     setattr(Context, _name, _binary_method(_name))
 for _name in L.UNARY:
     setattr(Context, _name, _unary_method(_name))
-
-
-class Tensor:
-    """A bounded tensor on the device: a dtype, per dim a bound (its capacity) and
-    whether it is dynamic, and actual sizes that live on the device. Reading them
-    (sizes(), numpy(), numpy.asarray(t), DLPack) is a counted host sync.
-
-    A tensor an op or Context.tensor made is freed when the last Python reference
-    goes, by free(), or at the end of a ``with`` block; one from Graph.tensor is the
-    graph's, borrowed until its next run. A freed tensor raises ClboundError."""
-
-    def __init__(self, ctx: Context, handle: ctypes.c_void_p, owned: bool = False):
-        self.ctx = ctx
-        self._h = handle
-        self._owned = owned
-        self._last_numel = 0
-
-    def free(self) -> None:
-        """Returns the device buffers now; the Tensor is unusable afterwards."""
-        if self._owned and self._h and self.ctx._h:
-            L.t_free(self._h)
-        self._h = None
-
-    def __enter__(self) -> Tensor:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.free()
-
-    def __del__(self) -> None:
-        try:
-            self.free()
-        except Exception:  # interpreter shutdown: the library may be gone
-            pass
-
-    def _live(self) -> ctypes.c_void_p:
-        """The handle; a tensor whose context was closed was freed with it."""
-        if not self._h:
-            raise ClboundError("ERR_NULL", "the tensor was freed (Tensor.free, its graph's next run or close, "
-                               "or Context.close for its context)", -2)
-        return self._h
-
-    def __repr__(self) -> str:
-        if not self._h:
-            return "<clbound.Tensor freed>"
-        dims = ", ".join(f"<={b}" if d else str(b) for b, d in zip(self.bounds, self.dynamic))
-        return f"<clbound.Tensor {self.dtype} [{dims}]>"
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The element type, as a numpy dtype."""
-        return L.NUMPY[L.t_dtype(self._live())]
-
-    @property
-    def rank(self) -> int:
-        """The number of dims (0..8)."""
-        return L.t_rank(self._live())
-
-    ndim = rank
-
-    @property
-    def bounds(self) -> Tuple[int, ...]:
-        """Each dim's bound: the largest size it may take. No device work."""
-        r = self.rank
-        arr = (ctypes.c_int64 * max(r, 1))()
-        L.t_bounds(self._live(), arr)
-        return tuple(arr[:r])
-
-    @property
-    def dynamic(self) -> Tuple[bool, ...]:
-        """Whether each dim's actual size may vary. No device work."""
-        return tuple(bool(L.t_is_dyn(self._live(), d)) for d in range(self.rank))
-
-    @property
-    def bound_numel(self) -> int:
-        """The number of elements at the bounds (the buffer's capacity)."""
-        return L.t_bound_numel(self._live())
-
-    @property
-    def data_mem(self) -> int:
-        """The borrowed cl_mem of the data (sized at the bounds), as an integer."""
-        return L.t_data_mem(self._live()) or 0
-
-    @property
-    def shape_mem(self) -> int:
-        """The borrowed cl_mem of the shape record (8 int64), as an integer."""
-        return L.t_shape_mem(self._live()) or 0
-
-    def sizes(self) -> Tuple[int, ...]:
-        """The actual sizes (a host sync; raises a pending device error)."""
-        r = self.rank
-        arr = (ctypes.c_int64 * max(r, 1))()
-        self.ctx._check(L.t_sizes(self.ctx._live(), self._h, arr))
-        return tuple(arr[:r])
-
-    def set_sizes(self, sizes: Shape) -> None:
-        """Sets the actual sizes without touching the data (clb_tensor_set_sizes):
-        each within its bound, a static dim equal to it. Elements that become live
-        hold whatever the buffer held."""
-        dims, _ = L.shape(sizes, "sizes", rank=self.rank)
-        self.ctx._check(L.t_set_sizes(self.ctx._live(), self._live(), dims))
-
-    def write(self, array: Any, casting: str = "same_kind") -> None:
-        """Copies `array` in; its shape becomes the actual sizes (within the bounds).
-
-        Values are converted to the tensor's dtype under numpy's casting rule
-        `casting` ("no", "equiv", "safe", "same_kind" (the default, as numpy.copyto)
-        or "unsafe"): float data into an integer tensor is a TypeError unless
-        casting="unsafe", and Python ints (a list or a scalar) outside an integer
-        dtype's range are an OverflowError."""
-        self._live()
-        arr = _convert(array, self.dtype, casting)
-        if arr.ndim != self.rank:
-            raise ValueError(f"array of rank {arr.ndim} for a tensor of rank {self.rank}")
-        dims, _ = L.shape(arr.shape, "array shape")
-        self.ctx._check(L.t_write(self.ctx._live(), self._h, dims, arr.ctypes.data_as(L.p), arr.nbytes))
-
-    def numpy(self) -> np.ndarray:
-        """The live part as a new numpy array (a host sync). The host buffer has the
-        actual size, not the bound: a tensor with dynamic dims is read into a
-        buffer of at most 64 KiB (or the size last read), then, when its live part
-        is larger, once more into one of exactly its size."""
-        r, dt = self.rank, self.dtype
-        bounds, dyn = self.bounds, self.dynamic
-        bound_n = int(np.prod(bounds, dtype=object)) if r else 1
-        guess = bound_n if not any(dyn) else min(bound_n, max(self._last_numel, 65536 // dt.itemsize))
-        dims = (ctypes.c_int64 * max(r, 1))()
-        got = ctypes.c_size_t()
-        buf = np.empty(max(guess, 1), dtype=dt)
-        st = L.t_read(self.ctx._live(), self._h, dims, buf.ctypes.data_as(L.p), guess * dt.itemsize,
-                      ctypes.byref(got))
-        if st == -22:  # CLB_ERR_BUFFER_SMALL: dims and the live byte count are filled in
-            buf = np.empty(got.value // dt.itemsize, dtype=dt)
-            st = L.t_read(self.ctx._h, self._h, dims, buf.ctypes.data_as(L.p), buf.nbytes, ctypes.byref(got))
-        self.ctx._check(st)
-        shape = tuple(dims[:r])
-        n = int(np.prod(shape)) if r else 1
-        self._last_numel = n
-        return buf[:n].reshape(shape)
-
-    def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[bool] = None) -> np.ndarray:
-        if copy is False:
-            raise ValueError("a clbound tensor lives on the device: reading it always copies")
-        a = self.numpy()
-        return a if dtype is None else a.astype(dtype, copy=False)
-
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        """A DLPack capsule of a host copy at the actual sizes (a host sync), so
-        numpy.from_dlpack(t) and other DLPack consumers take clbound tensors."""
-        from . import _dlpack
-        ptr = ctypes.c_void_p()
-        self.ctx._check(L.to_dlpack_legacy(self.ctx._live(), self._live(), ctypes.byref(ptr)))
-        return _dlpack.capsule_from_managed(ptr)
-
-    def __dlpack_device__(self) -> Tuple[int, int]:
-        return (1, 0)  # kDLCPU: __dlpack__ hands out a host copy
-
-
-def _convert(array: Any, dtype: np.dtype, casting: str) -> np.ndarray:
-    """array as a C-contiguous ndarray of dtype, converted under numpy's rule."""
-    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
-        raise ValueError(f"casting {casting!r} is not one of no, equiv, safe, same_kind, unsafe")
-    src = array if isinstance(array, np.ndarray) else np.asarray(array)
-    if src.dtype == dtype:
-        return np.asarray(src, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
-    if (not isinstance(array, np.ndarray) and casting != "unsafe" and src.dtype.kind in "iuO"
-            and dtype.kind in "iu" and src.size):
-        # Python ints: out of the dtype's range is an OverflowError, as numpy 2 does
-        # for a Python int (NEP 50), not a silent wrap
-        info = np.iinfo(dtype)
-        flat = [int(v) for v in src.reshape(-1).tolist()] if src.dtype.kind == "O" else None
-        lo, hi = (min(flat), max(flat)) if flat is not None else (int(src.min()), int(src.max()))
-        if lo < info.min or hi > info.max:
-            bad = lo if lo < info.min else hi
-            raise OverflowError(f"Python integer {bad} out of bounds for {dtype}")
-        if flat is not None:
-            src = np.asarray(flat, dtype=np.int64).reshape(src.shape)
-    out = np.empty(src.shape, dtype)
-    np.copyto(out, src, casting=casting)
-    return out
+for _name in L.COMPARE:
+    setattr(Context, _name, _compare_method(_name))
 
 
 from .graph import Graph  # noqa: E402  (graph.py imports this module's names)

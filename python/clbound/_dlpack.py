@@ -1,13 +1,18 @@
-"""DLPack capsules for the binding: Tensor.__dlpack__ (a host copy at the actual
-sizes, so numpy.from_dlpack(t) works) and Context.from_dlpack(obj) (any object
-with __dlpack__, numpy arrays included, copied into a bounded tensor).
+"""DLPack capsules for the binding: Tensor.__dlpack__ (DLPack 1.x versioned
+capsules, or legacy ones for old consumers) and Context.from_dlpack(obj) (any
+object with __dlpack__, numpy arrays and torch tensors included, copied into a
+bounded tensor).
 
-Capsules follow the Python DLPack protocol: a legacy capsule is named "dltensor"
-and holds a DLManagedTensor*; a consumer renames it "used_dltensor" and becomes
-responsible for calling the deleter. A capsule destroyed while still named
-"dltensor" calls the deleter itself.
+Capsules follow the Python DLPack protocol: a versioned capsule is named
+"dltensor_versioned" and holds a DLManagedTensorVersioned*, a legacy one is named
+"dltensor" and holds a DLManagedTensor*; a consumer renames it "used_..." and
+becomes responsible for calling the deleter. A capsule destroyed while still
+unused calls the deleter itself.
 """
+from __future__ import annotations
+
 import ctypes
+from typing import Any, Callable, Tuple
 
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
@@ -18,12 +23,18 @@ _api.PyCapsule_SetName.restype = ctypes.c_int
 _api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
 # the same function on a capsule known only by its address (in the destructor)
 _raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
 
-_LEGACY = b"dltensor"
-_USED = b"used_dltensor"
-_DL_CPU = 1
+LEGACY = b"dltensor"
+VERSIONED = b"dltensor_versioned"
+_USED = {LEGACY: b"used_dltensor", VERSIONED: b"used_dltensor_versioned"}
+DL_CPU, DL_CUDA_HOST = 1, 3
+#: The DLPack version clbound speaks (its pinned header, clbound/third_party/dlpack.h).
+MAX_VERSION = (1, 1)
+FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
 
 
 class _DLTensor(ctypes.Structure):
@@ -37,46 +48,93 @@ class _DLManagedTensor(ctypes.Structure):
     pass
 
 
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
 _DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+_DeleterV = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensorVersioned))
+_DLManagedTensorVersioned._fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                      ("deleter", _DeleterV), ("flags", ctypes.c_uint64),
+                                      ("dl_tensor", _DLTensor)]
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule_addr):
-    # Still named "dltensor": nobody consumed it, so its deleter is ours to call.
-    if _api.PyCapsule_IsValid(capsule_addr, _LEGACY):
-        ptr = _raw_get_pointer(capsule_addr, _LEGACY)
-        if ptr:
-            release(ptr)
+def _capsule_destructor(capsule_addr: int) -> None:
+    # Still named "dltensor" / "dltensor_versioned": nobody consumed it, so its
+    # deleter is ours to call.
+    for name in (LEGACY, VERSIONED):
+        if _api.PyCapsule_IsValid(capsule_addr, name):
+            ptr = _raw_get_pointer(capsule_addr, name)
+            if ptr:
+                release(ptr, name == VERSIONED)
 
 
-def capsule_from_managed(ptr):
-    """A "dltensor" capsule owning the DLManagedTensor at ptr."""
-    return _api.PyCapsule_New(ptr, _LEGACY, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+def export(ctx: Any, t: Any, cfn: Callable[..., int], versioned: bool) -> Any:
+    """A capsule owning the DLPack struct cfn(ctx, t) makes: clb_tensor_to_dlpack,
+    its legacy or its device form."""
+    ptr = ctypes.c_void_p()
+    ctx._check(cfn(ctx._live(), t._live(), ctypes.byref(ptr)))
+    return _api.PyCapsule_New(ptr, VERSIONED if versioned else LEGACY,
+                              ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
-def consume(obj):
-    """The DLManagedTensor* of obj.__dlpack__(), with the capsule marked used: the
-    caller must hand the pointer to a consumer that calls its deleter."""
+def consume(obj: Any) -> Tuple[int, bool]:
+    """(the DLManagedTensor(Versioned)* of obj's DLPack capsule, whether it is
+    versioned), with the capsule marked used: the caller must hand the pointer to
+    a consumer that calls its deleter. Asks for DLPack 1.x (max_version) and falls
+    back to a legacy capsule for producers without it."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"{type(obj).__name__} does not speak DLPack (no __dlpack__)")
     if hasattr(obj, "__dlpack_device__"):
         dev = obj.__dlpack_device__()
-        if int(dev[0]) not in (_DL_CPU, 3):  # kDLCPU, kDLCUDAHost
-            raise ValueError(f"clbound imports host memory; {type(obj).__name__} is on DLPack device {tuple(dev)}")
-    capsule = obj.__dlpack__()
-    ptr = _api.PyCapsule_GetPointer(capsule, _LEGACY)
-    _api.PyCapsule_SetName(capsule, _USED)
-    return ptr
+        if int(dev[0]) not in (DL_CPU, DL_CUDA_HOST):
+            raise BufferError(f"clbound imports host memory; {type(obj).__name__} is on DLPack device {tuple(dev)}")
+    try:
+        capsule = obj.__dlpack__(max_version=MAX_VERSION)
+    except TypeError:  # a producer before DLPack 1.0 (numpy < 2.1, torch < 2.3)
+        capsule = obj.__dlpack__()
+    name = _api.PyCapsule_GetName(capsule)
+    if name not in _USED:
+        raise BufferError(f"{type(obj).__name__}.__dlpack__ gave a capsule named {name!r}, not a DLPack tensor")
+    ptr = _api.PyCapsule_GetPointer(capsule, name)
+    _api.PyCapsule_SetName(capsule, _USED[name])
+    return ptr, name == VERSIONED
 
 
-def ndim(ptr):
-    """The rank of the DLManagedTensor at ptr."""
-    return int(ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor)).contents.dl_tensor.ndim)
+def ndim(ptr: int, versioned: bool) -> int:
+    """The rank of the DLManagedTensor(Versioned) at ptr."""
+    cls = _DLManagedTensorVersioned if versioned else _DLManagedTensor
+    return int(ctypes.cast(ptr, ctypes.POINTER(cls)).contents.dl_tensor.ndim)
 
 
-def release(ptr):
-    """Calls the deleter of a consumed DLManagedTensor that will not be used."""
+def shape(ptr: int, versioned: bool) -> Tuple[int, ...]:
+    """The shape of the DLManagedTensor(Versioned) at ptr."""
+    cls = _DLManagedTensorVersioned if versioned else _DLManagedTensor
+    t = ctypes.cast(ptr, ctypes.POINTER(cls)).contents.dl_tensor
+    dims = ctypes.cast(t.shape, ctypes.POINTER(ctypes.c_int64))
+    return tuple(int(dims[i]) for i in range(t.ndim))
+
+
+def release(ptr: int, versioned: bool) -> None:
+    """Calls the deleter of a consumed DLManagedTensor(Versioned) that will not be used."""
+    if versioned:
+        mv = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned))
+        if mv.contents.deleter:
+            mv.contents.deleter(mv)
+        return
     m = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor))
     if m.contents.deleter:
         m.contents.deleter(m)
+
+
+def flags(capsule: Any) -> int:
+    """The flags of an unconsumed versioned capsule (for tests and callers that
+    want to see IS_COPIED)."""
+    ptr = _api.PyCapsule_GetPointer(capsule, VERSIONED)
+    return int(ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned)).contents.flags)

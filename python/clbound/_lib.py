@@ -18,6 +18,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._errors import ClboundError, DTypeError, error  # noqa: F401  (re-exported)
+
 I64 = (-(2**63), 2**63 - 1)
 INT = (-(2**31), 2**31 - 1)
 U64 = (0, 2**64 - 1)
@@ -64,18 +66,6 @@ def fn(name: str, restype: Any, *argtypes: Any) -> Any:
     f.restype = restype
     f.argtypes = list(argtypes)
     return f
-
-
-class ClboundError(RuntimeError):
-    """A clbound call failed. `status` is the clb_status name ("ERR_OOM"), `code`
-    its value, and the message is the library's own (clb_context_errmsg): the op,
-    the sizes, the OpenCL error."""
-
-    def __init__(self, status: str, message: str, code: Optional[int] = None):
-        super().__init__(f"{status}: {message}")
-        self.status = status
-        self.code = code
-        self.detail = message
 
 
 # ---- arguments ----------------------------------------------------------------
@@ -166,6 +156,7 @@ DTYPES: Dict[np.dtype, int] = {
 NUMPY = {v: k for k, v in DTYPES.items()}
 UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy": 6}
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
+COMPARE = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
 REDUCE = {"sum": 0, "mean": 1, "max": 2}
 LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}
 GEMM = {"auto": 0, "clblast_bound": 1, "sync_exact": 2, "device": 3, "host_blas": 4}
@@ -173,14 +164,33 @@ KERNEL_STYLES = {"auto": 0, "cpu": 1, "gpu": 2}
 LOG = {"recompiles": 1, "syncs": 2, "builds": 4, "cache": 8, "gemm": 16}
 
 
-def dtype_code(dtype: Any, what: str = "dtype") -> int:
+TORCH_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64,
+                "uint8": np.uint8, "bool": np.bool_}
+
+
+def as_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    """dtype as a numpy dtype: anything numpy.dtype takes, or a torch dtype
+    (torch.float32, ...; recognised without importing torch). DTypeError (a
+    TypeError) for anything else."""
+    if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":
+        name = str(dtype).split(".", 1)[-1]
+        if name in TORCH_DTYPES:
+            return np.dtype(TORCH_DTYPES[name])
+        raise error("ERR_DTYPE", f"clbound has no dtype for {dtype} ({what}); it has "
+                    f"{', '.join(str(d) for d in DTYPES)}")
     try:
-        dt = np.dtype(dtype)
+        return np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{what} {dtype!r} is not a numpy dtype") from None
+        raise error("ERR_DTYPE", f"{what} {dtype!r} is not a numpy or torch dtype") from None
+
+
+def dtype_code(dtype: Any, what: str = "dtype") -> int:
+    """The clb_dtype of a numpy or torch dtype; DTypeError (a TypeError) when
+    clbound lacks it."""
+    dt = as_dtype(dtype, what)
     code = DTYPES.get(dt)
     if code is None:
-        raise TypeError(f"clbound has no dtype for {dt} ({what}); it has {', '.join(str(d) for d in DTYPES)}")
+        raise error("ERR_DTYPE", f"clbound has no dtype for {dt} ({what}); it has {', '.join(str(d) for d in DTYPES)}")
     return code
 
 
@@ -255,6 +265,7 @@ t_read = fn("clb_tensor_read", c_int, p, p, i64p, p, ctypes.c_size_t, sizep)
 t_sizes = fn("clb_tensor_sizes", c_int, p, p, i64p)
 binary = fn("clb_binary", c_int, p, c_int, p, p, pp)
 unary = fn("clb_unary", c_int, p, c_int, p, pp)
+compare = fn("clb_compare", c_int, p, c_int, p, p, pp)
 cast = fn("clb_cast", c_int, p, p, c_int, pp)
 fill = fn("clb_fill", c_int, p, p, ctypes.c_double)
 reduce_all = fn("clb_reduce_all", c_int, p, c_int, p, pp)
@@ -277,10 +288,14 @@ op_supported = fn("clb_op_supported", c_int, p, c_str, c_int)
 op_names = fn("clb_op_names", ctypes.POINTER(c_str), sizep)
 to_dlpack_legacy = fn("clb_tensor_to_dlpack_legacy", c_int, p, p, pp)
 from_dlpack_legacy = fn("clb_tensor_from_dlpack_legacy", c_int, p, p, i64p, u8p, pp)
+to_dlpack = fn("clb_tensor_to_dlpack", c_int, p, p, pp)
+to_dlpack_device = fn("clb_tensor_to_dlpack_device", c_int, p, p, pp)
+from_dlpack = fn("clb_tensor_from_dlpack", c_int, p, p, i64p, u8p, pp)
 
 
 def raise_status(st: int, message: str) -> None:
-    raise ClboundError(status_name(st).decode(), message, st)
+    """Raises the exception class of status st (STATUS_CLASSES) with message."""
+    raise error(status_name(st).decode(), message, st)
 
 
 def check_global(st: int) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import Context, Tensor, _convert
 from . import _lib as L
-from ._lib import BINARY as _BINARY, LOSS as LOSSES, REDUCE as _REDUCE, UNARY as _UNARY, ClboundError, fn as _fn
+from ._lib import BINARY as _BINARY, LOSS as LOSSES, REDUCE as _REDUCE, UNARY as _UNARY, fn as _fn
 
 __all__ = ["Graph", "POLICIES", "LOSSES"]
 
@@ -146,7 +146,7 @@ class Graph:
 
     def _live(self) -> ctypes.c_void_p:
         if not self._h:
-            raise ClboundError("ERR_NULL", "the graph was closed (Graph.close, or Context.close)", -2)
+            raise L.error("ERR_NULL", "the graph was closed (Graph.close, or Context.close)")
         return self._h
 
     def _node(self, call: Any) -> Node:
@@ -308,7 +308,7 @@ class Graph:
         close, after which the Tensor raises ClboundError; copy it out with numpy())."""
         h = _g_tensor(self._live(), self._n(node, "node"))
         if not h:
-            raise ClboundError("ERR_INVALID_ARG", f"node {node} has no tensor (not run yet?)", -1)
+            raise L.error("ERR_INVALID_ARG", f"node {node} has no tensor (not run yet?)")
         t = Tensor(self.ctx, ctypes.c_void_p(h))
         self._borrowed.append(t)
         return t

@@ -390,7 +390,10 @@ clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int r
     if (t->bound[d] < bounds[d])
       return clb__set_error(ctx, CLB_ERR_OUT_OF_BOUNDS, "%s: dim %d of out %s: bound %lld < %lld needed", op, d,
                             clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d], (long long)bounds[d]);
-    if ((dyn[d] || t->bound[d] > bounds[d]) && !t->dyn[d])
+    if (!dyn[d] && !t->dyn[d] && t->bound[d] != bounds[d])
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: dim %d of out %s is static: %lld != %lld, the op's size", op, d,
+                            clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d], (long long)bounds[d]);
+    if (dyn[d] && !t->dyn[d])
       return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: dim %d of out %s must be dynamic: its size can be below %lld", op, d,
                             clb__tensor_desc(t, desc, sizeof desc), (long long)t->bound[d]);
   }

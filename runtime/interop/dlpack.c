@@ -27,6 +27,8 @@ static const struct op_caps {
     {"softmax", TAKES_FLOAT},   {"log_softmax", TAKES_FLOAT},    {"softmax_backward", TAKES_FLOAT},
     {"loss", TAKES_FLOAT},      {"sgd_step", TAKES_FLOAT},       {"nonzero", TAKES_ALL},
     {"nonzero_static", TAKES_ALL}, {"masked_select", TAKES_ALL}, {"masked_scatter", TAKES_ALL},
+    {"eq", TAKES_ALL},          {"ne", TAKES_ALL},               {"lt", TAKES_ALL},
+    {"le", TAKES_ALL},          {"gt", TAKES_ALL},               {"ge", TAKES_ALL},
 };
 #define N_OPS (sizeof OPS / sizeof OPS[0])
 

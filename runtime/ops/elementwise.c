@@ -1,4 +1,4 @@
-/* elementwise.c: unary and binary elementwise ops, fill and cast. */
+/* elementwise.c: unary, binary and comparison elementwise ops, fill and cast. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +7,8 @@
 
 static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum"};
 static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM", "OP_MAX", "OP_MIN"};
+static const char *const compare_names[CLB_COMPARE_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+static const char *const compare_macros[CLB_COMPARE_COUNT] = {"OP_EQ", "OP_NE", "OP_LT", "OP_LE", "OP_GT", "OP_GE"};
 static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy"};
 static const char *const unary_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH", "OP_EXP", "OP_LOG", "OP_COPY"};
 
@@ -50,23 +52,14 @@ static clb_status check_ctx(clb_context_t ctx, const char *op) {
   return ctx ? CLB_OK : clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
 }
 
-clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_tensor_t b,
-                      clb_tensor_t *out) {
-  const char *op = (unsigned)bop < CLB_BINARY_COUNT ? binary_names[bop] : "clb_binary";
-  clb_status st = check_ctx(ctx, op);
-  if (st != CLB_OK) return st;
-  if ((unsigned)bop >= CLB_BINARY_COUNT) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_binary: unknown op %d", (int)bop);
-  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
-  if ((st = clb__check_tensor(ctx, op, "b", b)) != CLB_OK) return st;
+/* The shared part of clb_binary and clb_compare, after their own checks: the
+ * broadcast bounds, the output (out_dtype) and the launch of ew_binary with the
+ * operation `macro`. */
+static clb_status binary_launch(clb_context_t ctx, const char *op, const char *macro, clb_tensor_t a,
+                                clb_tensor_t b, clb_dtype out_dtype, clb_tensor_t *out) {
   char da[128], db[128];
   clb__tensor_desc(a, da, sizeof da);
   clb__tensor_desc(b, db, sizeof db);
-  if (a->dtype != b->dtype)
-    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s (cast one first)", op, da, db);
-  if (a->dtype == CLB_DTYPE_BOOL)
-    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
-  if (bop == CLB_BINARY_DIV && !clb__dtype_is_float(a->dtype))
-    return clb__set_error(ctx, CLB_ERR_DTYPE, "div: %s is not floating; cast to f32 or f64 first", clb_dtype_name(a->dtype));
   int64_t obound[CLB_MAX_RANK];
   uint8_t odyn[CLB_MAX_RANK];
   unsigned bma = 0, bmb = 0;
@@ -77,12 +70,13 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
     return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: a %s and b %s do not broadcast: dim %d of the result has bounds %lld and %lld",
                           op, da, db, bad, (long long)(ia >= 0 ? a->bound[ia] : 1), (long long)(ib >= 0 ? b->bound[ib] : 1));
   }
-  if ((st = clb__output(ctx, op, a->dtype, rank, obound, odyn, out)) != CLB_OK) return st;
+  clb_status st = clb__output(ctx, op, out_dtype, rank, obound, odyn, out);
+  if (st != CLB_OK) return st;
   clb_tensor_t o = *out;
   char opts[256], types[160];
-  type_options(types, sizeof types, a->dtype, a->dtype);
+  type_options(types, sizeof types, a->dtype, out_dtype);
   int flat = bma == 0 && bmb == 0 && a->rank == b->rank;
-  snprintf(opts, sizeof opts, "-D EW_BINARY %s -D %s -D RANK=%d%s", types, binary_macros[bop], rank, flat ? " -D FLAT" : "");
+  snprintf(opts, sizeof opts, "-D EW_BINARY %s -D %s -D RANK=%d%s", types, macro, rank, flat ? " -D FLAT" : "");
   cl_kernel k;
   size_t local = 0;
   if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_binary", &k, &local)) != CLB_OK) return st;
@@ -96,6 +90,48 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
   char what[192];
   snprintf(what, sizeof what, "a %.90s, b %.90s", da, db);
   return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_local(ctx, clb__numel(rank, obound), local), local);
+}
+
+/* The checks both take: a context, two live tensors of one dtype. */
+static clb_status check_operands(clb_context_t ctx, const char *op, clb_tensor_t a, clb_tensor_t b) {
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "b", b)) != CLB_OK) return st;
+  if (a->dtype != b->dtype) {
+    char da[128], db[128];
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s (cast one first)", op,
+                          clb__tensor_desc(a, da, sizeof da), clb__tensor_desc(b, db, sizeof db));
+  }
+  return CLB_OK;
+}
+
+clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_tensor_t b,
+                      clb_tensor_t *out) {
+  const char *op = (unsigned)bop < CLB_BINARY_COUNT ? binary_names[bop] : "clb_binary";
+  if ((unsigned)bop >= CLB_BINARY_COUNT) {
+    clb_status st = check_ctx(ctx, op);
+    return st != CLB_OK ? st : clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_binary: unknown op %d", (int)bop);
+  }
+  clb_status st = check_operands(ctx, op, a, b);
+  if (st != CLB_OK) return st;
+  if (a->dtype == CLB_DTYPE_BOOL)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
+  if (bop == CLB_BINARY_DIV && !clb__dtype_is_float(a->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "div: %s is not floating; cast to f32 or f64 first", clb_dtype_name(a->dtype));
+  return binary_launch(ctx, op, binary_macros[bop], a, b, a->dtype, out);
+}
+
+clb_status clb_compare(clb_context_t ctx, clb_compare_op cop, clb_tensor_t a, clb_tensor_t b,
+                       clb_tensor_t *out) {
+  const char *op = (unsigned)cop < CLB_COMPARE_COUNT ? compare_names[cop] : "clb_compare";
+  if ((unsigned)cop >= CLB_COMPARE_COUNT) {
+    clb_status st = check_ctx(ctx, op);
+    return st != CLB_OK ? st : clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_compare: unknown op %d", (int)cop);
+  }
+  clb_status st = check_operands(ctx, op, a, b);
+  if (st != CLB_OK) return st;
+  return binary_launch(ctx, op, compare_macros[cop], a, b, CLB_DTYPE_BOOL, out);
 }
 
 clb_status clb_add(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {

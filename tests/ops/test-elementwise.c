@@ -223,6 +223,92 @@ static void test_unary(clb_context_t ctx) {
   }
 }
 
+/* Comparisons: a bool output for every dtype (bool included), with NaN among
+ * the floating operands and few distinct values, so that every op meets equal,
+ * smaller and larger pairs; the broadcast cases "same" and "rows". */
+static double ref_compare(clb_compare_op op, double a, double b) {
+  switch (op) {
+  case CLB_COMPARE_EQ: return a == b;
+  case CLB_COMPARE_NE: return a != b;
+  case CLB_COMPARE_LT: return a < b;
+  case CLB_COMPARE_LE: return a <= b;
+  case CLB_COMPARE_GT: return a > b;
+  default: return a >= b;
+  }
+}
+
+static double gen_compare(clb_dtype dt) {
+  uint64_t r = clb_test_next() % 6;
+  if (dt == CLB_DTYPE_BOOL) return (double)(r & 1);
+  if ((dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64) && r == 5) return NAN;
+  return dt == CLB_DTYPE_U8 ? (double)r : (double)r - 2.0;
+}
+
+static void test_compare(clb_context_t ctx) {
+  static double va[BOUND * 3], vb[BOUND * 3], out[BOUND * 3];
+  for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    if (!keep_dtype(dt)) continue;
+    for (int op = 0; op < CLB_COMPARE_COUNT; op++) {
+      /* each (dtype, op, case) is a program to build: every op and both cases
+       * for f32 (NaN) and i32, eq and lt on the flat case for the others */
+      int all = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_I32;
+      if (!all && op != CLB_COMPARE_EQ && op != CLB_COMPARE_LT) continue;
+      for (int c = 0; c < (all ? 2 : 1); c++) {
+        const bcase *bc = &CASES[c];
+        clb_tensor_t a = NULL, b = NULL, o = NULL;
+        CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, bc->ra, bc->ba, bc->ya, &a));
+        CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, bc->rb, bc->bb, bc->yb, &b));
+        for (int s = 0; s < NSIZES; s++) {
+          if (!keep_size(s) || (clb_test_small() && s > 4)) continue;
+          int64_t n = SIZES[s], da[2], db[2], od[2], got_dims[2];
+          actual_dims(bc->ra, bc->ba, bc->ya, n, da);
+          actual_dims(bc->rb, bc->bb, bc->yb, n, db);
+          int64_t na = clb_test_numel(bc->ra, da), nb = clb_test_numel(bc->rb, db);
+          for (int64_t i = 0; i < na; i++) va[i] = gen_compare((clb_dtype)dt);
+          for (int64_t i = 0; i < nb; i++) vb[i] = gen_compare((clb_dtype)dt);
+          clb_test_write(ctx, a, da, va);
+          clb_test_write(ctx, b, db, vb);
+          if (!o) { /* let the op create the output once, then reuse it */
+            CL_OK(ctx, clb_compare(ctx, (clb_compare_op)op, a, b, &o));
+          }
+          clb_test_canary_fill(ctx, o);
+          CL_OK(ctx, clb_compare(ctx, (clb_compare_op)op, a, b, &o));
+          EXPECT_EQ_I(clb_tensor_dtype(o), CLB_DTYPE_BOOL);
+          od[0] = n;
+          od[1] = 3;
+          int64_t no = bc->ra == 1 && bc->rb == 1 ? n : 3 * n;
+          int64_t got = clb_test_read(ctx, o, got_dims, out, BOUND * 3);
+          EXPECT_EQ_I(got, no);
+          char what[96];
+          snprintf(what, sizeof what, "%s compare %d %s n=%lld", clb_dtype_name((clb_dtype)dt), op, bc->name, (long long)n);
+          int ro = bc->ra > bc->rb ? bc->ra : bc->rb;
+          for (int64_t i = 0; i < no && i < got; i++) {
+            double x = va[bcast_index(ro, od, i, bc->ra, da)], y = vb[bcast_index(ro, od, i, bc->rb, db)];
+            clb_test_checks++;
+            if (out[i] != ref_compare((clb_compare_op)op, x, y))
+              CLB_FAIL_AT("%s [%lld]: %g vs %g gave %g", what, (long long)i, x, y, out[i]);
+          }
+          clb_test_canary_check(ctx, o, (size_t)no, what);
+        }
+        clb_tensor_free(a);
+        clb_tensor_free(b);
+        clb_tensor_free(o);
+      }
+    }
+  }
+  int64_t b3[1] = {3};
+  clb_tensor_t f3 = NULL, i3 = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b3, NULL, &f3));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, b3, NULL, &i3));
+  EXPECT_STATUS(ctx, clb_compare(ctx, CLB_COMPARE_LT, f3, i3, &o), CLB_ERR_DTYPE, "lt: dtypes differ: a [3] f32, b [3] i32");
+  EXPECT_STATUS(ctx, clb_compare(ctx, (clb_compare_op)6, f3, f3, &o), CLB_ERR_INVALID_ARG, "unknown op 6");
+  EXPECT_STATUS(ctx, clb_compare(ctx, CLB_COMPARE_EQ, f3, f3, &f3), CLB_ERR_DTYPE, "out is f32, the op gives bool");
+  EXPECT_TRUE(o == NULL);
+  clb_tensor_free(f3);
+  clb_tensor_free(i3);
+}
+
 static double ref_cast(clb_dtype to, double x) {
   if (to == CLB_DTYPE_BOOL) return x != 0;
   if (to == CLB_DTYPE_F32 || to == CLB_DTYPE_F64) return as_dtype(to, x);
@@ -310,6 +396,8 @@ static void test_errors(clb_context_t ctx) {
   clb_tensor_t st8 = NULL;
   CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b8, NULL, &st8));
   EXPECT_STATUS(ctx, clb_add(ctx, d1, d2, &st8), CLB_ERR_SHAPE, "must be dynamic");
+  /* A static output of another static size: the two sizes, not "must be dynamic". */
+  EXPECT_STATUS(ctx, clb_add(ctx, f4, f4, &st8), CLB_ERR_SHAPE, "dim 0 of out [8] f32 is static: 8 != 4, the op's size");
   /* Two dynamic dims whose actual sizes differ: a deferred check on the device,
    * returned by the next sync with the op and both sizes; nothing past a bound. */
   double v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -346,6 +434,7 @@ int main(void) {
   has_fp64 = di.has_fp64;
   test_binary(ctx);
   test_unary(ctx);
+  test_compare(ctx);
   test_cast(ctx);
   test_fill(ctx);
   test_errors(ctx);
