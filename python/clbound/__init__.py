@@ -674,7 +674,7 @@ class Context:
         Python scalars weak and numpy scalars strong; div of integers is float64.
         Casts and scalar tensors are made on the device."""
         dt = self._result_dtype(a, b, op)
-        return self._as(a, dt, op), self._as(b, dt, op)
+        return self._as(a, dt, "a"), self._as(b, dt, "b")
 
     def _result_dtype(self, a: Operand, b: Operand, op: str) -> np.dtype:
         for v, what in ((a, "a"), (b, "b")):
@@ -695,11 +695,11 @@ class Context:
             dt = np.dtype(np.float64)
         return dt
 
-    def _as(self, v: Operand, dt: np.dtype, op: str) -> Tensor:
-        """v as a tensor of dtype dt: a cast on the device, or a 0-d tensor filled
-        with a scalar."""
+    def _as(self, v: Operand, dt: np.dtype, what: str) -> Tensor:
+        """v (argument `what`) as a tensor of dtype dt: a cast on the device, or a
+        0-d tensor filled with a scalar."""
         if isinstance(v, Tensor):
-            self._arg(v, "operand")
+            self._arg(v, what)
             return v if v.dtype == dt else self.cast(v, dt)
         return self.full((), v.item() if isinstance(v, (np.generic, np.ndarray)) else v, dt)
 

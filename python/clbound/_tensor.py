@@ -227,9 +227,11 @@ class Tensor:
         return a.reshape(()).item()
 
     def __float__(self) -> float:
+        """float(t) of a one-element tensor (a host sync), as numpy."""
         return float(self._one("float"))
 
     def __int__(self) -> int:
+        """int(t) of a one-element tensor (a host sync), as numpy."""
         return int(self._one("int"))
 
     def __bool__(self) -> bool:
@@ -341,18 +343,23 @@ class Tensor:
         return self.ctx.masked_scatter(self, mask, source)
 
     def relu(self) -> "Tensor":
+        """Context.relu(self), on the device."""
         return self.ctx.unary("relu", self)
 
     def exp(self) -> "Tensor":
+        """Context.exp(self), on the device."""
         return self.ctx.unary("exp", self)
 
     def log(self) -> "Tensor":
+        """Context.log(self), on the device."""
         return self.ctx.unary("log", self)
 
     def tanh(self) -> "Tensor":
+        """Context.tanh(self), on the device."""
         return self.ctx.unary("tanh", self)
 
     def sigmoid(self) -> "Tensor":
+        """Context.sigmoid(self), on the device."""
         return self.ctx.unary("sigmoid", self)
 
     def __getitem__(self, key: Any) -> "Tensor":
