@@ -229,7 +229,7 @@ class Context:
 
     def __init__(self, device: Optional[Union[int, str]] = None, *, platform: Optional[Union[int, str]] = None,
                  kernel_style: str = "auto", device_memory_limit: int = 0,
-                 cache_dir: Optional[Union[str, os.PathLike, bool]] = None):
+                 cache_dir: Optional[Union[str, os.PathLike, bool]] = None) -> None:
         self._h: Optional[ctypes.c_void_p] = None
         self._graphs: list = []
         # id -> weak reference: a WeakSet would compare tensors with ==, which is elementwise

@@ -53,7 +53,7 @@ class Tensor:
 
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
-    def __init__(self, ctx: "Context", handle: ctypes.c_void_p, owned: bool = False):
+    def __init__(self, ctx: "Context", handle: ctypes.c_void_p, owned: bool = False) -> None:
         self.ctx = ctx
         self._h = handle
         self._owned = owned
@@ -315,17 +315,17 @@ class Tensor:
         spec = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
         return self.ctx.reshape(self, spec)
 
-    def sum(self, axis: Optional[int] = None, keepdims: bool = False, *, dim: Optional[int] = None,
+    def sum(self, axis: Optional[int] = None, keepdims: Optional[bool] = None, *, dim: Optional[int] = None,
             keepdim: Optional[bool] = None) -> "Tensor":
         """Context.sum: over every element, or over axis (alias dim)."""
         return self.ctx.sum(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
-    def mean(self, axis: Optional[int] = None, keepdims: bool = False, *, dim: Optional[int] = None,
+    def mean(self, axis: Optional[int] = None, keepdims: Optional[bool] = None, *, dim: Optional[int] = None,
              keepdim: Optional[bool] = None) -> "Tensor":
         """Context.mean: over every element, or over axis (alias dim)."""
         return self.ctx.mean(self, dim, keepdim, axis=axis, keepdims=keepdims)
 
-    def max(self, axis: Optional[int] = None, keepdims: bool = False, *, dim: Optional[int] = None,
+    def max(self, axis: Optional[int] = None, keepdims: Optional[bool] = None, *, dim: Optional[int] = None,
             keepdim: Optional[bool] = None) -> "Tensor":
         """Context.max: over every element, or over axis (alias dim)."""
         return self.ctx.max(self, dim, keepdim, axis=axis, keepdims=keepdims)

@@ -80,6 +80,108 @@ def test_errors(ctx):
         ctx.from_dlpack(np.zeros(3, np.float16))
 
 
+NUMPY_VERSION = tuple(int(v) for v in np.__version__.split(".")[:2])
+needs_numpy_dlpack_1 = pytest.mark.skipif(
+    NUMPY_VERSION < (2, 1), reason=f"numpy {np.__version__} speaks no DLPack 1.x (max_version, copy=); "
+    "python/ops runs these in its venv's numpy")
+
+
+class Recorder:
+    """Passes __dlpack__ through to obj, recording the keywords and the capsule's name."""
+
+    def __init__(self, obj):
+        self.obj, self.kwargs, self.names = obj, [], []
+
+    def __dlpack__(self, **kwargs):
+        self.kwargs.append(kwargs)
+        cap = self.obj.__dlpack__(**kwargs)
+        self.names.append(capsule_name(cap))
+        return cap
+
+    def __dlpack_device__(self):
+        return self.obj.__dlpack_device__()
+
+
+def capsule_name(cap):
+    from clbound import _dlpack
+    return _dlpack._api.PyCapsule_GetName(cap)
+
+
+def dl_struct(cap):
+    import ctypes
+    from clbound import _dlpack
+    ptr = _dlpack._api.PyCapsule_GetPointer(cap, _dlpack.VERSIONED)
+    return ctypes.cast(ptr, ctypes.POINTER(_dlpack._DLManagedTensorVersioned)).contents
+
+
+@needs_numpy_dlpack_1
+def test_numpy_round_trips_through_dlpack_1(ctx):
+    a = RNG.integers(-9, 99, (5, 3)).astype(np.int64)
+    t = ctx.from_numpy(a, bounds=(9, 3), dynamic=(True, False))
+    rec = Recorder(t)
+    np.testing.assert_array_equal(np.from_dlpack(rec), a)
+    assert rec.kwargs[0]["max_version"] >= (1, 0) and rec.names == [b"dltensor_versioned"]
+    np.testing.assert_array_equal(np.from_dlpack(t, copy=True), a)
+    with pytest.raises(BufferError, match="copy=False"):  # before: a silent copy
+        np.from_dlpack(t, copy=False)
+    with pytest.raises(ValueError, match="always copies"):
+        np.asarray(t, copy=False)
+    rec = Recorder(a)
+    u = ctx.from_dlpack(rec, bounds=(9, 3), dynamic=(True, False))
+    assert rec.names == [b"dltensor_versioned"] and u.shape == (5, 3)
+    np.testing.assert_array_equal(u.numpy(), a)
+    np.testing.assert_array_equal(ctx.from_dlpack(a[::2, ::-1]).numpy(), a[::2, ::-1])
+
+
+def test_capsules_legacy_versioned_and_device(ctx):
+    import ctypes
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    t = ctx.from_numpy(a, bounds=(8, 2), dynamic=(True, False))
+    assert t.__dlpack_device__() == (1, 0)
+    legacy = t.__dlpack__()  # an old consumer: no max_version
+    assert capsule_name(legacy) == b"dltensor"
+    v = t.__dlpack__(max_version=(1, 1))
+    assert capsule_name(v) == b"dltensor_versioned"
+    m = dl_struct(v)
+    assert (m.version.major, m.dl_tensor.device_type, m.dl_tensor.ndim) == (1, 1, 2)
+    assert m.flags & 2  # DLPACK_FLAG_BITMASK_IS_COPIED
+    class Holder:
+        def __init__(self, cap):
+            self.cap = cap
+
+        def __dlpack__(self, **kw):
+            return self.cap
+    for cap in (legacy, v):  # clbound imports both kinds
+        np.testing.assert_array_equal(ctx.from_dlpack(Holder(cap)).numpy(), a)
+    dev = t.__dlpack__(max_version=(1, 0), dl_device=(4, 0), copy=False)  # the cl_mem itself
+    m = dl_struct(dev)
+    assert m.dl_tensor.device_type == 4 and m.dl_tensor.data == t.data_mem and not m.flags & 2
+    assert ctypes.cast(m.dl_tensor.shape, ctypes.POINTER(ctypes.c_int64))[:2] == [3, 2]
+    dev2 = t.__dlpack__(max_version=(1, 0), dl_device=(4, 0), copy=True)  # a copy on the device
+    assert dl_struct(dev2).dl_tensor.data != t.data_mem
+    del dev, dev2, legacy, v  # unconsumed capsules call their deleters
+    with pytest.raises(BufferError, match="copy=False"):
+        t.__dlpack__(max_version=(1, 0), copy=False)
+    with pytest.raises(BufferError, match="DLPack 1.x"):
+        t.__dlpack__(dl_device=(4, 0))
+    with pytest.raises(BufferError, match="kDLCPU"):
+        t.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+    with pytest.raises(BufferError, match="always copies"):
+        ctx.from_dlpack(a, copy=False)
+
+
+def test_torch_round_trips():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    with clbound.Context() as c:
+        src = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+        t = c.from_dlpack(src, bounds=(10, 3), dynamic=(True, False))
+        assert t.shape == (4, 3)
+        back = torch.from_dlpack(t)
+        assert torch.equal(back, src)
+        assert torch.equal(torch.from_dlpack(c.from_dlpack(src[::2])), src[::2])
+        assert torch.equal(torch.from_dlpack(t * 2), src * 2)
+
+
 def test_dropped_tensors_return_their_memory():
     """An eager loop does not grow: a Tensor the caller drops frees its buffers."""
     with clbound.Context() as c:

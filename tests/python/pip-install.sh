@@ -59,7 +59,7 @@ wheels = glob.glob(sys.argv[1] + "/clbound-*.whl")
 assert len(wheels) == 1, wheels
 names = zipfile.ZipFile(wheels[0]).namelist()
 print(wheels[0].rsplit("/", 1)[1], len(names), "files")
-for need in ("clbound/__init__.py", "clbound/graph.py", "clbound/libclbound.so"):
+for need in ("clbound/__init__.py", "clbound/graph.py", "clbound/py.typed", "clbound/libclbound.so"):
     assert need in names, f"{need} missing from the wheel: {names}"
 EOF
 step "done"
