@@ -9,12 +9,18 @@ A thin ctypes layer over libclbound with numpy arrays and DLPack objects in and 
         y = ctx.relu(x)
         print(ctx.reduce_all("mean", y).numpy())  # one host sync, counted
 
-Every op takes its inputs as Tensors and returns its output, a new Tensor unless
+Every op takes its inputs as Tensors (elementwise ops also Python and numpy
+scalars, promoted as numpy 2 does) and returns its output, a new Tensor unless
 ``out=`` names one to reuse (an in-place masked_scatter, a deliberately small
-bound for a data-dependent op). Failures raise ClboundError with the library's
-message; arguments the library would reject (a size outside int64, a rank over 8,
-an unknown op name, an unsafe cast) raise TypeError, ValueError or OverflowError
-before reaching it. Graphs: clbound.Graph (clbound.graph).
+bound for a data-dependent op). Tensors have numpy's and PyTorch's habits:
+``x.shape`` (the actual sizes, read from the device when asked) next to
+``x.bounds``, operators (``2.0 * x + y``, ``x @ w``), comparisons giving bool
+masks (``x[x > 0]``), all computed on the device with no host sync. Failures
+raise a subclass of ClboundError and of a built-in (BoundExceededError is a
+ValueError, DTypeError a TypeError; STATUS_CLASSES); arguments the library
+would reject (a size outside int64, a rank over 8, an unknown op name, an unsafe
+cast) raise TypeError, ValueError or OverflowError before reaching it. Graphs:
+clbound.Graph (clbound.graph).
 
 The library is the one installed inside this package (``pip install ./python``),
 else CLBOUND_LIBRARY (a path), else build/lib next to the sources, else the
