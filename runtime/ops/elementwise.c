@@ -92,10 +92,14 @@ static clb_status binary_launch(clb_context_t ctx, const char *op, const char *m
   return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_local(ctx, clb__numel(rank, obound), local), local);
 }
 
-/* The checks both take: a context, two live tensors of one dtype. */
-static clb_status check_operands(clb_context_t ctx, const char *op, clb_tensor_t a, clb_tensor_t b) {
+/* The checks clb_binary and clb_compare both make: a context, a known op
+ * (code below count; fn names the function in the message), two live tensors of
+ * one dtype. */
+static clb_status check_operands(clb_context_t ctx, const char *fn, const char *op, unsigned code, unsigned count,
+                                 clb_tensor_t a, clb_tensor_t b) {
   clb_status st = check_ctx(ctx, op);
   if (st != CLB_OK) return st;
+  if (code >= count) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)code);
   if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
   if ((st = clb__check_tensor(ctx, op, "b", b)) != CLB_OK) return st;
   if (a->dtype != b->dtype) {
@@ -109,11 +113,7 @@ static clb_status check_operands(clb_context_t ctx, const char *op, clb_tensor_t
 clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_tensor_t b,
                       clb_tensor_t *out) {
   const char *op = (unsigned)bop < CLB_BINARY_COUNT ? binary_names[bop] : "clb_binary";
-  if ((unsigned)bop >= CLB_BINARY_COUNT) {
-    clb_status st = check_ctx(ctx, op);
-    return st != CLB_OK ? st : clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_binary: unknown op %d", (int)bop);
-  }
-  clb_status st = check_operands(ctx, op, a, b);
+  clb_status st = check_operands(ctx, "clb_binary", op, (unsigned)bop, CLB_BINARY_COUNT, a, b);
   if (st != CLB_OK) return st;
   if (a->dtype == CLB_DTYPE_BOOL)
     return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
@@ -125,11 +125,7 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
 clb_status clb_compare(clb_context_t ctx, clb_compare_op cop, clb_tensor_t a, clb_tensor_t b,
                        clb_tensor_t *out) {
   const char *op = (unsigned)cop < CLB_COMPARE_COUNT ? compare_names[cop] : "clb_compare";
-  if ((unsigned)cop >= CLB_COMPARE_COUNT) {
-    clb_status st = check_ctx(ctx, op);
-    return st != CLB_OK ? st : clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_compare: unknown op %d", (int)cop);
-  }
-  clb_status st = check_operands(ctx, op, a, b);
+  clb_status st = check_operands(ctx, "clb_compare", op, (unsigned)cop, CLB_COMPARE_COUNT, a, b);
   if (st != CLB_OK) return st;
   return binary_launch(ctx, op, compare_macros[cop], a, b, CLB_DTYPE_BOOL, out);
 }
