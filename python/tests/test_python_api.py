@@ -281,9 +281,9 @@ def test_tensor_starts_at_its_bounds_and_set_sizes_changes_them(ctx):
         t.set_sizes([7, 2])
     e = ctx.tensor(np.float32, [5, 4], dynamic=[True, False], sizes=(0, 4))
     assert e.numpy().shape == (0, 4)
-    z = ctx.zeros(np.int64, [4], dynamic=True, sizes=[3])
+    z = ctx.zeros([4], np.int64, dynamic=True, sizes=[3])
     np.testing.assert_array_equal(z.numpy(), [0, 0, 0])
-    np.testing.assert_array_equal(ctx.full(np.float32, [2, 2], 1.5).numpy(), np.full((2, 2), 1.5, np.float32))
+    np.testing.assert_array_equal(ctx.full([2, 2], 1.5, np.float32).numpy(), np.full((2, 2), 1.5, np.float32))
 
 
 def test_numpy_reads_at_the_actual_size_not_the_bound(ctx):
