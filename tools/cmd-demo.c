@@ -68,8 +68,8 @@ static int parse_policy(const char *s, clb_policy_kind *out) {
   return 1;
 }
 
-static int demo_usage(void) {
-  fprintf(stderr,
+static int demo_usage(FILE *f) {
+  fprintf(f,
           "usage: clbound demo [--full] [--workload xla-mlp|wide-mlp|all|chain]\n"
           "                    [--policy static|automatic|dynamic|bucketed|all] [--iterations N] [--lr X]\n"
           "                    [--json] [--no-check] [--quiet]\n"
@@ -78,7 +78,7 @@ static int demo_usage(void) {
           "  --iterations N: 1..%d steps; --lr X: a finite learning rate in 0..1000\n"
           "  progress goes to stderr (a live line on a terminal); --quiet turns it off\n",
           DEMO_SHORT_SIZES, FULL_ITERATIONS, MAX_ITERATIONS);
-  return 2;
+  return clb_arg_usage_rc(f);
 }
 
 /* The first-iteration time of a run that built its programs from source, kept in
@@ -281,6 +281,12 @@ int clb_cmd_demo(int argc, char **argv) {
   double lr = -1;
   demo_workload wl = DEMO_XLA_MLP;
   clb_policy_kind pol = CLB_POLICY_DYNAMIC;
+  if (clb_arg_help(argc, argv)) {
+    for (int i = 0; i + 1 < argc; i++)
+      if (strcmp(argv[i], "--workload") == 0 && strcmp(argv[i + 1], "chain") == 0)
+        return clb_cmd_demo_chain(1, (char *[]){"--help", NULL});
+    return demo_usage(stdout);
+  }
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--workload") == 0) {
@@ -291,7 +297,7 @@ int clb_cmd_demo(int argc, char **argv) {
       else if (strcmp(v, "wide-mlp") == 0) wl = DEMO_WIDE_MLP, wl_all = 0;
       else {
         fprintf(stderr, CMD ": --workload must be xla-mlp, wide-mlp, all or chain, not \"%s\"\n", v);
-        return demo_usage();
+        return demo_usage(stderr);
       }
     } else if (strcmp(a, "--policy") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -299,7 +305,7 @@ int clb_cmd_demo(int argc, char **argv) {
       else if (parse_policy(v, &pol) == 0) pol_set = 2;
       else {
         fprintf(stderr, CMD ": --policy must be static, automatic, dynamic, bucketed or all, not \"%s\"\n", v);
-        return demo_usage();
+        return demo_usage(stderr);
       }
     } else if (strcmp(a, "--iterations") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -317,7 +323,7 @@ int clb_cmd_demo(int argc, char **argv) {
       full = 1;
     } else {
       fprintf(stderr, CMD ": unknown option %s\n", a);
-      return demo_usage();
+      return demo_usage(stderr);
     }
   }
   if (full && pol_set == 0) pol_set = 1;
