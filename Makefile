@@ -7,6 +7,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # PoCL's kernel cache lives inside the build tree: a fresh clone never shares a
 # cache with another build or PoCL version.
 export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
+# CI (CI=true, as .ci/run sets it) builds with warnings as errors.
+CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(filter true,$(CI)),-DCLBOUND_WERROR=ON)
 
 .PHONY: all setup configure build tool demo test bench clean
 # the sub-makes of CMake's build need not announce every directory
@@ -23,10 +25,10 @@ setup:
 configure: setup
 	@if [ -f $(BUILD)/CMakeCache.txt ]; then \
 	  echo "configure: cmake -S . -B $(BUILD) (already configured: warnings and errors only)"; \
-	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) --log-level=WARNING; \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) --log-level=WARNING; \
 	else \
-	  echo "configure: cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) (first time: about 10-30 s)"; \
-	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE); \
+	  echo "configure: cmake -S . -B $(BUILD) $(CMAKE_FLAGS) (first time: about 10-30 s)"; \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS); \
 	fi
 
 build: configure
