@@ -41,9 +41,9 @@ tool: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target clbound_tool
 
 # The demo prints a line per workload and policy as it starts and its progress
-# on stderr; a first run builds every program from source (about a minute on 2
-# cores), a second loads them from the disk cache. `clbound demo --full`: every
-# policy, 100 steps.
+# on stderr; every policy builds its programs from source (--cache cold, the
+# default: about a minute on 2 cores; `clbound demo --cache warm` compares them
+# from a filled cache). `clbound demo --full`: every policy, 100 steps.
 demo: tool
 	@mkdir -p $(POCL_CACHE_DIR)
 	$(BUILD)/bin/clbound info
