@@ -10,7 +10,7 @@ export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
 # CI (CI=true, as .ci/run sets it) builds with warnings as errors.
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(filter true,$(CI)),-DCLBOUND_WERROR=ON)
 
-.PHONY: all setup configure build tool demo test bench clean
+.PHONY: all setup configure build tool demo test bench bench-docs doc-figures clean
 # the sub-makes of CMake's build need not announce every directory
 MAKEFLAGS += --no-print-directory
 
@@ -67,6 +67,13 @@ bench: build
 	$(BUILD)/bin/clbound bench whole-step --json | tee $(BENCH_DIR)/whole-step.jsonl
 	$(BUILD)/bin/clbound demo --full --json | tee $(BENCH_DIR)/demo.jsonl
 	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
+
+# The deterministic figures (bytes, counts) quoted in README.md and docs/:
+# measured again and written in place, with docs/figures.md (run it after a
+# change that moves one, then commit; ctest docs/figures checks them).
+doc-figures: tool
+	@mkdir -p $(POCL_CACHE_DIR)
+	python3 scripts/doc-figures.py $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
