@@ -51,8 +51,9 @@ def load_meta(bench):
 
 
 def subtitle(meta):
-    # gnuplot strings in single quotes: a quote is doubled
-    return ("%s, %s, commit %s" % (meta["device"], meta["date"], meta["commit"])).replace("'", "''")
+    # the second line of a title in a double-quoted gnuplot string
+    text = "%s, %s, commit %s" % (meta["device"], meta["date"], meta["commit"])
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def plot_steps(rows, out_dir, work, meta):
@@ -70,7 +71,7 @@ def plot_steps(rows, out_dir, work, meta):
 set terminal svg size 720,420 dynamic font 'sans,12'
 set output '{out}'
 set termoption noenhanced
-set title 'wide-mlp training step (256-512-256-1) against the actual batch size\n{subtitle(meta)}'
+set title "wide-mlp training step (256-512-256-1) against the actual batch size\\n{subtitle(meta)}"
 set xlabel 'actual batch size n (bound 4096)'
 set ylabel 'ms per step (median)'
 set logscale xy 2
@@ -112,7 +113,7 @@ def plot_ops(rows, out_dir, work, meta):
 set terminal svg size 720,420 dynamic font 'sans,12'
 set output '{out}'
 set termoption noenhanced
-set title 'n = {big}: fraction of a copy kernel over the same bytes (median)\n{subtitle(meta)}'
+set title "n = {big}: fraction of a copy kernel over the same bytes (median)\\n{subtitle(meta)}"
 set xlabel 'density of the mask (fraction of true / nonzero)'
 set ylabel 'fraction of copy bandwidth'
 set style data histogram
