@@ -54,11 +54,9 @@ def main():
     m = re.search(r"CLB_ERR_BOUND_EXCEEDED: the count is larger(.*?)\* - CLB_ERR_SHORT_SOURCE", dataops, re.S)
     if not m or "clb_tensor_read" not in m.group(1) or "marked failed" not in m.group(1):
         bad.append("dataops.h does not say that reading an overflowed output returns CLB_ERR_BOUND_EXCEEDED")
-    for b in bad:
-        print("repo-claims: FAIL: " + b, file=sys.stderr)
-    if not bad:
-        print("repo-claims: ok")
-    return 1 if bad else 0
+    report = "\n".join("repo-claims: FAIL: " + b for b in bad) or "repo-claims: ok"
+    print(report, file=sys.stderr if bad else sys.stdout)
+    return int(bool(bad))
 
 
 if __name__ == "__main__":
