@@ -171,8 +171,9 @@ typedef void (*clb_log_fn)(void *user, const char *category, const char *line);
  * "clbound[category]: line". categories 0 turns logging off. */
 CLB_API void clb_context_set_log(clb_context_t ctx, unsigned categories, clb_log_fn fn, void *user);
 
-/* Writes the context's counters as one JSON object (the same keys as the
- * CLBOUND_METRICS_FILE written when the context is freed; docs/observability.md)
+/* Writes the context's counters as one JSON object (the keys of the
+ * CLBOUND_METRICS_FILE, which sums every context the process frees and adds
+ * "scope" and "contexts"; docs/observability.md)
  * into buf[cap]. *len (may be NULL) gets the full length; a cap too small gives
  * CLB_ERR_BUFFER_SMALL with buf holding a truncated, NUL-terminated prefix. */
 CLB_API clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len);
