@@ -27,7 +27,8 @@ typedef struct demo_result {
   double seconds;            /* end to end: graph build, training, reading the losses */
   double step_s;             /* one step with its plan and kernels ready: the mean of the
                                 first min(iterations, DEMO_REPLAY_STEPS) steps run again
-                                after the run, each to completion; -1 when not measured */
+                                after the run, each to completion; -1 when not measured
+                                (CLBOUND_SHAPE_LOG set: the log would hold them) */
   double first_iteration_s;  /* from context creation to the first step's completion */
   uint64_t program_builds, cache_hits_memory, cache_hits_disk, plans_compiled, recompiles;
   uint64_t host_syncs;       /* during training, before the losses are read */

@@ -125,7 +125,7 @@ static const char *cache_state(const demo_result *r) {
  * (plans, programs built or loaded, kernels' first launches, where PoCL
  * compiles them for their size). */
 static double steps_s(const demo_result *r, int iterations) {
-  if (r->step_s < 0) return r->seconds;
+  if (r->step_s < 0) return NAN; /* not measured */
   double s = r->step_s * iterations;
   return s < r->seconds ? s : r->seconds;
 }
@@ -317,7 +317,7 @@ static void print_workload_intro(demo_workload w, int iterations, double lr, int
 /* What the run measured, per policy, summed over the workloads. */
 typedef struct policy_total {
   int ran;
-  double seconds, compile;
+  double seconds, compile; /* compile: NaN once a run's was not measured */
   uint64_t builds, syncs;
   char state[8]; /* the cache state of every run, or "mixed" when they differ */
 } policy_total;
@@ -342,6 +342,11 @@ static int same_state(const policy_total *d, const policy_total *s) {
 /* Compile and steps apart, dynamic against static. */
 static void print_apart(const char *indent, const policy_total *d, const policy_total *s) {
   char cd[32], cs[32], sd[32], ss[32];
+  if (!isfinite(d->compile) || !isfinite(s->compile)) {
+    printf("%scompile and steps not measured apart (CLBOUND_SHAPE_LOG is set: the replayed steps would be logged)\n",
+           indent);
+    return;
+  }
   secs(cd, sizeof cd, d->compile);
   secs(cs, sizeof cs, s->compile);
   secs(sd, sizeof sd, d->seconds - d->compile);
@@ -562,8 +567,13 @@ int clb_cmd_demo(int argc, char **argv) {
         if (r.max_loss_error >= 0) snprintf(err_s, sizeof err_s, "%.2e", r.max_loss_error);
         else snprintf(err_s, sizeof err_s, "-");
         snprintf(trend_s, sizeof trend_s, "%.4f -> %.4f", tr.start, tr.end);
-        printf("  %-9s %8.3f %9.3f %8.3f %7llu %10llu %6llu %10llu %10llu %21s %12s\n", demo_policy_name(p), r.seconds,
-               compile_s(&r, iters), steps_s(&r, iters), (unsigned long long)r.program_builds,
+        char cs_s[16] = "-", ss_s[16] = "-";
+        if (r.step_s >= 0) {
+          snprintf(cs_s, sizeof cs_s, "%.3f", compile_s(&r, iters));
+          snprintf(ss_s, sizeof ss_s, "%.3f", steps_s(&r, iters));
+        }
+        printf("  %-9s %8.3f %9s %8s %7llu %10llu %6llu %10llu %10llu %21s %12s\n", demo_policy_name(p), r.seconds,
+               cs_s, ss_s, (unsigned long long)r.program_builds,
                (unsigned long long)(r.cache_hits_memory + r.cache_hits_disk), (unsigned long long)r.plans_compiled,
                (unsigned long long)r.recompiles, (unsigned long long)r.host_syncs, trend_s, err_s);
         fflush(stdout);
