@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+int clb_arg_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+  return 0;
+}
+
+int clb_arg_usage_rc(const void *f) { return f == (const void *)stdout ? CLB_ARG_OK : CLB_ARG_BAD; }
+
 const char *clb_arg_value(const char *cmd, int argc, char **argv, int *i) {
   if (*i + 1 >= argc) {
     fprintf(stderr, "%s: %s needs a value\n", cmd, argv[*i]);

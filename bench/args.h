@@ -11,6 +11,13 @@
 
 enum { CLB_ARG_OK = 0, CLB_ARG_BAD = 2 };
 
+/* Whether the arguments ask for help (-h or --help anywhere): the command then
+ * prints its usage on stdout and exits 0. */
+int clb_arg_help(int argc, char **argv);
+/* The exit code of a usage message printed on f: 0 on stdout (asked for with
+ * --help), CLB_ARG_BAD elsewhere (a wrong command line). */
+int clb_arg_usage_rc(const void *f);
+
 /* The value after option argv[*i]: advances *i, or prints "CMD: OPT needs a
  * value" and returns NULL. */
 const char *clb_arg_value(const char *cmd, int argc, char **argv, int *i);

@@ -239,7 +239,19 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
   return 0;
 }
 
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--shapes MxNxK,...]\n"
+                      "                         [--sweep [--trans nn,nt]]\n"
+                      "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
+                      "  (host-blas, kernel, clblast, and clblast-tuned where the device has a tuning file)\n"
+                      "  against a direct CBLAS call at the same sizes; --shapes: only those of the list\n"
+                      "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
+                      "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
+  return clb_arg_usage_rc(f);
+}
+
 int clb_bench_gemm(int argc, char **argv) {
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   int json = 0, quick = 0, reps = 0, do_nn = 1, do_nt = 1, quiet = 0, sweep = 0;
   const char *only = NULL;
   for (int i = 0; i < argc; i++) {
@@ -269,14 +281,7 @@ int clb_bench_gemm(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: clbound bench gemm [--json] [--quick] [--quiet] [--reps N] [--shapes MxNxK,...]\n"
-                      "                         [--sweep [--trans nn,nt]]\n"
-                      "  default: an MLP's matmuls (M x N x K), the batch dim bounded by %d, each strategy\n"
-                      "  (host-blas, kernel, clblast, and clblast-tuned where the device has a tuning file)\n"
-                      "  against a direct CBLAS call at the same sizes; --shapes: only those of the list\n"
-                      "  --sweep: C[M, N] = A[M, K] B (nn) or A B^T (nt) at M = 64..4096, every strategy\n"
-                      "  against CLBlast at the exact M with every size on the host\n", BOUND_M);
-      return 2;
+      return usage(stderr);
     }
   }
   if (reps <= 0) reps = quick ? 3 : 7;

@@ -320,22 +320,23 @@ static void report(int json, const char *style, bop op, const bset *s, double de
   fflush(stdout);
 }
 
-static int usage(void) {
-  fprintf(stderr,
+static int usage(FILE *f) {
+  fprintf(f,
           "usage: clbound bench ops [--json] [--quick] [--quiet] [--n 1..2147483648] [--reps 1..10000]\n"
           "                         [--style auto|cpu|gpu] [--op nonzero|masked_select|masked_scatter]\n"
           "                         [--density 0..1]\n"
           "  nonzero (bool and f32 input), masked_select and masked_scatter (f32 values, bool mask)\n"
           "  at N elements (default 16777216 = 4096x4096) and at 4096 (64x64), densities 1%%, 50%%, 99%%;\n"
           "  each against a copy kernel over the same bytes and a plain host loop, in the same run\n");
-  return 2;
+  return clb_arg_usage_rc(f);
 }
 
 int clb_bench_ops(int argc, char **argv) {
   if (argc < 1 || strcmp(argv[0], "ops") != 0) {
-    fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps)\n", argc > 0 ? argv[0] : "(none)");
+    fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps, whole-step)\n", argc > 0 ? argv[0] : "(none)");
     return 2;
   }
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   int json = 0, quick = 0, reps = 0, quiet = 0;
   const char *only_op = NULL;
   double only_density = -1;
@@ -358,15 +359,15 @@ int clb_bench_ops(int argc, char **argv) {
       if (strcmp(s, "cpu") == 0) style = CLB_KERNEL_STYLE_CPU;
       else if (strcmp(s, "gpu") == 0) style = CLB_KERNEL_STYLE_GPU;
       else if (strcmp(s, "auto") == 0) style = CLB_KERNEL_STYLE_AUTO;
-      else return usage();
+      else return usage(stderr);
     } else {
-      return usage();
+      return usage(stderr);
     }
   }
 
   if (only_op && strcmp(only_op, "nonzero") != 0 && strcmp(only_op, "masked_select") != 0 &&
       strcmp(only_op, "masked_scatter") != 0)
-    return usage();
+    return usage(stderr);
   if (reps <= 0) reps = quick ? 3 : 11;
   clb_progress_mode pm = clb_progress_mode_for(quiet);
   clb_context_options o;

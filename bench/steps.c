@@ -16,7 +16,13 @@
 /* `clbound bench steps`: the time of one wide-mlp training step (forward,
  * backward, SGD) at actual batch size n, under a plan that bounds n (dynamic),
  * a plan built for exactly n (static) and a plan for n's power-of-two bucket. */
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound bench steps [--json] [--quiet] [--reps 1..1000] [--sizes n1,n2,... (1..4096, up to 16)]\n");
+  return clb_arg_usage_rc(f);
+}
+
 int clb_bench_steps(int argc, char **argv) {
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   int json = 0, reps = 7, quiet = 0;
   int64_t sizes[16] = {256, 1024, 4096};
   int nsizes = 3;
@@ -30,8 +36,7 @@ int clb_bench_steps(int argc, char **argv) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_i64_list(CMD, "--sizes", v, 1, 4096, sizes, 16, &nsizes))
         return 2;
     } else {
-      fprintf(stderr, "usage: clbound bench steps [--json] [--quiet] [--reps 1..1000] [--sizes n1,n2,... (1..4096, up to 16)]\n");
-      return 2;
+      return usage(stderr);
     }
   }
   clb_progress_mode pm = clb_progress_mode_for(quiet);

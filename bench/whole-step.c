@@ -5,10 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/args.h"
 #include "bench/bench.h"
 #include "bench/workloads.h"
 
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound bench whole-step [--json] [--reps N] [--batch STEPS] [--workload xla-mlp|wide-mlp]\n"
+             "  one training step: whole-step (fused), eager (op by op) and replayed, per-step median\n");
+  return clb_arg_usage_rc(f);
+}
+
 int clb_bench_whole_step(int argc, char **argv) {
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   int json = 0, reps = 9, batch = 20, only = -1;
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
@@ -23,8 +31,7 @@ int clb_bench_whole_step(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: clbound bench whole-step [--json] [--reps N] [--batch STEPS] [--workload xla-mlp|wide-mlp]\n");
-      return 2;
+      return usage(stderr);
     }
   }
   if (reps < 1) reps = 1;

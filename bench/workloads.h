@@ -19,10 +19,16 @@ typedef struct demo_config {
   int check;        /* compute the double reference and compare */
   int sizes;        /* 1..DEMO_MAX_SHORT_SIZES: the batch sizes cycle through that many
                        sizes of the demo's short run; 0: the workload's whole schedule */
+  const char *cache_dir; /* the run's program cache folder (clb_context_options.cache_dir):
+                            NULL: the configured one; "off": none */
 } demo_config;
 
 typedef struct demo_result {
   double seconds;            /* end to end: graph build, training, reading the losses */
+  double step_s;             /* one step with its plan and kernels ready: the mean of the
+                                first min(iterations, DEMO_REPLAY_STEPS) steps run again
+                                after the run, each to completion; -1 when not measured
+                                (CLBOUND_SHAPE_LOG set: the log would hold them) */
   double first_iteration_s;  /* from context creation to the first step's completion */
   uint64_t program_builds, cache_hits_memory, cache_hits_disk, plans_compiled, recompiles;
   uint64_t host_syncs;       /* during training, before the losses are read */
@@ -61,6 +67,7 @@ const char *demo_workload_name(demo_workload w);
 const char *demo_policy_name(clb_policy_kind p);
 double demo_default_lr(demo_workload w);
 
+#define DEMO_REPLAY_STEPS 50
 /* Runs one (workload, policy) training on a fresh context. Returns 0, or 1 with
  * a message in err. */
 int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen);

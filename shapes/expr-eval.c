@@ -118,7 +118,7 @@ static clb_status eval_sym(struct clb_shapes *sh, node *e, env *v, int64_t *out)
 }
 
 static clb_status eval(struct clb_shapes *sh, node *e, env *v, int64_t *out) {
-  int64_t x, y;
+  int64_t x = 0, y = 0; /* min/max nodes have at least one argument; gcc's -Wmaybe-uninitialized cannot tell */
   clb_status st;
   switch (e->kind) {
   case CLB_EXPR_CONST:

@@ -1,9 +1,11 @@
 /* clbound.c: the clbound command: info, usage, and dispatch to the subcommands
  * (tools/cmd-*.c) and the benchmarks (bench/). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clbound/clbound.h"
 #include "bench/bench.h"
@@ -11,16 +13,18 @@
 
 static int usage(FILE *f) {
   fprintf(f,
-          "usage: clbound <command> [options]\n"
+          "usage: clbound <command> [options]   (clbound <command> --help: its options)\n"
+          "       clbound -h|--help|--version\n"
           "commands:\n"
           "  info             list OpenCL platforms and devices\n"
           "  demo [--full] [--workload xla-mlp|wide-mlp|all|chain] [--policy P|all]\n"
-          "       [--iterations N] [--lr X] [--json] [--no-check] [--quiet]\n"
+          "       [--iterations N] [--lr X] [--cache cold|warm|user] [--json] [--no-check] [--quiet]\n"
           "                   MLP training on batches sized on the device: dynamic against\n"
-          "                   static in about a minute; --full: every policy, 100 steps\n"
+          "                   static in about a minute, from the same program cache (--cache,\n"
+          "                   default cold); --full: every policy, 100 steps\n"
           "  demo --data-parallel [--workload W] [--iterations N] [--rows R]\n"
           "                   under mpirun: both workloads trained data-parallel over MPI\n"
-          "                   (docs/scale-out.md; built only with MPI)\n"
+          "                   (docs/scale-out.md; runs clbound-dist, built only with MPI)\n"
           "  bench ops [--json] [--quick] [--quiet]\n"
           "                   data-dependent ops against a copy kernel over the same bytes\n"
           "  bench gemm [--json] [--quick] [--quiet] [--sweep]\n"
@@ -29,15 +33,18 @@ static int usage(FILE *f) {
           "                   against CLBlast at M = 64..4096)\n"
           "  bench steps [--json] [--quiet] [--reps N] [--sizes n1,n2]\n"
           "                   a wide-mlp training step per policy against batch size\n"
+          "  bench whole-step [--json] [--reps N] [--batch STEPS] [--workload W]\n"
+          "                   one training step fused (whole step), op by op and replayed\n"
           "  shapes FILE [--buckets N]\n"
           "                   dynamicity report of a CLBOUND_SHAPE_LOG or a CSV of shapes\n"
           "  cache info|clear [DIR]\n"
-          "  cache warm [--workload W] [--policy P]   build and store the demo plans' programs\n"
-          "                   the persistent program cache (CLBOUND_CACHE_DIR)\n"
+          "                   the persistent program cache (CLBOUND_CACHE_DIR): what it holds; empty it\n"
+          "  cache warm [--workload W] [--policy P]\n"
+          "                   build and store the demo plans' programs in it ahead of a run\n"
           "  tune [--platform P] [--device D] [--budget SECONDS] [--size N] [--no-f64] [--quiet]\n"
           "                   run CLBlast's GEMM tuners (clblast-utils) on one device within\n"
           "                   SECONDS (default 300); contexts apply the stored parameters\n"
-          "  version          print the library version\n"
+          "  version          print the library version (also: clbound --version)\n"
           "long commands show progress on stderr (a live line on a terminal); --quiet: none\n"
           "environment: CLBOUND_PLATFORM, CLBOUND_DEVICE (index or name substring),\n"
           "  CLBOUND_CACHE_DIR, CLBOUND_LOG=recompiles,syncs,builds,cache,gemm,record, CLBOUND_METRICS_FILE,\n"
@@ -109,12 +116,49 @@ static int cmd_info(void) {
   return 0;
 }
 
+/* `clbound demo --data-parallel`: the MPI part is a program of its own,
+ * clbound-dist, next to this one, so that nothing else here needs MPI. */
+static int run_dist(int argc, char **argv) {
+  char self[4096], path[4200];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(path, sizeof path, "%s/clbound-dist", self);
+    if (access(path, X_OK) == 0) {
+      argv[0] = path;
+      execv(path, argv);
+      fprintf(stderr, "clbound demo --data-parallel: could not run %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+  }
+  fprintf(stderr, "clbound demo --data-parallel: clbound-dist is not installed next to clbound: this clbound was built "
+                  "without MPI (install Open MPI: scripts/setup.sh, then configure again)\n");
+  return 2;
+}
+
+static int print_version(void) {
+  printf("clbound %s\n", clb_version());
+  return 0;
+}
+
+static int is_help(const char *a) { return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0; }
+
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr);
-  if (strcmp(argv[1], "info") == 0) return cmd_info();
+  if (is_help(argv[1])) return usage(stdout);
+  if (strcmp(argv[1], "--version") == 0) return print_version();
+  if (strcmp(argv[1], "info") == 0) {
+    if (argc > 2 && is_help(argv[2])) {
+      printf("usage: clbound info\n  the OpenCL platforms and devices, what clbound reads of each, and its CLBlast tuning\n");
+      return 0;
+    }
+    return cmd_info();
+  }
   if (strcmp(argv[1], "demo") == 0) {
     for (int i = 2; i < argc; i++)
-      if (strcmp(argv[i], "--data-parallel") == 0) return clb_cmd_dist_demo(argc - 2, argv + 2);
+      if (strcmp(argv[i], "--data-parallel") == 0) return run_dist(argc - 1, argv + 1);
     return clb_cmd_demo(argc - 2, argv + 2);
   }
   if (strcmp(argv[1], "bench") == 0) return clb_bench_main(argc - 2, argv + 2);
@@ -122,10 +166,12 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "cache") == 0) return clb_cmd_cache(argc - 2, argv + 2);
   if (strcmp(argv[1], "shapes") == 0) return clb_cmd_shapes(argc - 2, argv + 2);
   if (strcmp(argv[1], "version") == 0) {
-    printf("clbound %s\n", clb_version());
-    return 0;
+    if (argc > 2 && is_help(argv[2])) {
+      printf("usage: clbound version (or clbound --version)\n  the version of the clbound library it runs with\n");
+      return 0;
+    }
+    return print_version();
   }
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) return usage(stdout);
   fprintf(stderr, "clbound: unknown command \"%s\"\n", argv[1]);
   return usage(stderr);
 }

@@ -2,9 +2,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/args.h"
 #include "bench/workloads.h"
 #include "clbound/clbound.h"
 #include "commands.h"
+
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound cache info|clear [DIR]\n"
+             "       clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]\n"
+             "  info: the folder, entries and bytes of the persistent program cache (DIR, else\n"
+             "        CLBOUND_CACHE_DIR, else the per-user default); clear: empty it\n"
+             "  warm: build and store the demo plans' programs ahead of a run\n");
+  return clb_arg_usage_rc(f);
+}
 
 /* `clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]`:
  * builds and stores the demo graphs' plan programs ahead of time, so the next
@@ -41,15 +51,14 @@ static int cache_warm(int argc, char **argv) {
   }
   return 0;
 usage:
-  fprintf(stderr, "usage: clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]\n");
-  return 2;
+  return usage(stderr);
 }
 
 int clb_cmd_cache(int argc, char **argv) {
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   if (argc >= 1 && strcmp(argv[0], "warm") == 0) return cache_warm(argc - 1, argv + 1);
   if (argc < 1 || (strcmp(argv[0], "info") != 0 && strcmp(argv[0], "clear") != 0)) {
-    fprintf(stderr, "usage: clbound cache info|clear [DIR] | clbound cache warm [--workload W] [--policy P]\n");
-    return 2;
+    return usage(stderr);
   }
   char def[1024];
   const char *dir = argc > 1 ? argv[1] : NULL;

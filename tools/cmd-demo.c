@@ -68,21 +68,72 @@ static int parse_policy(const char *s, clb_policy_kind *out) {
   return 1;
 }
 
-static int demo_usage(void) {
-  fprintf(stderr,
+static int demo_usage(FILE *f) {
+  fprintf(f,
           "usage: clbound demo [--full] [--workload xla-mlp|wide-mlp|all|chain]\n"
           "                    [--policy static|automatic|dynamic|bucketed|all] [--iterations N] [--lr X]\n"
-          "                    [--json] [--no-check] [--quiet]\n"
+          "                    [--cache cold|warm|user] [--json] [--no-check] [--quiet]\n"
           "  default: both workloads, dynamic against static, a short run over %d batch sizes\n"
           "  --full: every policy, %d steps over the whole batch-size schedule\n"
           "  --iterations N: 1..%d steps; --lr X: a finite learning rate in 0..1000\n"
+          "  --cache: the program cache every policy starts from, the same for all (default cold):\n"
+          "    cold  no disk cache: every policy builds all its programs from source\n"
+          "    warm  a fresh cache of the run's own, filled by an untimed run of each policy first\n"
+          "    user  the configured cache (CLBOUND_CACHE_DIR or the per-user one) as it is: the\n"
+          "          state each policy found is printed, and only equal states are compared\n"
           "  progress goes to stderr (a live line on a terminal); --quiet turns it off\n",
           DEMO_SHORT_SIZES, FULL_ITERATIONS, MAX_ITERATIONS);
-  return 2;
+  return clb_arg_usage_rc(f);
 }
 
-/* The first-iteration time of a run that built its programs from source, kept in
- * the cache folder so that a warm run can say how much sooner it started. */
+/* The program cache every policy of the run starts from (--cache). */
+typedef enum demo_cache { CACHE_COLD, CACHE_WARM, CACHE_USER } demo_cache;
+static const char *const cache_names[] = {"cold", "warm", "user"};
+
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+/* Seconds with three significant digits, so that a ratio of two printed times
+ * is the ratio printed beside them. */
+static void secs(char *buf, size_t len, double s) {
+  if (s >= 100) snprintf(buf, len, "%.0f s", s);
+  else if (s >= 10) snprintf(buf, len, "%.1f s", s);
+  else if (s >= 1) snprintf(buf, len, "%.2f s", s);
+  else snprintf(buf, len, "%.3f s", s);
+}
+
+/* "A is 2.1x faster than B (0.742 s against 1.56 s)", or "2.1x slower": the
+ * ratio is always >= 1, its word says which way. */
+static void faster_words(char *buf, size_t len, const char *a, double ta, const char *b, double tb, const char *what) {
+  char sa[32], sb[32];
+  secs(sa, sizeof sa, ta);
+  secs(sb, sizeof sb, tb);
+  if (ta <= 0 || tb <= 0) snprintf(buf, len, "%s %s %s, %s %s", a, sa, what, b, sb);
+  else if (ta <= tb) snprintf(buf, len, "%s is %.1fx faster %s than %s (%s against %s)", a, tb / ta, what, b, sa, sb);
+  else snprintf(buf, len, "%s is %.1fx slower %s than %s (%s against %s)", a, ta / tb, what, b, sa, sb);
+}
+
+/* The state of the program cache a run found: "cold" (every program built from
+ * source), "warm" (every one loaded from disk) or "mixed". */
+static const char *cache_state(const demo_result *r) {
+  if (r->cache_hits_disk == 0) return "cold";
+  if (r->program_builds == 0) return "warm";
+  return "mixed";
+}
+
+/* The run's time apart: its steps at the time of a step whose plan and kernels
+ * are ready (demo_run measures one after the run), and the rest: compiling
+ * (plans, programs built or loaded, kernels' first launches, where PoCL
+ * compiles them for their size). */
+static double steps_s(const demo_result *r, int iterations) {
+  if (r->step_s < 0) return NAN; /* not measured */
+  double s = r->step_s * iterations;
+  return s < r->seconds ? s : r->seconds;
+}
+static double compile_s(const demo_result *r, int iterations) { return r->seconds - steps_s(r, iterations); }
+
+/* Under --cache user: the first-step time of a run that built its programs,
+ * kept in the cache folder, so that a later process can say how much sooner
+ * it started from that cache. */
 static void cold_file(char *buf, size_t len, const char *workload, const char *policy) {
   char dir[1024];
   buf[0] = 0;
@@ -90,33 +141,53 @@ static void cold_file(char *buf, size_t len, const char *workload, const char *p
   snprintf(buf, len, "%s/demo-first-iteration-%s-%s.txt", dir, workload, policy);
 }
 
-static void first_iteration_note(const demo_result *r, const char *workload, const char *policy, char *note,
-                                 size_t len) {
-  char path[1200];
+/* The note on a run's start: its cache state and first step; `fill_s` >= 0 is
+ * the first step of this process's untimed run that filled the cache (warm). */
+static void first_iteration_note(const demo_result *r, demo_cache mode, double fill_s, const char *workload,
+                                 const char *policy, char *note, size_t len) {
   note[0] = 0;
+  if (r->first_iteration_s < 0) return;
+  const unsigned long long built = r->program_builds, loaded = r->cache_hits_disk;
+  const double first = r->first_iteration_s;
+  if (loaded == 0) {
+    snprintf(note, len, "cache cold: first step done %.3f s after start (%llu program%s built from source)", first,
+             built, plural(built));
+  } else if (built > 0) {
+    snprintf(note, len, "cache mixed: first step done %.3f s after start (%llu program%s built from source, %llu from "
+                        "the disk cache)", first, built, plural(built), loaded);
+  } else if (fill_s > 0) {
+    snprintf(note, len, "cache warm: first step done %.3f s after start, %.3f s sooner than this process's cold run "
+                        "that filled the cache (%.3f s): %s %llu program%s from the disk cache",
+             first, fill_s - first, fill_s, loaded == 1 ? "the" : "all", loaded, plural(loaded));
+  } else {
+    snprintf(note, len, "cache warm: first step done %.3f s after start: %s %llu program%s from the disk cache", first,
+             loaded == 1 ? "the" : "all", loaded, plural(loaded));
+  }
+  if (mode != CACHE_USER) return;
+  /* the configured cache: remember a cold start, or compare with the one that
+   * filled it (an earlier process) */
+  char path[1200];
   cold_file(path, sizeof path, workload, policy);
-  if (!path[0] || r->first_iteration_s < 0) return;
-  if (r->program_builds > 0) {
+  if (!path[0]) return;
+  if (loaded == 0 && built > 0) {
     FILE *f = fopen(path, "w");
     if (f) {
-      fprintf(f, "%.6f\n", r->first_iteration_s);
+      fprintf(f, "%.6f\n", first);
       fclose(f);
     }
-    snprintf(note, len, "first step done %.3f s after start (%llu programs built from source)", r->first_iteration_s,
-             (unsigned long long)r->program_builds);
     return;
   }
+  if (built > 0) return;
   double cold = -1;
   FILE *f = fopen(path, "r");
   if (f) {
     if (fscanf(f, "%lf", &cold) != 1 || !isfinite(cold)) cold = -1;
     fclose(f);
   }
-  if (cold > 0)
-    snprintf(note, len, "first step done %.3f s after start, %.3f s sooner than the cold run (%.3f s): all %llu programs from the disk cache",
-             r->first_iteration_s, cold - r->first_iteration_s, cold, (unsigned long long)r->cache_hits_disk);
-  else
-    snprintf(note, len, "first step done %.3f s after start: all programs from the disk cache", r->first_iteration_s);
+  size_t used = strlen(note);
+  if (cold > 0 && used < len)
+    snprintf(note + used, len - used, "; %.3f s sooner than the run that filled this cache (an earlier process: %.3f s)",
+             cold - first, cold);
 }
 
 /* ---- JSON: one object per (workload, policy); every number finite or null --- */
@@ -148,13 +219,17 @@ static loss_trend trend_of(const float *losses, int n, int sizes) {
   return t;
 }
 
-static void print_json(const demo_config *c, const demo_result *r, double lr, const loss_trend *tr, double tolerance,
-                       const char *note) {
+static void print_json(const demo_config *c, const demo_result *r, demo_cache mode, double lr, const loss_trend *tr,
+                       double tolerance, const char *note) {
   printf("{\"workload\":\"%s\",\"policy\":\"%s\",\"iterations\":%d", demo_workload_name(c->workload),
          demo_policy_name(c->policy), c->iterations);
   json_num("lr", lr, "%g");
   json_num("seconds", r->seconds, "%.4f");
   json_num("first_iteration_s", r->first_iteration_s, "%.4f");
+  json_num("compile_s", compile_s(r, c->iterations), "%.4f");
+  json_num("steps_s", steps_s(r, c->iterations), "%.4f");
+  json_num("step_ms", r->step_s >= 0 ? 1e3 * r->step_s : NAN, "%.4f");
+  printf(",\"cache\":\"%s\",\"cache_state\":\"%s\"", cache_names[mode], cache_state(r));
   json_u64("program_builds", r->program_builds);
   json_u64("cache_hits", r->cache_hits_memory + r->cache_hits_disk);
   json_u64("cache_hits_memory", r->cache_hits_memory);
@@ -234,19 +309,64 @@ static void print_workload_intro(demo_workload w, int iterations, double lr, int
     printf("wide-mlp: MLP 256-512-256-1 (ReLU, sigmoid), BCE, SGD; each batch is masked_select of a\n"
            "  4096x256 table with a new mask; %d steps at lr %g, %s.\n",
            iterations, lr, sz);
-  printf("  %-9s %8s %7s %10s %6s %10s %10s %21s %12s\n", "policy", "seconds", "builds", "cache hits", "plans",
-         "recompiles", "host syncs", "mean loss first->last", "max loss err");
+  printf("  %-9s %8s %9s %8s %7s %10s %6s %10s %10s %21s %12s\n", "policy", "total s", "compile s", "steps s",
+         "builds", "cache hits", "plans", "recompiles", "host syncs", "mean loss first->last", "max loss err");
   fflush(stdout); /* before the progress lines on stderr */
 }
 
 /* What the run measured, per policy, summed over the workloads. */
 typedef struct policy_total {
   int ran;
-  double seconds;
+  double seconds, compile; /* compile: NaN once a run's was not measured */
   uint64_t builds, syncs;
+  char state[8]; /* the cache state of every run, or "mixed" when they differ */
 } policy_total;
 
-static void print_summary(const policy_total *tot, int full) {
+static void add_total(policy_total *t, const demo_result *r, int iterations) {
+  const char *st = cache_state(r);
+  if (!t->ran) snprintf(t->state, sizeof t->state, "%s", st);
+  else if (strcmp(t->state, st) != 0) snprintf(t->state, sizeof t->state, "mixed");
+  t->ran = 1;
+  t->seconds += r->seconds;
+  t->compile += compile_s(r, iterations);
+  t->builds += r->program_builds;
+  t->syncs += r->host_syncs;
+}
+
+/* Dynamic against static, when both ran: end to end only from the same cache
+ * state; compile and steps apart either way. */
+static int same_state(const policy_total *d, const policy_total *s) {
+  return strcmp(d->state, s->state) == 0 && strcmp(d->state, "mixed") != 0;
+}
+
+/* Compile and steps apart, dynamic against static. */
+static void print_apart(const char *indent, const policy_total *d, const policy_total *s) {
+  char cd[32], cs[32], sd[32], ss[32];
+  if (!isfinite(d->compile) || !isfinite(s->compile)) {
+    printf("%scompile and steps not measured apart (CLBOUND_SHAPE_LOG is set: the replayed steps would be logged)\n",
+           indent);
+    return;
+  }
+  secs(cd, sizeof cd, d->compile);
+  secs(cs, sizeof cs, s->compile);
+  secs(sd, sizeof sd, d->seconds - d->compile);
+  secs(ss, sizeof ss, s->seconds - s->compile);
+  printf("%scompile %s against %s; steps %s against %s (dynamic against static)\n", indent, cd, cs, sd, ss);
+}
+
+static void print_comparison(const char *indent, const policy_total *d, const policy_total *s) {
+  char line[400];
+  if (same_state(d, s)) {
+    faster_words(line, sizeof line, "dynamic", d->seconds, "static", s->seconds, "end to end");
+    printf("%scache %s for both: %s\n", indent, d->state, line);
+  } else {
+    printf("%snot compared end to end: dynamic's cache was %s, static's %s (--cache cold or warm gives both the same)\n",
+           indent, d->state, s->state);
+  }
+  print_apart(indent, d, s);
+}
+
+static void print_summary(const policy_total *tot, int full, demo_cache mode) {
   const policy_total *d = &tot[CLB_POLICY_DYNAMIC], *s = &tot[CLB_POLICY_STATIC];
   static const clb_policy_kind order[] = {CLB_POLICY_DYNAMIC, CLB_POLICY_AUTOMATIC, CLB_POLICY_BUCKETED,
                                           CLB_POLICY_STATIC};
@@ -260,14 +380,26 @@ static void print_summary(const policy_total *tot, int full) {
     first = 0;
   }
   if (first) return;
-  printf("What this run shows:\n");
+  printf("What this run shows (--cache %s):\n", cache_names[mode]);
   printf("  Programs built from source, by policy: %s.\n", built);
-  if (d->ran && s->ran && d->seconds > 0)
-    printf("  Static took %.1fx as long as dynamic for the same steps (%.1f s against %.1f s): it builds a plan\n"
-           "  and its programs for every batch size, dynamic one plan for all.\n",
-           s->seconds / d->seconds, s->seconds, d->seconds);
+  if (d->ran && s->ran && d->seconds > 0 && s->seconds > 0) {
+    if (same_state(d, s)) {
+      const int st_slower = s->seconds >= d->seconds;
+      char a[32], b[32];
+      secs(a, sizeof a, st_slower ? s->seconds : d->seconds);
+      secs(b, sizeof b, st_slower ? d->seconds : s->seconds);
+      printf("  %s took %.1fx as long as %s for the same steps (%s against %s), the cache %s for both:\n"
+             "  static builds a plan and its programs for every batch size, dynamic one plan for all.\n",
+             st_slower ? "Static" : "Dynamic", st_slower ? s->seconds / d->seconds : d->seconds / s->seconds,
+             st_slower ? "dynamic" : "static", a, b, d->state);
+    } else {
+      printf("  Static and dynamic started from different cache states (%s, %s): not compared end to end.\n", s->state,
+             d->state);
+    }
+    print_apart("  ", d, s);
+  }
   if (d->ran)
-    printf("  Dynamic made %llu host syncs during training%s.\n", (unsigned long long)d->syncs,
+    printf("  Dynamic made %llu host sync%s during training%s.\n", (unsigned long long)d->syncs, plural(d->syncs),
            s->ran ? "; static had to read every batch size back to the host to pick its plan" : "");
   printf("Read more: README.md (the idea), docs/graph.md (the policies), docs/benchmarks.md (figures)%s.\n",
          full ? "" : ";\n  `clbound demo --full` runs all four policies for 100 steps over every batch size");
@@ -281,6 +413,13 @@ int clb_cmd_demo(int argc, char **argv) {
   double lr = -1;
   demo_workload wl = DEMO_XLA_MLP;
   clb_policy_kind pol = CLB_POLICY_DYNAMIC;
+  demo_cache mode = CACHE_COLD;
+  if (clb_arg_help(argc, argv)) {
+    for (int i = 0; i + 1 < argc; i++)
+      if (strcmp(argv[i], "--workload") == 0 && strcmp(argv[i + 1], "chain") == 0)
+        return clb_cmd_demo_chain(1, (char *[]){"--help", NULL});
+    return demo_usage(stdout);
+  }
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--workload") == 0) {
@@ -291,7 +430,7 @@ int clb_cmd_demo(int argc, char **argv) {
       else if (strcmp(v, "wide-mlp") == 0) wl = DEMO_WIDE_MLP, wl_all = 0;
       else {
         fprintf(stderr, CMD ": --workload must be xla-mlp, wide-mlp, all or chain, not \"%s\"\n", v);
-        return demo_usage();
+        return demo_usage(stderr);
       }
     } else if (strcmp(a, "--policy") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -299,7 +438,7 @@ int clb_cmd_demo(int argc, char **argv) {
       else if (parse_policy(v, &pol) == 0) pol_set = 2;
       else {
         fprintf(stderr, CMD ": --policy must be static, automatic, dynamic, bucketed or all, not \"%s\"\n", v);
-        return demo_usage();
+        return demo_usage(stderr);
       }
     } else if (strcmp(a, "--iterations") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
@@ -307,6 +446,15 @@ int clb_cmd_demo(int argc, char **argv) {
     } else if (strcmp(a, "--lr") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
       if (clb_arg_f64(CMD, "--lr", v, 0, 1000, &lr)) return 2;
+    } else if (strcmp(a, "--cache") == 0) {
+      if (!(v = clb_arg_value(CMD, argc, argv, &i))) return 2;
+      if (strcmp(v, "cold") == 0) mode = CACHE_COLD;
+      else if (strcmp(v, "warm") == 0) mode = CACHE_WARM;
+      else if (strcmp(v, "user") == 0) mode = CACHE_USER;
+      else {
+        fprintf(stderr, CMD ": --cache must be cold, warm or user, not \"%s\"\n", v);
+        return demo_usage(stderr);
+      }
     } else if (strcmp(a, "--json") == 0) {
       json = 1;
     } else if (strcmp(a, "--no-check") == 0) {
@@ -317,29 +465,43 @@ int clb_cmd_demo(int argc, char **argv) {
       full = 1;
     } else {
       fprintf(stderr, CMD ": unknown option %s\n", a);
-      return demo_usage();
+      return demo_usage(stderr);
     }
   }
   if (full && pol_set == 0) pol_set = 1;
   const int sizes = full ? 0 : DEMO_SHORT_SIZES;
-  /* dynamic first: in-process runs share the disk cache, and the baseline
-   * (static) should not be the one that pays for everyone's programs */
   static const clb_policy_kind order[] = {CLB_POLICY_DYNAMIC, CLB_POLICY_AUTOMATIC, CLB_POLICY_BUCKETED, CLB_POLICY_STATIC};
   clb_progress_mode pm = clb_progress_mode_for(quiet);
+  /* Every policy starts from the same cache state (--cache), and no background
+   * work overlaps a timed run: a run's programs are stored (user, warm) before
+   * the next run starts, outside its time. */
+  const char *cache_dir = mode == CACHE_COLD ? "off" : NULL;
+  if (mode == CACHE_WARM) {
+    const char *tmp = getenv("TMPDIR");
+    static char buf[1100];
+    snprintf(buf, sizeof buf, "%s/clbound-demo-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(buf)) {
+      fprintf(stderr, CMD ": --cache warm: could not create a temporary cache folder\n");
+      return 1;
+    }
+    cache_dir = buf;
+  }
   double t_start = clb_tool_now_ms();
   policy_total tot[4];
   memset(tot, 0, sizeof tot);
   int rc = 0;
   if (!json) {
     print_intro(full);
+    if (mode == CACHE_COLD)
+      printf("Program cache: cold for every policy (--cache cold: no disk cache; every program is built from\n"
+             "source, PoCL's own kernel cache as earlier runs left it).\n\n");
+    else if (mode == CACHE_WARM)
+      printf("Program cache: warm for every policy (--cache warm: a fresh cache of this run's own, filled by an\n"
+             "untimed run of each policy first).\n\n");
+    else
+      printf("Program cache: the configured one as it is (--cache user); each policy's state is printed.\n\n");
     fflush(stdout);
   }
-  /* Each run has its own context, freed when it ends; its programs are stored
-   * by the background store while a context of the process is alive (freeing
-   * the last one waits for it). This idle context keeps the store of each run
-   * beside the next run instead of in line with it. */
-  clb_context_t keep = NULL;
-  if (clb_context_new(NULL, &keep) == CLB_OK) (void)clb_context_cache_dir(keep);
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
     if (!wl_all && w != (int)wl) continue;
     int iters = iterations ? iterations : full ? FULL_ITERATIONS : short_iterations((demo_workload)w);
@@ -348,32 +510,43 @@ int clb_cmd_demo(int argc, char **argv) {
     double tolerance = loss_tolerance(iters);
     double *ref = NULL;
     if (check) {
-      demo_config rc_cfg = {(demo_workload)w, CLB_POLICY_DYNAMIC, iters, wlr, (int)pm, 1, sizes};
+      demo_config rc_cfg = {(demo_workload)w, CLB_POLICY_DYNAMIC, iters, wlr, (int)pm, 1, sizes, NULL};
       ref = malloc(sizeof(double) * (size_t)iters);
       if (!ref || demo_reference_cfg(&rc_cfg, ref) != 0) {
         fprintf(stderr, CMD ": the host reference ran out of memory\n");
         free(ref);
-        clb_context_free(keep);
-        return 1;
+        rc = 1;
+        break;
       }
     }
     if (!json) print_workload_intro((demo_workload)w, iters, wlr, sizes);
-    double secs[4] = {-1, -1, -1, -1};
-    char notes[4][400];
+    policy_total wt[4];
+    memset(wt, 0, sizeof wt);
+    char notes[4][600];
     for (int k = 0; k < 4; k++) {
       clb_policy_kind p = order[k];
       notes[p][0] = 0;
       if (pol_set == 2 && p != pol) continue;
       if (pol_set == 0 && p != CLB_POLICY_DYNAMIC && p != CLB_POLICY_STATIC) continue;
-      demo_config cfg = {(demo_workload)w, p, iters, wlr, (int)pm, check, sizes};
+      demo_config cfg = {(demo_workload)w, p, iters, wlr, (int)pm, check, sizes, cache_dir};
       demo_result r;
       char err[1024];
+      double fill_s = -1;
+      if (mode == CACHE_WARM) { /* untimed: fills the run's cache with this policy's programs */
+        demo_config fill = cfg;
+        fill.check = 0;
+        fill.progress = CLB_PROGRESS_OFF;
+        if (demo_run(&fill, &r, err, sizeof err) == 0) fill_s = r.first_iteration_s;
+        demo_result_free(&r);
+        clb_cache_wait();
+      }
       if (demo_run(&cfg, &r, err, sizeof err) != 0) {
         fprintf(stderr, CMD ": %s under %s: %s\n", demo_workload_name((demo_workload)w), demo_policy_name(p), err);
         demo_result_free(&r);
         rc = 1;
         continue;
       }
+      if (mode != CACHE_COLD) clb_cache_wait(); /* its store, before the next run starts */
       if (ref) {
         double worst = 0;
         for (int i = 0; i < iters; i++) {
@@ -383,23 +556,26 @@ int clb_cmd_demo(int argc, char **argv) {
         r.max_loss_error = worst;
       }
       loss_trend tr = trend_of(r.losses, iters, sizes);
-      secs[p] = r.seconds;
-      tot[p].ran = 1;
-      tot[p].seconds += r.seconds;
-      tot[p].builds += r.program_builds;
-      tot[p].syncs += r.host_syncs;
-      first_iteration_note(&r, demo_workload_name((demo_workload)w), demo_policy_name(p), notes[p], sizeof notes[p]);
+      add_total(&tot[p], &r, iters);
+      add_total(&wt[p], &r, iters);
+      first_iteration_note(&r, mode, fill_s, demo_workload_name((demo_workload)w), demo_policy_name(p), notes[p],
+                           sizeof notes[p]);
       if (json) {
-        print_json(&cfg, &r, wlr, &tr, tolerance, notes[p]);
+        print_json(&cfg, &r, mode, wlr, &tr, tolerance, notes[p]);
       } else {
         char err_s[32], trend_s[48];
         if (r.max_loss_error >= 0) snprintf(err_s, sizeof err_s, "%.2e", r.max_loss_error);
         else snprintf(err_s, sizeof err_s, "-");
         snprintf(trend_s, sizeof trend_s, "%.4f -> %.4f", tr.start, tr.end);
-        printf("  %-9s %8.2f %7llu %10llu %6llu %10llu %10llu %21s %12s\n", demo_policy_name(p), r.seconds,
-               (unsigned long long)r.program_builds, (unsigned long long)(r.cache_hits_memory + r.cache_hits_disk),
-               (unsigned long long)r.plans_compiled, (unsigned long long)r.recompiles, (unsigned long long)r.host_syncs,
-               trend_s, err_s);
+        char cs_s[16] = "-", ss_s[16] = "-";
+        if (r.step_s >= 0) {
+          snprintf(cs_s, sizeof cs_s, "%.3f", compile_s(&r, iters));
+          snprintf(ss_s, sizeof ss_s, "%.3f", steps_s(&r, iters));
+        }
+        printf("  %-9s %8.3f %9s %8s %7llu %10llu %6llu %10llu %10llu %21s %12s\n", demo_policy_name(p), r.seconds,
+               cs_s, ss_s, (unsigned long long)r.program_builds,
+               (unsigned long long)(r.cache_hits_memory + r.cache_hits_disk), (unsigned long long)r.plans_compiled,
+               (unsigned long long)r.recompiles, (unsigned long long)r.host_syncs, trend_s, err_s);
         fflush(stdout);
       }
       /* the promises of the policies */
@@ -421,27 +597,19 @@ int clb_cmd_demo(int argc, char **argv) {
     if (!json) {
       for (int k = 0; k < 4; k++)
         if (notes[order[k]][0]) printf("  %-9s %s\n", demo_policy_name(order[k]), notes[order[k]]);
-      if (secs[CLB_POLICY_DYNAMIC] > 0 && secs[CLB_POLICY_STATIC] > 0)
-        printf("  dynamic is %.1fx faster end to end than static (a plan and programs per batch size)\n",
-               secs[CLB_POLICY_STATIC] / secs[CLB_POLICY_DYNAMIC]);
+      if (wt[CLB_POLICY_DYNAMIC].ran && wt[CLB_POLICY_STATIC].ran)
+        print_comparison("  ", &wt[CLB_POLICY_DYNAMIC], &wt[CLB_POLICY_STATIC]);
       printf("\n");
     }
     free(ref);
   }
-  /* the freed contexts' programs are written by the background store while
-   * the demo goes on; what is left is waited for here, inside the run time */
-  uint64_t pending = clb_cache_pending();
-  if (pending) {
-    char label[96];
-    snprintf(label, sizeof label, "storing %llu program(s) in the disk cache for the next run",
-             (unsigned long long)pending);
-    clb_progress *p = clb_progress_begin(pm, label, 0);
+  if (mode == CACHE_WARM) {
     clb_cache_wait();
-    clb_progress_end(p);
+    clb_cache_clear(cache_dir);
+    rmdir(cache_dir);
   }
-  clb_context_free(keep);
   if (!json) {
-    print_summary(tot, full);
+    print_summary(tot, full, mode);
     printf("(demo run time %.1f s)\n", 1e-3 * (clb_tool_now_ms() - t_start));
   }
   return rc;

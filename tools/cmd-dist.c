@@ -2,7 +2,8 @@
  * workloads trained data-parallel over MPI (clbound/dist.h), each rank on its
  * own device where there are several, each drawing its own masks; prints the
  * all-reduce's measured latency and bandwidth, per-step and per-rank counts,
- * step times and the time spent in the all-reduce. Built only with MPI. */
+ * step times and the time spent in the all-reduce. The program clbound-dist,
+ * built only with MPI, so that the clbound command needs no MPI library. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +12,17 @@
 #include "bench/args.h"
 #include "bench/timing.h"
 #include "bench/workloads.h"
-#include "commands.h"
-
-#ifdef CLBOUND_HAVE_MPI
 #include "clbound/dist.h"
+#include "commands.h"
 
 #define CMD "clbound demo --data-parallel"
 
-static int dist_usage(void) {
-  fprintf(stderr, "usage: mpirun -np N clbound demo --data-parallel [--workload xla-mlp|wide-mlp|all]\n"
-                  "       [--iterations N] [--rows R] [--quiet]\n"
-                  "  --rows R: every rank trains on R rows a step (default: each draws its own count)\n");
-  return 2;
+static int dist_usage(FILE *f) {
+  fprintf(f, "usage: mpirun -np N clbound demo --data-parallel [--workload xla-mlp|wide-mlp|all]\n"
+             "       [--iterations N] [--rows R] [--quiet]\n"
+             "  (or mpirun -np N clbound-dist [options]: the program it runs)\n"
+             "  --rows R: every rank trains on R rows a step (default: each draws its own count)\n");
+  return clb_arg_usage_rc(f);
 }
 
 /* The median time of an MPI_Allreduce of n doubles over `reps` repetitions
@@ -127,6 +127,7 @@ static int train(demo_workload w, int iterations, int64_t rows, int quiet, int r
 int clb_cmd_dist_demo(int argc, char **argv) {
   int iterations = 50, quiet = 0, rows = 0, wl_all = 1;
   demo_workload wl = DEMO_XLA_MLP;
+  if (clb_arg_help(argc, argv)) return dist_usage(stdout);
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v;
     if (strcmp(a, "--data-parallel") == 0) continue;
@@ -135,7 +136,7 @@ int clb_cmd_dist_demo(int argc, char **argv) {
       if (strcmp(v, "all") == 0) wl_all = 1;
       else if (strcmp(v, "xla-mlp") == 0) wl = DEMO_XLA_MLP, wl_all = 0;
       else if (strcmp(v, "wide-mlp") == 0) wl = DEMO_WIDE_MLP, wl_all = 0;
-      else return dist_usage();
+      else return dist_usage(stderr);
     } else if (strcmp(a, "--iterations") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--iterations", v, 1, 100000, &iterations)) return 2;
     } else if (strcmp(a, "--rows") == 0) {
@@ -144,7 +145,7 @@ int clb_cmd_dist_demo(int argc, char **argv) {
       quiet = 1;
     } else {
       fprintf(stderr, CMD ": unknown option \"%s\"\n", a);
-      return dist_usage();
+      return dist_usage(stderr);
     }
   }
   MPI_Init(NULL, NULL);
@@ -195,13 +196,6 @@ int clb_cmd_dist_demo(int argc, char **argv) {
   return any;
 }
 
-#else
-
-int clb_cmd_dist_demo(int argc, char **argv) {
-  (void)argc, (void)argv;
-  fprintf(stderr, "clbound demo --data-parallel: this clbound was built without MPI (install Open MPI: "
-                  "scripts/setup.sh, then configure again)\n");
-  return 2;
-}
-
-#endif
+/* clbound-dist: `clbound demo --data-parallel` runs this program with its
+ * arguments (tools/clbound.c); it can also be run by itself under mpirun. */
+int main(int argc, char **argv) { return clb_cmd_dist_demo(argc - 1, argv + 1); }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/args.h"
 #include "clbound/shapes.h"
 #include "commands.h"
 
@@ -485,11 +486,11 @@ static void report(const shape_log *lg, int nbuckets, value_count *vc) {
 
 /* ---- the command ------------------------------------------------------------------------ */
 
-static int usage(void) {
-  fprintf(stderr, "usage: clbound shapes FILE [--buckets N]\n"
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound shapes FILE [--buckets N]\n"
                   "  FILE: a CLBOUND_SHAPE_LOG (name=5x2;name2=10 per run) or a CSV with one shape a line (5,2)\n"
                   "  --buckets N: rungs of the suggested percentile ladder, 1 to 64 (default 4)\n");
-  return 2;
+  return clb_arg_usage_rc(f);
 }
 
 /* A whole decimal number in [lo, hi], or -1 after a message naming the option. */
@@ -512,6 +513,7 @@ static int parse_count(const char *opt, const char *s, int lo, int hi) {
 int clb_cmd_shapes(int argc, char **argv) {
   const char *path = NULL;
   int nbuckets = 4;
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--buckets") == 0) {
       if (i + 1 == argc) {
@@ -521,15 +523,15 @@ int clb_cmd_shapes(int argc, char **argv) {
       if ((nbuckets = parse_count("--buckets", argv[++i], 1, 64)) < 0) return 2;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "clbound shapes: unknown option %s\n", argv[i]);
-      return usage();
+      return usage(stderr);
     } else if (path) {
       fprintf(stderr, "clbound shapes: one FILE only (got %s and %s)\n", path, argv[i]);
-      return usage();
+      return usage(stderr);
     } else {
       path = argv[i];
     }
   }
-  if (!path) return usage();
+  if (!path) return usage(stderr);
   FILE *f = fopen(path, "r");
   if (!f) {
     fprintf(stderr, "clbound shapes: cannot open %s: %s\n", path, strerror(errno));

@@ -171,11 +171,11 @@ static int run_tuner(const char *program, char *const args[], const char *dir, d
   return 0;
 }
 
-static int usage(void) {
-  fprintf(stderr, "usage: clbound tune [--platform P] [--device D] [--budget SECONDS] [--size N] [--no-f64] [--quiet]\n"
+static int usage(FILE *f) {
+  fprintf(f, "usage: clbound tune [--platform P] [--device D] [--budget SECONDS] [--size N] [--no-f64] [--quiet]\n"
                   "  runs CLBlast's GEMM tuners (clblast-utils) for SECONDS in all (default 300) at N x N x N\n"
                   "  (default 512) and stores the best parameters next to the program cache\n");
-  return CLB_ARG_BAD;
+  return clb_arg_usage_rc(f);
 }
 
 int clb_cmd_tune(int argc, char **argv) {
@@ -183,6 +183,7 @@ int clb_cmd_tune(int argc, char **argv) {
   clb_context_options o;
   clb_context_options_init(&o);
   int budget = 300, size = 512, no_f64 = 0, quiet = 0;
+  if (clb_arg_help(argc, argv)) return usage(stdout);
   for (int i = 0; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--platform") == 0 || strcmp(argv[i], "--device") == 0) {
@@ -198,7 +199,7 @@ int clb_cmd_tune(int argc, char **argv) {
     } else if (strcmp(argv[i], "--quiet") == 0) {
       quiet = 1;
     } else {
-      return usage();
+      return usage(stderr);
     }
   }
   clb_context_t ctx = NULL;

@@ -13,7 +13,8 @@ int clb_cmd_shapes(int argc, char **argv);
  * the bounded-chain showcase (demo-chain.c). */
 int clb_cmd_demo(int argc, char **argv);
 int clb_cmd_demo_chain(int argc, char **argv);
-/* `clbound demo --data-parallel` under mpirun (cmd-dist.c; built with MPI only). */
+/* `clbound demo --data-parallel` under mpirun: the program clbound-dist
+ * (cmd-dist.c, built with MPI only; tools/clbound.c runs it). */
 int clb_cmd_dist_demo(int argc, char **argv);
 
 /* `clbound tune`: CLBlast's GEMM tuners for one device (cmd-tune.c). */

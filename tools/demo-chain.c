@@ -28,6 +28,10 @@ static double now_s(void) { return 1e-3 * clb_tool_now_ms(); }
 int clb_cmd_demo_chain(int argc, char **argv) {
   int iterations = 12, json = 0;
   static const char *const cmd = "clbound demo --workload chain";
+  if (clb_arg_help(argc, argv)) {
+    printf("usage: clbound demo --workload chain [--iterations 1..1000000] [--json] [--quiet]\n");
+    return 0;
+  }
   for (int i = 0; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--iterations") == 0) {

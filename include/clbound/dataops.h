@@ -14,8 +14,12 @@
  * (clb_context_sync, clb_tensor_read, clb_tensor_sizes), with a message naming
  * the op, its operands' bounds and the sizes involved:
  * - CLB_ERR_BOUND_EXCEEDED: the count is larger than the bound of a
- *   caller-provided output. The output then holds the first `bound` results and
- *   its actual size is the bound. Nothing is written past it.
+ *   caller-provided output. Nothing is written past the bound: the output's
+ *   buffer holds the first `bound` results and its shape record the bound, but
+ *   the output is marked failed, so reading it (clb_tensor_read,
+ *   clb_tensor_sizes) or passing it to an op returns CLB_ERR_BOUND_EXCEEDED
+ *   again until it is written or computed again. The truncated results can be
+ *   read only through its cl_mem (clb_tensor_data_mem).
  * - CLB_ERR_SHORT_SOURCE: masked_scatter's source has fewer elements than the
  *   mask has true bits.
  * - CLB_ERR_DEVICE_CHECK: two dims that must be equal (bounded dims of x and
@@ -47,8 +51,9 @@ extern "C" {
  * [numel bound of x, rank], so the count always fits. A caller-provided *out must
  * be i64 of rank 2 with a dynamic dim 0 (any bound, even a smaller one) and a
  * static dim 1 equal to rank(x). When the count exceeds its dim-0 bound, the
- * output holds the first `bound` rows, its actual size is the bound, and the next
- * host sync returns CLB_ERR_BOUND_EXCEEDED naming the count and the bound. */
+ * next host sync returns CLB_ERR_BOUND_EXCEEDED naming the count and the bound,
+ * and the output is marked failed (above): its buffer holds the first `bound`
+ * rows, but reading the tensor returns the error, not those rows. */
 CLB_API clb_status clb_nonzero(clb_context_t ctx, clb_tensor_t x, clb_tensor_t *out);
 
 /* nonzero with a static number of rows, like torch.nonzero_static: out is an i64

@@ -48,17 +48,23 @@ CLB_API const char *clb_last_errmsg(void);
 
 /* ---- Devices ---------------------------------------------------------------- */
 
+/* The size of each string field of clb_device_info (0.2: 256, before: 64 or 128). */
+#define CLB_DEVICE_STRING_MAX 256
+
 /* What matters about a device for the kernels here. */
 typedef struct clb_device_info {
   size_t struct_size;          /* set to sizeof(clb_device_info) before the call */
   int platform_index;          /* index in clGetPlatformIDs order */
   int device_index;            /* index within its platform */
-  char platform_name[128];
-  char name[128];
-  char vendor[128];
-  char driver_version[64];
-  char device_version[64];     /* CL_DEVICE_VERSION */
-  char opencl_c_version[64];   /* CL_DEVICE_OPENCL_C_VERSION */
+  /* The strings the driver returns, NUL-terminated. Each holds up to
+   * CLB_DEVICE_STRING_MAX - 1 bytes; a longer one (no driver seen so far) keeps
+   * its start and ends in "..." (never blank). */
+  char platform_name[CLB_DEVICE_STRING_MAX];
+  char name[CLB_DEVICE_STRING_MAX];
+  char vendor[CLB_DEVICE_STRING_MAX];
+  char driver_version[CLB_DEVICE_STRING_MAX];   /* CL_DRIVER_VERSION */
+  char device_version[CLB_DEVICE_STRING_MAX];   /* CL_DEVICE_VERSION (PoCL's is 65 bytes) */
+  char opencl_c_version[CLB_DEVICE_STRING_MAX]; /* CL_DEVICE_OPENCL_C_VERSION */
   int is_cpu;                  /* CL_DEVICE_TYPE_CPU */
   int is_gpu;                  /* CL_DEVICE_TYPE_GPU */
   uint32_t compute_units;
@@ -165,8 +171,9 @@ typedef void (*clb_log_fn)(void *user, const char *category, const char *line);
  * "clbound[category]: line". categories 0 turns logging off. */
 CLB_API void clb_context_set_log(clb_context_t ctx, unsigned categories, clb_log_fn fn, void *user);
 
-/* Writes the context's counters as one JSON object (the same keys as the
- * CLBOUND_METRICS_FILE written when the context is freed; docs/observability.md)
+/* Writes the context's counters as one JSON object (the keys of the
+ * CLBOUND_METRICS_FILE, which sums every context the process frees and adds
+ * "scope" and "contexts"; docs/observability.md)
  * into buf[cap]. *len (may be NULL) gets the full length; a cap too small gives
  * CLB_ERR_BUFFER_SMALL with buf holding a truncated, NUL-terminated prefix. */
 CLB_API clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len);

@@ -5,15 +5,15 @@
 #include "clbound/export.h"
 
 #define CLBOUND_VERSION_MAJOR 0
-#define CLBOUND_VERSION_MINOR 1
+#define CLBOUND_VERSION_MINOR 2
 #define CLBOUND_VERSION_PATCH 0
-#define CLBOUND_VERSION_STRING "0.1.0"
+#define CLBOUND_VERSION_STRING "0.2.0"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Returns the version string of the library actually linked, e.g. "0.1.0". */
+/* Returns the version string of the library actually linked, e.g. "0.2.0". */
 CLB_API const char *clb_version(void);
 
 #ifdef __cplusplus

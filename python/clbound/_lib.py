@@ -201,11 +201,15 @@ class ContextOptions(ctypes.Structure):
                 ("kernel_style", c_int), ("device_memory_limit", ctypes.c_uint64), ("cache_dir", c_str)]
 
 
+DEVICE_STRING_MAX = 256  # CLB_DEVICE_STRING_MAX (clbound/runtime.h)
+
+
 class DeviceInfoStruct(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("platform_index", c_int), ("device_index", c_int),
-                ("platform_name", ctypes.c_char * 128), ("name", ctypes.c_char * 128),
-                ("vendor", ctypes.c_char * 128), ("driver_version", ctypes.c_char * 64),
-                ("device_version", ctypes.c_char * 64), ("opencl_c_version", ctypes.c_char * 64),
+                ("platform_name", ctypes.c_char * DEVICE_STRING_MAX), ("name", ctypes.c_char * DEVICE_STRING_MAX),
+                ("vendor", ctypes.c_char * DEVICE_STRING_MAX), ("driver_version", ctypes.c_char * DEVICE_STRING_MAX),
+                ("device_version", ctypes.c_char * DEVICE_STRING_MAX),
+                ("opencl_c_version", ctypes.c_char * DEVICE_STRING_MAX),
                 ("is_cpu", c_int), ("is_gpu", c_int), ("compute_units", ctypes.c_uint32),
                 ("max_work_group_size", ctypes.c_size_t), ("local_mem_bytes", ctypes.c_uint64),
                 ("local_mem_emulated", c_int), ("global_mem_bytes", ctypes.c_uint64),

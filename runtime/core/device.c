@@ -22,13 +22,14 @@ static struct {
   cl_int error; /* of clGetPlatformIDs; CL_SUCCESS with np == 0: none */
   cl_uint np;
   cl_platform_id plats[CLB_MAX_PLATFORMS];
-  char pname[CLB_MAX_PLATFORMS][128];
+  char pname[CLB_MAX_PLATFORMS][CLB_DEVICE_STRING_MAX];
   cl_uint nd[CLB_MAX_PLATFORMS];
   cl_device_id devs[CLB_MAX_PLATFORMS][CLB_MAX_DEVICES];
-  char dname[CLB_MAX_PLATFORMS][CLB_MAX_DEVICES][128];
+  char dname[CLB_MAX_PLATFORMS][CLB_MAX_DEVICES][CLB_DEVICE_STRING_MAX];
 } found;
 static pthread_once_t found_once = PTHREAD_ONCE_INIT;
 
+static void info_str(cl_platform_id plat, cl_device_id dev, cl_uint what, char *buf, size_t len);
 static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t len);
 
 static void discover(void) {
@@ -37,8 +38,7 @@ static void discover(void) {
   if (found.error != CL_SUCCESS) n = 0;
   found.np = n > CLB_MAX_PLATFORMS ? CLB_MAX_PLATFORMS : n;
   for (cl_uint i = 0; i < found.np; i++) {
-    clGetPlatformInfo(found.plats[i], CL_PLATFORM_NAME, sizeof found.pname[i], found.pname[i], NULL);
-    found.pname[i][sizeof found.pname[i] - 1] = 0;
+    info_str(found.plats[i], NULL, CL_PLATFORM_NAME, found.pname[i], sizeof found.pname[i]);
     cl_uint nd = 0;
     if (clGetDeviceIDs(found.plats[i], CL_DEVICE_TYPE_ALL, CLB_MAX_DEVICES, found.devs[i], &nd) != CL_SUCCESS) nd = 0;
     found.nd[i] = nd > CLB_MAX_DEVICES ? CLB_MAX_DEVICES : nd;
@@ -74,19 +74,40 @@ clb_status clb_device_count(int *out) {
   return CLB_OK;
 }
 
-static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t len) {
-  buf[0] = 0;
-  if (clGetDeviceInfo(d, what, len, buf, NULL) != CL_SUCCESS) buf[0] = 0;
-  buf[len - 1] = 0;
+/* Copies an info string of `n` bytes (its NUL included) into buf[len]: whole
+ * when it fits, else its start ending in "..." (never blank). */
+static void put_str(char *buf, size_t len, const char *s, size_t n) {
+  if (n <= len) {
+    memcpy(buf, s, n);
+    buf[n ? n - 1 : 0] = 0;
+    return;
+  }
+  memcpy(buf, s, len - 4);
+  memcpy(buf + len - 4, "...", 4);
 }
+
+/* An info string of a device (dev) or a platform (plat, when dev is NULL),
+ * asked for at its own size; "" when the driver gives none. */
+static void info_str(cl_platform_id plat, cl_device_id dev, cl_uint what, char *buf, size_t len) {
+  buf[0] = 0;
+  size_t n = 0;
+  cl_int e = dev ? clGetDeviceInfo(dev, what, 0, NULL, &n) : clGetPlatformInfo(plat, what, 0, NULL, &n);
+  if (e != CL_SUCCESS || n == 0) return;
+  char *tmp = malloc(n);
+  if (!tmp) return;
+  e = dev ? clGetDeviceInfo(dev, what, n, tmp, NULL) : clGetPlatformInfo(plat, what, n, tmp, NULL);
+  if (e == CL_SUCCESS) put_str(buf, len, tmp, n);
+  free(tmp);
+}
+
+static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t len) { info_str(NULL, d, what, buf, len); }
 
 clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_device_info *out) {
   size_t keep = out->struct_size;
   memset(out, 0, keep < sizeof *out ? keep : sizeof *out);
   if (keep < sizeof *out) return CLB_ERR_INVALID_ARG;
   out->struct_size = keep;
-  clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof out->platform_name, out->platform_name, NULL);
-  out->platform_name[sizeof out->platform_name - 1] = 0;
+  info_str(plat, NULL, CL_PLATFORM_NAME, out->platform_name, sizeof out->platform_name);
   str_info(dev, CL_DEVICE_NAME, out->name, sizeof out->name);
   str_info(dev, CL_DEVICE_VENDOR, out->vendor, sizeof out->vendor);
   str_info(dev, CL_DRIVER_VERSION, out->driver_version, sizeof out->driver_version);

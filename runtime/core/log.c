@@ -2,6 +2,7 @@
  * reasons, and the metrics JSON (CLBOUND_METRICS_FILE). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,20 @@ static const struct {
 } categories[] = {{CLB_LOG_RECOMPILES, "recompiles"}, {CLB_LOG_SYNCS, "syncs"}, {CLB_LOG_BUILDS, "builds"}, {CLB_LOG_CACHE, "cache"}, {CLB_LOG_GEMM, "gemm"}, {CLB_LOG_RECORD, "record"}};
 #define NCATEGORIES (sizeof categories / sizeof categories[0])
 
+/* An unknown name in CLBOUND_LOG is ignored with one warning per process
+ * (every context reads the variable). */
+static int warned_unknown; /* __atomic */
+
+static void warn_unknown(const char *name, size_t n) {
+  if (__atomic_exchange_n(&warned_unknown, 1, __ATOMIC_ACQ_REL)) return;
+  char known[160] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < NCATEGORIES && len < sizeof known; i++)
+    len += (size_t)snprintf(known + len, sizeof known - len, "%s, ", categories[i].name);
+  fprintf(stderr, "clbound: warning: CLBOUND_LOG: unknown category \"%.*s\" ignored (known: %sall)\n", (int)n, name,
+          known);
+}
+
 unsigned clb__log_env_mask(void) {
   const char *env = getenv("CLBOUND_LOG");
   if (!env) return 0;
@@ -23,9 +38,14 @@ unsigned clb__log_env_mask(void) {
   const char *p = env;
   while (*p) {
     size_t n = strcspn(p, ",; ");
-    if (n == 3 && strncmp(p, "all", 3) == 0) mask |= CLB_LOG_ALL;
+    int known = n == 3 && strncmp(p, "all", 3) == 0;
+    if (known) mask |= CLB_LOG_ALL;
     for (size_t i = 0; i < NCATEGORIES; i++)
-      if (strlen(categories[i].name) == n && strncmp(p, categories[i].name, n) == 0) mask |= categories[i].bit;
+      if (strlen(categories[i].name) == n && strncmp(p, categories[i].name, n) == 0) {
+        mask |= categories[i].bit;
+        known = 1;
+      }
+    if (!known && n > 0) warn_unknown(p, n);
     p += n;
     while (*p == ',' || *p == ';' || *p == ' ') p++;
   }
@@ -132,38 +152,58 @@ static void put_json_string(sbuf *s, const char *str) {
   put(s, "\"");
 }
 
+/* What a metrics JSON describes: one context, or (contexts > 0) every context
+ * the process has freed so far. */
+typedef struct metrics_src {
+  const clb_counters *c;
+  const char *device;
+  char *const *reasons;
+  size_t n_reasons;
+  uint64_t contexts; /* 0: one context's */
+} metrics_src;
+
+static void metrics_format(sbuf *s, const metrics_src *m) {
+  const clb_counters *c = m->c;
+  put(s, "{\"clbound_version\":\"%s\",", clb_version());
+  if (m->contexts) put(s, "\"scope\":\"process\",\"contexts\":%llu,", (unsigned long long)m->contexts);
+  put(s, "\"device\":");
+  put_json_string(s, m->device);
+  put(s,
+      ",\"program_builds\":%llu,\"program_cache_hits_memory\":%llu,\"program_cache_hits_disk\":%llu,"
+      "\"kernel_launches\":%llu,\"host_syncs\":%llu,\"bytes_to_device\":%llu,\"bytes_to_host\":%llu,"
+      "\"plans_compiled\":%llu,\"recompiles\":[",
+      (unsigned long long)c->program_builds, (unsigned long long)c->program_cache_hits_memory,
+      (unsigned long long)c->program_cache_hits_disk, (unsigned long long)c->kernel_launches,
+      (unsigned long long)c->host_syncs, (unsigned long long)c->bytes_to_device, (unsigned long long)c->bytes_to_host,
+      (unsigned long long)c->plans_compiled);
+  for (size_t i = 0; i < m->n_reasons; i++) {
+    if (i) put(s, ",");
+    put_json_string(s, m->reasons[i]);
+  }
+  put(s, "],\"recompile_count\":%llu,\"peak_device_bytes\":%llu,\"device_bytes_held\":%llu,"
+          "\"buffers_fresh\":%llu,\"buffers_reused\":%llu,\"arena_bytes\":%llu,\"live_lower_bound_bytes\":%llu,"
+          "\"pool_peak_bytes\":%llu,\"arena_allocations\":%llu,\"arena_max_bytes\":%llu,\"kernels_compiled\":%llu,"
+          "\"build_ms\":%llu,\"store_ms\":%llu,\"plan_programs\":%llu,\"kernels_fused\":%llu,\"steps_replayed\":%llu,"
+          "\"first_launches\":%llu,\"first_launch_ms\":%llu,\"steps_recorded\":%llu,\"host_writes\":%llu}",
+      (unsigned long long)c->recompiles, (unsigned long long)c->peak_device_bytes,
+      (unsigned long long)c->device_bytes_held, (unsigned long long)c->buffers_fresh,
+      (unsigned long long)c->buffers_reused, (unsigned long long)c->arena_bytes,
+      (unsigned long long)c->live_lower_bound_bytes, (unsigned long long)c->pool_peak_bytes,
+      (unsigned long long)c->arena_allocations, (unsigned long long)c->arena_max_bytes,
+      (unsigned long long)c->kernels_compiled, (unsigned long long)c->build_ms, (unsigned long long)c->store_ms,
+      (unsigned long long)c->plan_programs, (unsigned long long)c->kernels_fused, (unsigned long long)c->steps_replayed,
+      (unsigned long long)c->first_launches, (unsigned long long)c->first_launch_ms,
+      (unsigned long long)c->steps_recorded, (unsigned long long)c->host_writes);
+}
+
 clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_metrics_json: ctx is NULL");
   clb_counters c;
   c.struct_size = sizeof c;
   clb_context_counters(ctx, &c);
   sbuf s = {buf, buf ? cap : 0, 0};
-  put(&s, "{\"clbound_version\":\"%s\",\"device\":", clb_version());
-  put_json_string(&s, ctx->info.name);
-  put(&s,
-      ",\"program_builds\":%llu,\"program_cache_hits_memory\":%llu,\"program_cache_hits_disk\":%llu,"
-      "\"kernel_launches\":%llu,\"host_syncs\":%llu,\"bytes_to_device\":%llu,\"bytes_to_host\":%llu,"
-      "\"plans_compiled\":%llu,\"recompiles\":[",
-      (unsigned long long)c.program_builds, (unsigned long long)c.program_cache_hits_memory,
-      (unsigned long long)c.program_cache_hits_disk, (unsigned long long)c.kernel_launches,
-      (unsigned long long)c.host_syncs, (unsigned long long)c.bytes_to_device, (unsigned long long)c.bytes_to_host,
-      (unsigned long long)c.plans_compiled);
-  for (size_t i = 0; i < ctx->n_recompiles; i++) {
-    if (i) put(&s, ",");
-    put_json_string(&s, ctx->recompile_reasons[i]);
-  }
-  put(&s, "],\"recompile_count\":%llu,\"peak_device_bytes\":%llu,\"device_bytes_held\":%llu,"
-          "\"buffers_fresh\":%llu,\"buffers_reused\":%llu,\"arena_bytes\":%llu,\"live_lower_bound_bytes\":%llu,"
-          "\"pool_peak_bytes\":%llu,\"arena_allocations\":%llu,\"arena_max_bytes\":%llu,\"kernels_compiled\":%llu,"
-          "\"build_ms\":%llu,\"store_ms\":%llu,\"plan_programs\":%llu,\"kernels_fused\":%llu,\"steps_replayed\":%llu,"
-          "\"first_launches\":%llu,\"first_launch_ms\":%llu,\"steps_recorded\":%llu,\"host_writes\":%llu}",
-      (unsigned long long)c.recompiles, (unsigned long long)c.peak_device_bytes, (unsigned long long)c.device_bytes_held,
-      (unsigned long long)c.buffers_fresh, (unsigned long long)c.buffers_reused, (unsigned long long)c.arena_bytes,
-      (unsigned long long)c.live_lower_bound_bytes, (unsigned long long)c.pool_peak_bytes,
-      (unsigned long long)c.arena_allocations, (unsigned long long)c.arena_max_bytes, (unsigned long long)c.kernels_compiled,
-      (unsigned long long)c.build_ms, (unsigned long long)c.store_ms, (unsigned long long)c.plan_programs,
-      (unsigned long long)c.kernels_fused, (unsigned long long)c.steps_replayed, (unsigned long long)c.first_launches,
-      (unsigned long long)c.first_launch_ms, (unsigned long long)c.steps_recorded, (unsigned long long)c.host_writes);
+  metrics_src m = {&c, ctx->info.name, ctx->recompile_reasons, ctx->n_recompiles, 0};
+  metrics_format(&s, &m);
   if (len) *len = s.len;
   if (s.len >= cap) {
     if (buf && cap) buf[cap - 1] = 0;
@@ -172,23 +212,87 @@ clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, si
   return CLB_OK;
 }
 
+/* ---- CLBOUND_METRICS_FILE: every context of the process ------------------
+ * Each freed context's counters are added to the process's; the file is
+ * rewritten at each free, so after the last one it describes the whole run.
+ * Counts and times are summed; the levels (peak and held device bytes, bytes
+ * live, the largest plan's arena) are the largest of any one context. */
+#define METRICS_MAX_REASONS 4096 /* listed; recompile_count counts them all */
+#define METRICS_MAX_DEVICES 8    /* distinct device names listed */
+static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  clb_counters sum;
+  uint64_t contexts;
+  char *reasons[METRICS_MAX_REASONS];
+  size_t n_reasons;
+  char devices[METRICS_MAX_DEVICES * CLB_DEVICE_STRING_MAX];
+  int n_devices;
+} proc;
+
+static void metrics_add(const clb_counters *c) {
+  const clb_counters before = proc.sum;
+  const size_t first = offsetof(clb_counters, program_builds);
+  const size_t n = (sizeof *c - first) / sizeof(uint64_t);
+  uint64_t *t = (uint64_t *)((char *)&proc.sum + first);
+  const uint64_t *v = (const uint64_t *)((const char *)c + first);
+  for (size_t i = 0; i < n; i++) t[i] += v[i];
+  /* levels, not counts: the largest of any one context */
+#define LEVEL(f) proc.sum.f = c->f > before.f ? c->f : before.f
+  LEVEL(device_bytes_live);
+  LEVEL(device_bytes_held);
+  LEVEL(peak_device_bytes);
+  LEVEL(arena_max_bytes);
+#undef LEVEL
+  proc.contexts++;
+}
+
+static void metrics_add_device(const char *name) {
+  size_t len = strlen(proc.devices);
+  for (const char *p = proc.devices; *p;) { /* "a; b; c" */
+    size_t n = strcspn(p, ";");
+    if (n == strlen(name) && strncmp(p, name, n) == 0) return;
+    p += n;
+    while (*p == ';' || *p == ' ') p++;
+  }
+  if (proc.n_devices == METRICS_MAX_DEVICES) return;
+  snprintf(proc.devices + len, sizeof proc.devices - len, "%s%s", len ? "; " : "", name);
+  proc.n_devices++;
+}
+
 void clb__metrics_write_env(clb_context_t ctx) {
   const char *path = getenv("CLBOUND_METRICS_FILE");
   if (!path || !*path) return;
-  size_t len = 0;
-  clb_context_metrics_json(ctx, NULL, 0, &len);
-  char *buf = malloc(len + 1);
-  if (!buf) return;
-  if (clb_context_metrics_json(ctx, buf, len + 1, NULL) == CLB_OK) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  clb_context_counters(ctx, &c);
+  pthread_mutex_lock(&metrics_lock);
+  metrics_add(&c);
+  metrics_add_device(ctx->info.name);
+  for (size_t i = 0; i < ctx->n_recompiles && proc.n_reasons < METRICS_MAX_REASONS; i++) {
+    size_t n = strlen(ctx->recompile_reasons[i]) + 1;
+    char *copy = malloc(n);
+    if (!copy) break;
+    memcpy(copy, ctx->recompile_reasons[i], n);
+    proc.reasons[proc.n_reasons++] = copy;
+  }
+  metrics_src m = {&proc.sum, proc.devices, proc.reasons, proc.n_reasons, proc.contexts};
+  sbuf s = {NULL, 0, 0};
+  metrics_format(&s, &m);
+  s.buf = malloc(s.len + 1);
+  if (s.buf) {
+    s.cap = s.len + 1;
+    s.len = 0;
+    metrics_format(&s, &m);
     FILE *f = fopen(path, "w");
     if (f) {
-      fprintf(f, "%s\n", buf);
+      fprintf(f, "%s\n", s.buf);
       if (fclose(f) != 0) fprintf(stderr, "clbound: warning: could not write the metrics file %s\n", path);
     } else {
       fprintf(stderr, "clbound: warning: could not open the metrics file %s\n", path);
     }
+    free(s.buf);
   }
-  free(buf);
+  pthread_mutex_unlock(&metrics_lock);
 }
 
 clb_status clb_context_counters(clb_context_t ctx, clb_counters *out) {

@@ -115,7 +115,7 @@ static int probe(clb_graph_t g, char *why, size_t cap) {
   int has = ok && (strstr(ext, "cl_khr_command_buffer ") || (len >= 21 && strcmp(ext + len - 21, "cl_khr_command_buffer") == 0));
   free(ext);
   if (!has) {
-    snprintf(why, cap, "%s has no cl_khr_command_buffer", ctx->info.name);
+    snprintf(why, cap, "%.160s has no cl_khr_command_buffer", ctx->info.name);
     return 0;
   }
   /* the revision: the entry points' signatures changed between revisions */

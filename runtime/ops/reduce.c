@@ -44,8 +44,8 @@ clb_status clb_reduce_all(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   const char *op = "reduce";
   clb_status st = check_args(ctx, &op, rop, a);
   if (st != CLB_OK) return st;
-  clb_dtype odt;
-  const char *acc, *lowest;
+  clb_dtype odt = CLB_DTYPE_F32; /* reduce_types sets all three; initialized for -Wmaybe-uninitialized */
+  const char *acc = "", *lowest = "";
   if ((st = reduce_types(ctx, op, rop, a->dtype, &odt, &acc, &lowest)) != CLB_OK) return st;
   if ((st = clb__output(ctx, op, odt, 0, NULL, NULL, out)) != CLB_OK) return st;
   clb_tensor_t o = *out;
@@ -78,8 +78,8 @@ clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
                           clb__tensor_desc(a, desc, sizeof desc), a->rank);
   }
   if (dim < 0) dim += a->rank;
-  clb_dtype odt;
-  const char *acc, *lowest;
+  clb_dtype odt = CLB_DTYPE_F32; /* reduce_types sets all three; initialized for -Wmaybe-uninitialized */
+  const char *acc = "", *lowest = "";
   if ((st = reduce_types(ctx, op, rop, a->dtype, &odt, &acc, &lowest)) != CLB_OK) return st;
   int64_t ob[CLB_MAX_RANK];
   uint8_t od[CLB_MAX_RANK];

@@ -20,6 +20,17 @@ static long long json_int(const char *json, const char *key) {
   return p ? atoll(p + strlen(pat)) : -1;
 }
 
+/* The file's text (at most cap - 1 bytes); its length. */
+static size_t read_file(const char *path, char *buf, size_t cap) {
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return n;
+}
+
 int main(void) {
   clb_context_options o;
   clb_context_options_init(&o);
@@ -76,16 +87,54 @@ int main(void) {
   close(fd);
   setenv("CLBOUND_METRICS_FILE", path, 1);
   clb_context_free(ctx);
-  unsetenv("CLBOUND_METRICS_FILE");
-  FILE *f = fopen(path, "r");
-  REQUIRE_TRUE(f != NULL);
-  char file[4096] = {0};
-  size_t nread = fread(file, 1, sizeof file - 1, f);
-  fclose(f);
-  unlink(path);
-  EXPECT_TRUE(nread > 0);
+  char file[4096];
+  EXPECT_TRUE(read_file(path, file, sizeof file) > 0);
   EXPECT_EQ_I(json_int(file, "host_syncs"), 1);
   EXPECT_EQ_I(json_int(file, "program_builds"), 2);
+  EXPECT_EQ_I(json_int(file, "contexts"), 1);
+  EXPECT_TRUE(strstr(file, "\"scope\":\"process\"") != NULL);
+
+  /* The file describes every context of the process, not the last one freed:
+   * one that syncs twice, then an idle one freed last (as `clbound demo` did,
+   * whose file said 0 builds and 0 launches). Counts are summed. */
+  CLB_TEST_CASE("metrics file over three contexts, the last one idle");
+  clb_context_t busy = clb_test_context(&o), idle = clb_test_context(&o);
+  CL_OK(busy, clb_context_sync(busy));
+  CL_OK(busy, clb_context_sync(busy));
+  clb_context_free(busy);
+  clb_context_free(idle);
+  unsetenv("CLBOUND_METRICS_FILE");
+  EXPECT_TRUE(read_file(path, file, sizeof file) > 0);
+  unlink(path);
+  EXPECT_EQ_I(json_int(file, "contexts"), 3);
+  EXPECT_EQ_I(json_int(file, "host_syncs"), 3);
+  EXPECT_EQ_I(json_int(file, "program_builds"), 2);
+  EXPECT_TRUE(json_int(file, "kernel_launches") > 0);
+
+  /* An unknown CLBOUND_LOG category is named once, with the known ones, however
+   * many contexts read the variable. */
+  CLB_TEST_CASE("CLBOUND_LOG=bogus warns once");
+  char errpath[] = "/tmp/clbound-stderr-XXXXXX";
+  int efd = mkstemp(errpath);
+  REQUIRE_TRUE(efd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  REQUIRE_TRUE(saved >= 0 && dup2(efd, 2) == 2);
+  setenv("CLBOUND_LOG", "bogus,syncs", 1);
+  for (int i = 0; i < 2; i++) clb_context_free(clb_test_context(&o));
+  unsetenv("CLBOUND_LOG");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(efd);
+  char err[4096];
+  read_file(errpath, err, sizeof err);
+  unlink(errpath);
+  const char *want = "clbound: warning: CLBOUND_LOG: unknown category \"bogus\" ignored "
+                     "(known: recompiles, syncs, builds, cache, gemm, record, all)\n";
+  const char *at = strstr(err, want);
+  EXPECT_TRUE(at != NULL);
+  EXPECT_TRUE(at && strstr(at + strlen(want), "unknown category") == NULL); /* once */
 
   /* CLBOUND_LOG names the categories a new context logs. */
   setenv("CLBOUND_LOG", "syncs", 1);

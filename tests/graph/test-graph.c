@@ -29,7 +29,7 @@ static void test_xla_policies(void) {
       {CLB_POLICY_BUCKETED, 6, 4, 12},  /* buckets 1, 8, 8, 2, 10, 8 */
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    demo_config cfg = {DEMO_XLA_MLP, cases[c].p, cases[c].iters, -1, 0, 1, 0};
+    demo_config cfg = {DEMO_XLA_MLP, cases[c].p, cases[c].iters, -1, 0, 1, 0, NULL};
     demo_result r;
     char err[1024];
     int rc = demo_run(&cfg, &r, err, sizeof err);

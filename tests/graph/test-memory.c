@@ -22,7 +22,7 @@ static void test_workloads(void) {
   static const clb_policy_kind pols[] = {CLB_POLICY_DYNAMIC, CLB_POLICY_AUTOMATIC, CLB_POLICY_BUCKETED, CLB_POLICY_STATIC};
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++)
     for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
-      demo_config cfg = {(demo_workload)w, pols[p], w == DEMO_XLA_MLP ? 12 : 6, -1, 0, 0, 0};
+      demo_config cfg = {(demo_workload)w, pols[p], w == DEMO_XLA_MLP ? 12 : 6, -1, 0, 0, 0, NULL};
       demo_result r[2];
       char err[1024];
       for (int mode = 0; mode < 2; mode++) { /* 0: the pool, 1: the memory plan */

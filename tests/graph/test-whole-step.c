@@ -16,7 +16,7 @@
 static int run(demo_workload w, clb_policy_kind p, int iters, int whole, demo_result *r) {
   setenv("CLBOUND_FUSE", whole ? "on" : "off", 1);
   setenv("CLBOUND_PLAN_PROGRAMS", whole ? "on" : "off", 1);
-  demo_config cfg = {w, p, iters, -1, 0, 0, 0};
+  demo_config cfg = {w, p, iters, -1, 0, 0, 0, NULL};
   char err[1024];
   int rc = demo_run(&cfg, r, err, sizeof err);
   if (rc) fprintf(stderr, "%s under %s (%s): %s\n", demo_workload_name(w), demo_policy_name(p), whole ? "whole-step" : "op by op", err);

@@ -71,8 +71,10 @@ def main():
     if rows != 4:
         failures.append("%d table rows with a loss trend, want 4 (2 workloads x dynamic, static)" % rows)
     text = "\n".join(out)
-    for want in (r"Programs built from source, by policy: dynamic \d+, static \d+\.",
-                 r"Static took \d+\.\dx as long as dynamic",
+    for want in (r"Program cache: cold for every policy",
+                 r"Programs built from source, by policy: dynamic \d+, static \d+\.",
+                 r"(Static|Dynamic) took \d+\.\dx as long as (dynamic|static) for the same steps .*, the cache cold for both",
+                 r"compile [0-9.]+ s against [0-9.]+ s; steps [0-9.]+ s against [0-9.]+ s",
                  r"Dynamic made 0 host syncs during training",
                  r"Read more: ",
                  r"PyTorch/XLA's dynamic-shape MLP test"):
