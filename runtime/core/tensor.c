@@ -240,10 +240,52 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
   }
   v->data = x->data;
   v->data_refs = x->data_refs;
+  v->graph_held = x->graph_held;
   v->next = ctx->tensors;
   if (ctx->tensors) ctx->tensors->prev = v;
   ctx->tensors = v;
   *out = v;
+  return CLB_OK;
+}
+
+clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *moved, size_t n) {
+  if (n == 0) return CLB_OK;
+  clb_tensor_t x = moved[0];
+  char desc[128], err[256];
+  clb__tensor_desc(x, desc, sizeof desc);
+  int *refs = NULL;
+  if (n > 1 && !(refs = malloc(sizeof *refs)))
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: a copy of %s for its views: out of host memory", op, desc);
+  /* from the pool itself: a graph's open step must not place it in its arena */
+  clb_buf nb = {0};
+  clb_status st = clb__pool_get(ctx->pool, x->data.bytes, &nb, err, sizeof err);
+  if (st != CLB_OK) {
+    free(refs);
+    return clb__set_error(ctx, st, "%s: a copy of %s (%zu bytes) for its views: %s", op, desc, x->data.bytes, err);
+  }
+  if (x->data.bytes && (st = clb__merge_flush(ctx)) == CLB_OK) {
+    cl_int e = clEnqueueCopyBuffer(ctx->queue, x->data.mem, nb.mem, 0, 0, x->data.bytes, 0, NULL, NULL);
+    if (e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: copying %zu bytes of %s for its views", op, x->data.bytes, desc);
+  }
+  if (st != CLB_OK) {
+    clb__pool_put(ctx->pool, &nb);
+    free(refs);
+    return st;
+  }
+  int *old = x->data_refs;
+  *old -= (int)n; /* others keep it: never 0 here */
+  if (refs) *refs = (int)n;
+  for (size_t i = 0; i < n; i++) {
+    clb_tensor_t m = moved[i];
+    m->data = nb;
+    m->data_refs = refs;
+    m->graph_held = 0;
+    if (m->view_of && m->view_of->data_refs == old) { /* it no longer views that data */
+      m->view_of->view_next = NULL;
+      m->view_of->view_fresh = 0;
+      m->view_of = NULL;
+    }
+  }
   return CLB_OK;
 }
 
