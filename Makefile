@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # cache with another build or PoCL version.
 export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
 
-.PHONY: all setup configure build tool demo test bench clean
+.PHONY: all setup configure build tool demo test bench env-doc clean
 # the sub-makes of CMake's build need not announce every directory
 MAKEFLAGS += --no-print-directory
 
@@ -65,6 +65,12 @@ bench: build
 	$(BUILD)/bin/clbound bench whole-step --json | tee $(BENCH_DIR)/whole-step.jsonl
 	$(BUILD)/bin/clbound demo --full --json | tee $(BENCH_DIR)/demo.jsonl
 	python3 bench/plot-bench.py $(BENCH_DIR) docs/img
+
+# The table of CLBOUND_* variables in docs/api.md and README.md, regenerated
+# from runtime/core/env.h (the test core/env-doc fails while they differ).
+env-doc: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target test-core-env-doc
+	$(BUILD)/tests/test-core-env-doc --write docs/api.md README.md
 
 clean:
 	rm -rf $(BUILD)

@@ -686,7 +686,7 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *
   clb_context_t ctx[2] = {NULL, NULL};
   demo_graph dg[2];
   memset(dg, 0, sizeof dg);
-  const char *was = getenv("CLBOUND_RECORD");
+  const char *was = clb_env_text("CLBOUND_RECORD");
   char saved[32] = "";
   if (was) snprintf(saved, sizeof saved, "%s", was);
   int rc = 0;

@@ -11,6 +11,7 @@
 #include "clbound/ops.h"
 #include "clbound/runtime.h"
 #include "alloc/pool.h"
+#include "runtime/core/env.h"
 
 #define CLB_ERRMSG_MAX 16384
 

@@ -183,8 +183,8 @@ static void list_devices(void) {
 
 clb_status clb__device_select(const char *platform, const char *device, cl_platform_id *plat,
                               cl_device_id *dev) {
-  if (!platform) platform = getenv("CLBOUND_PLATFORM");
-  if (!device) device = getenv("CLBOUND_DEVICE");
+  if (!platform) platform = clb__env_text(CLB_ENV_PLATFORM);
+  if (!device) device = clb__env_text(CLB_ENV_DEVICE);
   cl_uint np = 0;
   if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
   int flat = 0;

@@ -17,19 +17,8 @@ static const struct {
 #define NCATEGORIES (sizeof categories / sizeof categories[0])
 
 unsigned clb__log_env_mask(void) {
-  const char *env = getenv("CLBOUND_LOG");
-  if (!env) return 0;
-  unsigned mask = 0;
-  const char *p = env;
-  while (*p) {
-    size_t n = strcspn(p, ",; ");
-    if (n == 3 && strncmp(p, "all", 3) == 0) mask |= CLB_LOG_ALL;
-    for (size_t i = 0; i < NCATEGORIES; i++)
-      if (strlen(categories[i].name) == n && strncmp(p, categories[i].name, n) == 0) mask |= categories[i].bit;
-    p += n;
-    while (*p == ',' || *p == ';' || *p == ' ') p++;
-  }
-  return mask;
+  /* env.h lists the categories in the order of their bits */
+  return (unsigned)clb__env_int(CLB_ENV_LOG) & CLB_LOG_ALL;
 }
 
 void clb_context_set_log(clb_context_t ctx, unsigned mask, clb_log_fn fn, void *user) {
@@ -173,8 +162,8 @@ clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, si
 }
 
 void clb__metrics_write_env(clb_context_t ctx) {
-  const char *path = getenv("CLBOUND_METRICS_FILE");
-  if (!path || !*path) return;
+  const char *path = clb__env_text(CLB_ENV_METRICS_FILE);
+  if (!path) return;
   size_t len = 0;
   clb_context_metrics_json(ctx, NULL, 0, &len);
   char *buf = malloc(len + 1);

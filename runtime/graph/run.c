@@ -84,8 +84,8 @@ static void shape_log_failed(clb_graph_t g, const char *path, const char *what, 
 }
 
 static void shape_log(clb_graph_t g) {
-  const char *path = getenv("CLBOUND_SHAPE_LOG");
-  if (!path || !path[0]) return;
+  const char *path = clb__env_text(CLB_ENV_SHAPE_LOG);
+  if (!path) return;
   FILE *f = fopen(path, "a");
   if (!f) {
     shape_log_failed(g, path, "open", errno);

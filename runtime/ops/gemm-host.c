@@ -71,15 +71,11 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why) {
 static int resolve_once(clb_context_t ctx) {
   if (ctx->gemm_resolved & RESOLVED_SET) return ctx->gemm_resolved;
   int r = RESOLVED_SET;
-  const char *env = getenv("CLBOUND_GEMM");
-  if (env && *env) {
-    int found = -1;
-    for (size_t i = 0; i < sizeof gemm_names / sizeof gemm_names[0]; i++)
-      if (strcmp(env, gemm_names[i].name) == 0) found = gemm_names[i].s;
-    if (found < 0)
-      clb__log(ctx, CLB_LOG_GEMM, "CLBOUND_GEMM=%s is not a strategy (auto, host-blas, kernel, clblast-bound, "
-               "sync-exact): ignored", env);
-    else if (found != CLB_GEMM_AUTO) {
+  const char *env = clb__env_text(CLB_ENV_GEMM);
+  if (env) {
+    /* env.h lists the names in gemm_names' order; a bad one warned and gave auto */
+    int found = gemm_names[clb__env_int(CLB_ENV_GEMM)].s;
+    if (found != CLB_GEMM_AUTO) {
       r |= (found + 1) << FORCED_SHIFT;
       clb__log(ctx, CLB_LOG_GEMM, "CLBOUND_GEMM=%s: matmuls use %s unless the context sets a strategy", env,
                strategy_name(found));
@@ -206,9 +202,7 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 
 static void blas_init(void) {
-  const char *env = getenv("CLBOUND_BLAS_THREADS");
-  blas_fixed = env && *env ? atoi(env) : 0;
-  if (blas_fixed > CLB_POOL_MAX_HELPERS + 1) blas_fixed = CLB_POOL_MAX_HELPERS + 1;
+  blas_fixed = (int)clb__env_int(CLB_ENV_BLAS_THREADS); /* 1 to CLB_POOL_MAX_HELPERS + 1, else 0 */
   blas_many = openblas_get_num_threads();
   blas_cores = clb__cpus_for_process();
   if (blas_many > blas_cores) blas_many = blas_cores;

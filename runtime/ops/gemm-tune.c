@@ -470,8 +470,7 @@ out:
 void clb__tuning_apply(clb_context_t ctx) {
   if (ctx->clblast_tuned) return;
   ctx->clblast_tuned = 1;
-  const char *env = getenv("CLBOUND_CLBLAST_TUNING");
-  if (env && strcmp(env, "off") == 0) {
+  if (!clb__env_int(CLB_ENV_CLBLAST_TUNING)) {
     clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: CLBOUND_CLBLAST_TUNING=off: CLBlast's own parameters");
     return;
   }
