@@ -389,6 +389,15 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
 clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *moved, size_t n);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
+/* ---- fork.c ----------------------------------------------------------------- */
+
+/* Notes forks from now on (called where the process first touches OpenCL). */
+void clb__fork_watch(void);
+/* 1 in a child forked (directly or not) after the process had used OpenCL. */
+int clb__forked_child(void);
+/* CLB_OK, or in such a child CLB_ERR_UNSUPPORTED with a message naming op and
+ * the way out (contexts made after fork, or spawn). */
+clb_status clb__fork_check(clb_context_t ctx, const char *op);
 /* ---- staging.c ------------------------------------------------------------ */
 
 /* Enqueues a non-blocking write from a private copy of `host`, a staging copy

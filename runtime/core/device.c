@@ -48,6 +48,7 @@ static void discover(void) {
 
 /* The process's platforms; 0 with the thread-local message set when none. */
 static int get_platforms(cl_uint *n) {
+  clb__fork_watch(); /* a child forked from here on must not use OpenCL */
   pthread_once(&found_once, discover);
   *n = found.np;
   if (found.np == 0) {

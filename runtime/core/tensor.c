@@ -14,6 +14,8 @@ int64_t clb__numel(int rank, const int64_t *dims) {
 }
 
 clb_status clb__check_output(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  clb_status fs = clb__fork_check(ctx, op);
+  if (fs != CLB_OK) return fs;
   if (!t) return clb__set_error(ctx, CLB_ERR_NULL, "%s: tensor %s is NULL", op, name);
   if (t->ctx != ctx) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: tensor %s belongs to another context", op, name);
   return CLB_OK;
@@ -113,6 +115,8 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   *out = NULL;
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status fs = clb__fork_check(ctx, op);
+  if (fs != CLB_OK) return fs;
   if ((unsigned)dtype >= CLB_DTYPE_COUNT) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dtype);
   if (dtype == CLB_DTYPE_F64 && !ctx->info.has_fp64)
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_fp64, which %s lacks", op, ctx->info.name);
@@ -185,7 +189,7 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
 }
 
 void clb_tensor_free(clb_tensor_t t) {
-  if (!t) return;
+  if (!t || clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   clb_context_t ctx = t->ctx;
   /* Kernels still queued may use the buffers: a later owner only writes after
    * them, since the queue is in order. */

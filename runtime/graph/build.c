@@ -60,7 +60,7 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
 }
 
 void clb_graph_free(clb_graph_t g) {
-  if (!g) return;
+  if (!g || clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   /* views of its tensors keep their data (on failure they keep the buffers) */
   clb__graph_unshare(g, "clb_graph_free");
   clb__graph_record_free(g);

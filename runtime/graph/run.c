@@ -678,7 +678,8 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
   if (g->in_step)
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has a step waiting for CLB_PHASE_UPDATE or CLB_PHASE_DISCARD", op, g->name);
   if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
-  clb_status st;
+  clb_status st = clb__fork_check(g->ctx, op);
+  if (st != CLB_OK) return st;
   int64_t dims[CLB_GRAPH_MAX_NODES * 2];
   size_t nd = 0;
   for (int i = 0; i < g->ninputs; i++) {

@@ -216,6 +216,7 @@ struct clb__dl_export {
 static void device_deleter(struct DLManagedTensorVersioned *self) {
   if (!self) return;
   struct clb__dl_export *e = (struct clb__dl_export *)self->manager_ctx;
+  if (clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   if (e->ctx) {
     if (e->prev) e->prev->next = e->next;
     else e->ctx->exports = e->next;

@@ -201,7 +201,10 @@ static int64_t host_dim(const host_call *c, uint32_t launch, int64_t v, int64_t 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 
+static void blas_fork_handlers(void);
+
 static void blas_init(void) {
+  blas_fork_handlers();
   blas_fixed = (int)clb__env_int(CLB_ENV_BLAS_THREADS); /* 1 to CLB_POOL_MAX_HELPERS + 1, else 0 */
   blas_many = openblas_get_num_threads();
   blas_cores = clb__cpus_for_process();
@@ -226,6 +229,23 @@ static void blas_leave(void) {
   if (--blas_active == 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
   pthread_mutex_unlock(&blas_count_lock);
 }
+
+/* fork: no thread of ours changes OpenBLAS's thread count while the process
+ * forks. OpenBLAS's own prepare handler (registered when it was loaded, so run
+ * after ours) stops its thread pool; a count set by another thread between
+ * that and the fork started threads the child does not have, and the child's
+ * exit() then waited for them forever (issue 30, item 3). The child, which has
+ * none of the native kernels that were running, gets back the count they had
+ * put aside: OpenBLAS as it was before clbound touched it. That count never
+ * exceeds the threads OpenBLAS has made, so the call starts none. */
+static void blas_before_fork(void) { pthread_mutex_lock(&blas_count_lock); }
+static void blas_after_fork_parent(void) { pthread_mutex_unlock(&blas_count_lock); }
+static void blas_after_fork_child(void) {
+  pthread_mutex_init(&blas_count_lock, NULL); /* held by us in the parent: made anew */
+  if (blas_active > 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
+  blas_active = 0;
+}
+static void blas_fork_handlers(void) { pthread_atfork(blas_before_fork, blas_after_fork_parent, blas_after_fork_child); }
 
 /* cs[j] = the sum of a's actual rows' column j (dbias of linear_backward, where
  * a is dy), in double (f32) or compensated (f64), a block of columns at a time. */
