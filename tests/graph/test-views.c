@@ -60,18 +60,23 @@ static void expect_export(clb_context_t ctx, struct DLManagedTensorVersioned *e,
     }
 }
 
-static const char *const policy_names[] = {"static", "automatic", "dynamic", "bucketed"};
-
-static void inference(clb_context_t ctx, clb_policy_kind pol, int plan, const char *mode) {
-  CLB_TEST_CASE("%s policy, memory plan %s, %s", policy_names[pol], plan ? "on" : "off", mode);
-  char what[128];
-  snprintf(what, sizeof what, "%s/%s/%s", policy_names[pol], plan ? "plan" : "pool", mode);
+static clb_graph_t new_graph(clb_context_t ctx, clb_policy_kind pol, int plan) {
   clb_graph_options o;
   clb_graph_options_init(&o);
   o.policy = pol;
   o.memory_plan = plan;
   clb_graph_t g = NULL;
   CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  return g;
+}
+
+static const char *const policy_names[] = {"static", "automatic", "dynamic", "bucketed"};
+
+static void inference(clb_context_t ctx, clb_policy_kind pol, int plan, const char *mode) {
+  CLB_TEST_CASE("%s policy, memory plan %s, %s", policy_names[pol], plan ? "on" : "off", mode);
+  char what[128];
+  snprintf(what, sizeof what, "%s/%s/%s", policy_names[pol], plan ? "plan" : "pool", mode);
+  clb_graph_t g = new_graph(ctx, pol, plan);
   const int64_t b = 8, spec = -1, spec2[2] = {-1, 1};
   const uint8_t dyn = 1;
   clb_node x, y;
@@ -119,12 +124,7 @@ static void inference(clb_context_t ctx, clb_policy_kind pol, int plan, const ch
  * the update; the graph's parameter moves on. */
 static void training(clb_context_t ctx, int plan) {
   CLB_TEST_CASE("training in phases, memory plan %s", plan ? "on" : "off");
-  clb_graph_options o;
-  clb_graph_options_init(&o);
-  o.policy = CLB_POLICY_DYNAMIC;
-  o.memory_plan = plan;
-  clb_graph_t g = NULL;
-  CL_OK(ctx, clb_graph_new(ctx, &o, &g));
+  clb_graph_t g = new_graph(ctx, CLB_POLICY_DYNAMIC, plan);
   const int64_t xb[2] = {8, 1}, wd[2] = {1, 1}, bd[1] = {1}, spec = -1;
   const uint8_t dyn[2] = {1, 0};
   const float w0 = 0.5f, b0 = 0.0f;
