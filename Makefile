@@ -10,7 +10,7 @@ export POCL_CACHE_DIR := $(abspath $(BUILD))/pocl-cache
 # CI (CI=true, as .ci/run sets it) builds with warnings as errors.
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(filter true,$(CI)),-DCLBOUND_WERROR=ON)
 
-.PHONY: all setup configure build tool demo test bench bench-docs doc-figures clean
+.PHONY: all setup configure build tool demo test bench bench-docs doc-figures env-doc clean
 # the sub-makes of CMake's build need not announce every directory
 MAKEFLAGS += --no-print-directory
 
@@ -87,6 +87,12 @@ bench-docs:
 doc-figures: tool
 	@mkdir -p $(POCL_CACHE_DIR)
 	python3 scripts/doc-figures.py $(BUILD)
+
+# The table of CLBOUND_* variables in docs/api.md and README.md, regenerated
+# from runtime/core/env.h (the test core/env-doc fails while they differ).
+env-doc: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target test-core-env-doc
+	$(BUILD)/tests/test-core-env-doc --write docs/api.md README.md
 
 clean:
 	rm -rf $(BUILD)

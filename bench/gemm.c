@@ -295,8 +295,9 @@ int clb_bench_gemm(int argc, char **argv) {
   cl_device_id dev = clb_context_cl_device(ctx);
   /* the first pass runs CLBlast with its own parameters; CLBOUND_CLBLAST_TUNING=off
    * given by the caller keeps it so for the whole run (no clblast-tuned rows) */
-  const char *off = getenv("CLBOUND_CLBLAST_TUNING");
-  int keep_off = off && strcmp(off, "off") == 0;
+  int64_t tuning = 1;
+  clb_env_get("CLBOUND_CLBLAST_TUNING", &tuning);
+  int keep_off = tuning == 0;
   setenv("CLBOUND_CLBLAST_TUNING", "off", 1);
   char name[128] = "";
   clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);

@@ -620,7 +620,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
    * above were read: these launches are in no figure but this one). */
   res->step_s = -1;
   const int replay = iters < DEMO_REPLAY_STEPS ? iters : DEMO_REPLAY_STEPS;
-  const char *shape_log = getenv("CLBOUND_SHAPE_LOG"); /* would log the replayed steps too: not measured */
+  const char *shape_log = clb_env_text("CLBOUND_SHAPE_LOG"); /* would log the replayed steps too: not measured */
   if (!rc && replay > 0 && !(shape_log && shape_log[0])) {
     int ok = 1;
     double t_replay = now_s();
@@ -705,7 +705,7 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *
   clb_context_t ctx[2] = {NULL, NULL};
   demo_graph dg[2];
   memset(dg, 0, sizeof dg);
-  const char *was = getenv("CLBOUND_RECORD");
+  const char *was = clb_env_text("CLBOUND_RECORD");
   char saved[32] = "";
   if (was) snprintf(saved, sizeof saved, "%s", was);
   int rc = 0;

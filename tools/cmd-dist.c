@@ -156,7 +156,7 @@ int clb_cmd_dist_demo(int argc, char **argv) {
   clb_context_options o;
   clb_context_options_init(&o);
   char dev[16];
-  const char *env = getenv("CLBOUND_DEVICE");
+  const char *env = clb_env_text("CLBOUND_DEVICE");
   if (!(env && *env) && clb_device_count(&ndev) == CLB_OK && ndev > 1) {
     snprintf(dev, sizeof dev, "%d", rank % ndev);
     o.device = dev;

@@ -222,7 +222,11 @@ CLB_API clb_status clb_graph_warm(clb_graph_t g);
 /* The tensor holding node n's output after the last run (borrowed: valid until
  * the next run or clb_graph_free; under the memory plan its buffer is a
  * sub-buffer of the plan's arena that the next run reuses). Read it with clb_tensor_read. NULL when the
- * node has not run. For a parameter: its current value. */
+ * node has not run. For a parameter: its current value. A view (clb_reshape)
+ * or device export made from it keeps this run's data: the graph's next run
+ * (or CLB_PHASE_UPDATE, or clb_graph_free) first gives each view a copy of its
+ * own (one enqueued device copy), and a device export is a copy from the start
+ * (docs/graph.md, "Views of a graph's tensors"). */
 CLB_API clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n);
 
 /* Keeps node n's output readable after runs of a graph made with

@@ -68,7 +68,9 @@ CLB_API clb_status clb_tensor_to_dlpack_legacy(clb_context_t ctx, clb_tensor_t t
  * and kept out of clbound's memory pool until the deleter runs, so freeing t or
  * the context does not hand it to another tensor. The export is a snapshot of
  * the sizes: resizing t later does not change it. Writes through the handle must
- * be ordered with clbound's queue (clb_context_cl_queue) by the caller. */
+ * be ordered with clbound's queue (clb_context_cl_queue) by the caller. A
+ * graph's tensor (clb_graph_tensor), or a view of one, is exported as a copy
+ * made on the device (enqueued), since the graph rewrites its buffers. */
 CLB_API clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out);
 
 /* Host import: a new clbound tensor holding a copy of src (kDLCPU or

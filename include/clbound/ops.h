@@ -100,7 +100,9 @@ CLB_API clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype,
  * x's element bound divided by the product of the static sizes. The actual sizes
  * are computed on the device from x's; an actual element count that the static
  * sizes do not divide raises a deferred device check. The view keeps x's data
- * alive: either may be freed first. *out must be NULL, or a view of x made by
+ * alive: either may be freed first. A view of a graph's tensor
+ * (clb_graph_tensor) keeps that run's data: the graph's next run gives it a
+ * copy of its own before rewriting the buffer. *out must be NULL, or a view of x made by
  * an earlier clb_reshape with the same spec (a graph re-running the op). */
 CLB_API clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec,
                                clb_tensor_t *out);

@@ -178,6 +178,34 @@ CLB_API void clb_context_set_log(clb_context_t ctx, unsigned categories, clb_log
  * CLB_ERR_BUFFER_SMALL with buf holding a truncated, NUL-terminated prefix. */
 CLB_API clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len);
 
+/* ---- Environment --------------------------------------------------------------
+ *
+ * The CLBOUND_* variables the library reads, each parsed one way (docs/api.md,
+ * "Environment"): booleans as on/off, 1/0, true/false, yes/no in any case;
+ * numbers as the whole string within their range; choices by name. Anything
+ * else warns once per process on stderr, naming the variable, the value and
+ * what it accepts, and the default is used. */
+
+typedef struct clb_env_var {
+  const char *name;          /* "CLBOUND_LOG" */
+  const char *kind;          /* "boolean", "integer", "choice", "list" or "text" */
+  const char *values;        /* what it accepts, in words */
+  const char *default_value; /* in words */
+  const char *meaning;
+} clb_env_var;
+
+/* The i-th variable (i from 0), NULL past the last. Static storage; thread-safe. */
+CLB_API const clb_env_var *clb_env_var_at(size_t i);
+/* *value = variable `name`'s value as the library reads it now: a boolean 1 or
+ * 0 (-1 for auto where it has one), a number, a choice's position among its
+ * values, a list's bit mask by position, 1 for text; its default when unset,
+ * empty or refused (with the warning). CLB_ERR_INVALID_ARG for a name the
+ * library does not read or value NULL. */
+CLB_API clb_status clb_env_get(const char *name, int64_t *value);
+/* Variable `name`'s text when it is one the library reads and is set and not
+ * empty, else NULL (getenv's storage). */
+CLB_API const char *clb_env_text(const char *name);
+
 /* ---- Persistent program cache --------------------------------------------- */
 
 /* The folder the context's cache uses, or NULL when the cache is off (disabled

@@ -305,7 +305,9 @@ class Graph:
 
     def tensor(self, node: Node) -> Tensor:
         """The node's output after the last run (borrowed: valid until the next run or
-        close, after which the Tensor raises ClboundError; copy it out with numpy())."""
+        close, after which the Tensor raises ClboundError; copy it out with numpy()).
+        A view of it (Context.reshape) keeps this run's data: the next run gives the
+        view a copy of its own."""
         h = _g_tensor(self._live(), self._n(node, "node"))
         if not h:
             raise L.error("ERR_INVALID_ARG", f"node {node} has no tensor (not run yet?)")

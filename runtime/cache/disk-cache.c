@@ -44,7 +44,7 @@ clb_status clb_cache_default_dir(char *buf, size_t cap) {
   if (!buf || cap == 0)
     return clb__set_error(NULL, CLB_ERR_NULL, "clb_cache_default_dir: %s", buf ? "cap is 0" : "buf is NULL");
   buf[0] = 0;
-  const char *env = getenv("CLBOUND_CACHE_DIR");
+  const char *env = clb__env_text(CLB_ENV_CACHE_DIR);
   int n;
   if (env && *env) {
     if (is_off(env)) return CLB_OK;

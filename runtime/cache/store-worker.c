@@ -40,8 +40,7 @@ static pthread_t thread;
 static clb__logger logger; /* CLBOUND_LOG's categories, to stderr: the contexts are gone */
 
 int clb__store_in_background(void) {
-  const char *env = getenv("CLBOUND_CACHE_STORE");
-  return !(env && (strcmp(env, "release") == 0 || strcmp(env, "sync") == 0));
+  return clb__env_int(CLB_ENV_CACHE_STORE) == 0; /* background, release, sync */
 }
 
 static void free_job(store_job *j) {

@@ -55,6 +55,8 @@ clb_status clb_context_new(const clb_context_options *opts, clb_context_t *out) 
   *out = NULL;
   if (opts && opts->struct_size < sizeof(size_t))
     return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "clb_context_new: options.struct_size not set (use clb_context_options_init)");
+  clb_status fs = clb__fork_check(NULL, "clb_context_new");
+  if (fs != CLB_OK) return fs;
   clb_context_t ctx = calloc(1, sizeof *ctx);
   if (!ctx) return clb__set_error(NULL, CLB_ERR_HOST_OOM, "clb_context_new: out of host memory");
   clb_status st = clb__device_select(opts ? opts->platform : NULL, opts ? opts->device : NULL,
@@ -86,6 +88,9 @@ clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
   if (!out) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_wrap: out is NULL");
   *out = NULL;
   if (!cl_ctx || !queue) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_wrap: NULL cl_context or queue");
+  clb_status fs = clb__fork_check(NULL, "clb_context_wrap");
+  if (fs != CLB_OK) return fs;
+  clb__fork_watch();
   clb_context_t ctx = calloc(1, sizeof *ctx);
   if (!ctx) return clb__set_error(NULL, CLB_ERR_HOST_OOM, "clb_context_wrap: out of host memory");
   cl_command_queue_properties qp = 0;
@@ -120,7 +125,8 @@ clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
 }
 
 void clb_context_free(clb_context_t ctx) {
-  if (!ctx) return;
+  /* inherited by a forked child: any OpenCL call could wait forever */
+  if (!ctx || clb__forked_child()) return;
   if (ctx->queue) clFinish(ctx->queue);
   /* the hooks first: the program cache stores its pending programs there, and
    * the metrics file counts that time */

@@ -11,6 +11,7 @@
 #include "clbound/ops.h"
 #include "clbound/runtime.h"
 #include "alloc/pool.h"
+#include "runtime/core/env.h"
 
 #define CLB_ERRMSG_MAX 16384
 
@@ -118,6 +119,10 @@ struct clb_tensor {
   int view_rank;              /* on the view: its reshape spec */
   int64_t view_spec[CLB_MAX_RANK];
   int view_fresh;
+  /* A graph rewrites this tensor's data at its next run (set on the tensors a
+   * graph hands out, inherited by views): a device export copies it, and the
+   * graph's next run gives every other holder a copy (clb__tensor_unshare). */
+  int graph_held;
 };
 
 struct clb_context {
@@ -377,8 +382,22 @@ int64_t clb__numel(int rank, const int64_t *dims);
  * the last holder is freed), with its own shape record, not yet written. */
 clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, int rank, const int64_t *bounds,
                              const uint8_t *dyn, clb_tensor_t *out);
+/* Gives the n tensors `moved`, which share one data buffer with at least one
+ * other tensor that keeps it, a buffer of their own from the pool holding a
+ * copy of the shared one (enqueued: no host sync). They stop following the
+ * tensor they view and lose graph_held. On failure nothing changes. */
+clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *moved, size_t n);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
+/* ---- fork.c ----------------------------------------------------------------- */
+
+/* Notes forks from now on (called where the process first touches OpenCL). */
+void clb__fork_watch(void);
+/* 1 in a child forked (directly or not) after the process had used OpenCL. */
+int clb__forked_child(void);
+/* CLB_OK, or in such a child CLB_ERR_UNSUPPORTED with a message naming op and
+ * the way out (contexts made after fork, or spawn). */
+clb_status clb__fork_check(clb_context_t ctx, const char *op);
 /* ---- staging.c ------------------------------------------------------------ */
 
 /* Enqueues a non-blocking write from a private copy of `host`, a staging copy

@@ -48,6 +48,7 @@ static void discover(void) {
 
 /* The process's platforms; 0 with the thread-local message set when none. */
 static int get_platforms(cl_uint *n) {
+  clb__fork_watch(); /* a child forked from here on must not use OpenCL */
   pthread_once(&found_once, discover);
   *n = found.np;
   if (found.np == 0) {
@@ -204,8 +205,8 @@ static void list_devices(void) {
 
 clb_status clb__device_select(const char *platform, const char *device, cl_platform_id *plat,
                               cl_device_id *dev) {
-  if (!platform) platform = getenv("CLBOUND_PLATFORM");
-  if (!device) device = getenv("CLBOUND_DEVICE");
+  if (!platform) platform = clb__env_text(CLB_ENV_PLATFORM);
+  if (!device) device = clb__env_text(CLB_ENV_DEVICE);
   cl_uint np = 0;
   if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
   int flat = 0;

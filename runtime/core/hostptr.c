@@ -13,8 +13,7 @@
 #include "runtime/core/core.h"
 
 static int probe(clb_context_t ctx) {
-  const char *env = getenv("CLBOUND_HOST_PTRS");
-  if (env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0)) return -1;
+  if (!clb__env_int(CLB_ENV_HOST_PTRS)) return -1;
   cl_device_type type = 0;
   cl_bool unified = CL_FALSE;
   if (clGetDeviceInfo(ctx->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS || !(type & CL_DEVICE_TYPE_CPU))

@@ -10,8 +10,8 @@
 #include "runtime/core/core.h"
 
 /* Reads "<preset>,key=value,..." (docs/portability.md): preset gpu or cpu, keys
- * local, per_cu and cu. Unknown text is an error, so a typo never
- * silently tests the device's own geometry. */
+ * local, per_cu and cu. Unknown text is refused: the caller warns, naming it
+ * (a typo never silently tests the device's own geometry). */
 static clb_status parse_geometry(const char *env, clb_geometry *g) {
   const char *p = env;
   while (*p) {
@@ -43,17 +43,16 @@ static clb_status parse_geometry(const char *env, clb_geometry *g) {
   }
   return CLB_OK;
 bad:
-  return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
-                        "CLBOUND_GEOMETRY=\"%s\": expected gpu or cpu, then local=N, per_cu=N, cu=N "
-                        "(comma-separated, N > 0)", env);
+  return CLB_ERR_INVALID_ARG;
 }
 
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   clb_geometry g = {CLB_KERNEL_STYLE_AUTO, ctx->info.is_cpu ? 64 : 256, ctx->info.is_cpu ? 8 : 16, 0};
-  const char *env = getenv("CLBOUND_GEOMETRY");
-  if (env && *env) {
-    clb_status st = parse_geometry(env, &g);
-    if (st != CLB_OK) return st;
+  const clb_geometry device_default = g;
+  const char *env = clb__env_text(CLB_ENV_GEOMETRY);
+  if (env && parse_geometry(env, &g) != CLB_OK) {
+    clb__env_warn(CLB_ENV_GEOMETRY, env, "the device's geometry");
+    g = device_default;
   }
   if (g.cu) ctx->info.compute_units = g.cu; /* as if the device had that many */
   if (style == CLB_KERNEL_STYLE_AUTO) style = g.style;
@@ -66,25 +65,8 @@ clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   ctx->local_size = pow2;
   uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   ctx->max_groups = (size_t)cu * g.per_cu;
-  ctx->kernel_wg_limit = 0;
-  ctx->select_single = -1;
-  const char *single = getenv("CLBOUND_SELECT_SINGLE");
-  if (single && *single) {
-    if (strcmp(single, "on") == 0) ctx->select_single = 1;
-    else if (strcmp(single, "off") == 0) ctx->select_single = 0;
-    else if (strcmp(single, "auto") != 0)
-      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "CLBOUND_SELECT_SINGLE=\"%s\": expected auto, on or off", single);
-  }
-  const char *lim = getenv("CLBOUND_TEST_KERNEL_WG_LIMIT");
-  if (lim && *lim) {
-    char *end = NULL;
-    unsigned long long v = strtoull(lim, &end, 10);
-    if (!end || *end || v == 0 || v > (1u << 20))
-      return clb__set_error(NULL, CLB_ERR_INVALID_ARG,
-                            "CLBOUND_TEST_KERNEL_WG_LIMIT=\"%s\": expected a number of work-items, 1 to %u", lim,
-                            1u << 20);
-    ctx->kernel_wg_limit = (size_t)v;
-  }
+  ctx->select_single = (int)clb__env_int(CLB_ENV_SELECT_SINGLE);           /* -1: auto */
+  ctx->kernel_wg_limit = (size_t)clb__env_int(CLB_ENV_TEST_KERNEL_WG_LIMIT); /* 0: unset */
   return CLB_OK;
 }
 

@@ -17,39 +17,9 @@ static const struct {
 } categories[] = {{CLB_LOG_RECOMPILES, "recompiles"}, {CLB_LOG_SYNCS, "syncs"}, {CLB_LOG_BUILDS, "builds"}, {CLB_LOG_CACHE, "cache"}, {CLB_LOG_GEMM, "gemm"}, {CLB_LOG_RECORD, "record"}};
 #define NCATEGORIES (sizeof categories / sizeof categories[0])
 
-/* An unknown name in CLBOUND_LOG is ignored with one warning per process
- * (every context reads the variable). */
-static int warned_unknown; /* __atomic */
-
-static void warn_unknown(const char *name, size_t n) {
-  if (__atomic_exchange_n(&warned_unknown, 1, __ATOMIC_ACQ_REL)) return;
-  char known[160] = "";
-  size_t len = 0;
-  for (size_t i = 0; i < NCATEGORIES && len < sizeof known; i++)
-    len += (size_t)snprintf(known + len, sizeof known - len, "%s, ", categories[i].name);
-  fprintf(stderr, "clbound: warning: CLBOUND_LOG: unknown category \"%.*s\" ignored (known: %sall)\n", (int)n, name,
-          known);
-}
-
 unsigned clb__log_env_mask(void) {
-  const char *env = getenv("CLBOUND_LOG");
-  if (!env) return 0;
-  unsigned mask = 0;
-  const char *p = env;
-  while (*p) {
-    size_t n = strcspn(p, ",; ");
-    int known = n == 3 && strncmp(p, "all", 3) == 0;
-    if (known) mask |= CLB_LOG_ALL;
-    for (size_t i = 0; i < NCATEGORIES; i++)
-      if (strlen(categories[i].name) == n && strncmp(p, categories[i].name, n) == 0) {
-        mask |= categories[i].bit;
-        known = 1;
-      }
-    if (!known && n > 0) warn_unknown(p, n);
-    p += n;
-    while (*p == ',' || *p == ';' || *p == ' ') p++;
-  }
-  return mask;
+  /* env.h lists the categories in the order of their bits */
+  return (unsigned)clb__env_int(CLB_ENV_LOG) & CLB_LOG_ALL;
 }
 
 void clb_context_set_log(clb_context_t ctx, unsigned mask, clb_log_fn fn, void *user) {
@@ -260,8 +230,8 @@ static void metrics_add_device(const char *name) {
 }
 
 void clb__metrics_write_env(clb_context_t ctx) {
-  const char *path = getenv("CLBOUND_METRICS_FILE");
-  if (!path || !*path) return;
+  const char *path = clb__env_text(CLB_ENV_METRICS_FILE);
+  if (!path) return;
   clb_counters c;
   c.struct_size = sizeof c;
   clb_context_counters(ctx, &c);

@@ -97,7 +97,8 @@ cl_int clb__status_clear(clb_context_t ctx) {
 
 clb_status clb__sync(clb_context_t ctx, const char *why) {
   cl_int w[CLB_STATUS_INTS];
-  clb_status hs = clb__launch_host(ctx, why, NULL);
+  clb_status hs = clb__fork_check(ctx, why);
+  if (hs == CLB_OK) hs = clb__launch_host(ctx, why, NULL);
   if (hs != CLB_OK) return hs;
   ctx->counters.host_syncs++;
   clb__log(ctx, CLB_LOG_SYNCS, "host sync #%llu: %s", (unsigned long long)ctx->counters.host_syncs, why);

@@ -14,6 +14,8 @@ int64_t clb__numel(int rank, const int64_t *dims) {
 }
 
 clb_status clb__check_output(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
+  clb_status fs = clb__fork_check(ctx, op);
+  if (fs != CLB_OK) return fs;
   if (!t) return clb__set_error(ctx, CLB_ERR_NULL, "%s: tensor %s is NULL", op, name);
   if (t->ctx != ctx) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: tensor %s belongs to another context", op, name);
   return CLB_OK;
@@ -113,6 +115,8 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   *out = NULL;
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status fs = clb__fork_check(ctx, op);
+  if (fs != CLB_OK) return fs;
   if ((unsigned)dtype >= CLB_DTYPE_COUNT) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: unknown dtype %d", op, (int)dtype);
   if (dtype == CLB_DTYPE_F64 && !ctx->info.has_fp64)
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: f64 needs cl_khr_fp64, which %s lacks", op, ctx->info.name);
@@ -185,7 +189,7 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
 }
 
 void clb_tensor_free(clb_tensor_t t) {
-  if (!t) return;
+  if (!t || clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   clb_context_t ctx = t->ctx;
   /* Kernels still queued may use the buffers: a later owner only writes after
    * them, since the queue is in order. */
@@ -240,10 +244,52 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
   }
   v->data = x->data;
   v->data_refs = x->data_refs;
+  v->graph_held = x->graph_held;
   v->next = ctx->tensors;
   if (ctx->tensors) ctx->tensors->prev = v;
   ctx->tensors = v;
   *out = v;
+  return CLB_OK;
+}
+
+clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *moved, size_t n) {
+  if (n == 0) return CLB_OK;
+  clb_tensor_t x = moved[0];
+  char desc[128], err[256];
+  clb__tensor_desc(x, desc, sizeof desc);
+  int *refs = NULL;
+  if (n > 1 && !(refs = malloc(sizeof *refs)))
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: a copy of %s for its views: out of host memory", op, desc);
+  /* from the pool itself: a graph's open step must not place it in its arena */
+  clb_buf nb = {0};
+  clb_status st = clb__pool_get(ctx->pool, x->data.bytes, &nb, err, sizeof err);
+  if (st != CLB_OK) {
+    free(refs);
+    return clb__set_error(ctx, st, "%s: a copy of %s (%zu bytes) for its views: %s", op, desc, x->data.bytes, err);
+  }
+  if (x->data.bytes && (st = clb__merge_flush(ctx)) == CLB_OK) {
+    cl_int e = clEnqueueCopyBuffer(ctx->queue, x->data.mem, nb.mem, 0, 0, x->data.bytes, 0, NULL, NULL);
+    if (e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: copying %zu bytes of %s for its views", op, x->data.bytes, desc);
+  }
+  if (st != CLB_OK) {
+    clb__pool_put(ctx->pool, &nb);
+    free(refs);
+    return st;
+  }
+  int *old = x->data_refs;
+  *old -= (int)n; /* others keep it: never 0 here */
+  if (refs) *refs = (int)n;
+  for (size_t i = 0; i < n; i++) {
+    clb_tensor_t m = moved[i];
+    m->data = nb;
+    m->data_refs = refs;
+    m->graph_held = 0;
+    if (m->view_of && m->view_of->data_refs == old) { /* it no longer views that data */
+      m->view_of->view_next = NULL;
+      m->view_of->view_fresh = 0;
+      m->view_of = NULL;
+    }
+  }
   return CLB_OK;
 }
 

@@ -60,7 +60,9 @@ clb_status clb_graph_new(clb_context_t ctx, const clb_graph_options *opts, clb_g
 }
 
 void clb_graph_free(clb_graph_t g) {
-  if (!g) return;
+  if (!g || clb__forked_child()) return; /* inherited by a forked child: left to its exit */
+  /* views of its tensors keep their data (on failure they keep the buffers) */
+  clb__graph_unshare(g, "clb_graph_free");
   clb__graph_record_free(g);
   for (int i = 0; i < g->nnodes; i++) {
     gnode *n = &g->nodes[i];
@@ -588,7 +590,9 @@ clb_status clb_graph_set_buckets(clb_graph_t g, clb_node input, int dim, const i
 
 clb_tensor_t clb_graph_tensor(clb_graph_t g, clb_node n) {
   gnode *node = clb__graph_node(g, n);
-  return node ? node->t : NULL;
+  if (!node || !node->t) return NULL;
+  node->t->graph_held = 1; /* its views and exports keep their data (alias.c) */
+  return node->t;
 }
 
 clb_status clb_graph_keep(clb_graph_t g, clb_node n) {

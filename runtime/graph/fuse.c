@@ -15,8 +15,7 @@
 #include "runtime/ops/fused.h"
 
 int clb__graph_fusion_on(void) {
-  const char *env = getenv("CLBOUND_FUSE");
-  return !(env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0));
+  return clb__env_int(CLB_ENV_FUSE) != 0;
 }
 
 /* ---- SGD of several parameters ------------------------------------------------ */

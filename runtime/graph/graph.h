@@ -144,6 +144,10 @@ static inline gnode *clb__graph_node(clb_graph_t g, clb_node n) {
 const char *clb__graph_kind_name(gn_kind k);
 /* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
+/* alias.c: gives every tensor outside the graph that shares a buffer of the
+ * graph's (a view or device export of a tensor it handed out) a copy of its
+ * own, before the graph rewrites or gives back its buffers. */
+clb_status clb__graph_unshare(clb_graph_t g, const char *op);
 /* Whether the sizes in `mask` are those n's tensors were made for. */
 int clb__graph_key_same(const clb_graph_t g, const gnode *n, uint64_t mask);
 /* Keeps n's tensors when the sizes it depends on are those of its last run,

@@ -90,23 +90,14 @@ static void release_subs(plan_mem *pm) {
   pm->subs = NULL;
 }
 
-static uint64_t env_align_bytes(void) {
-  const char *s = getenv("CLBOUND_MEM_BASE_ALIGN_BITS");
-  if (!s || !*s) return 0;
-  char *end = NULL;
-  unsigned long long bits = strtoull(s, &end, 10);
-  if (*end || bits < 8 || (bits & (bits - 1))) return 0;
-  return bits / 8;
-}
 
 clb_status clb__graph_mem_new(clb_graph_t g, int enabled) {
   g->mem = calloc(1, sizeof *g->mem);
   if (!g->mem) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "clb_graph_new: out of host memory");
-  const char *env = getenv("CLBOUND_MEMORY_PLAN");
-  if (env && (strcmp(env, "0") == 0 || strcmp(env, "pool") == 0)) enabled = 0;
+  if (!clb__env_int(CLB_ENV_MEMORY_PLAN)) enabled = 0;
   g->mem->enabled = enabled;
   uint64_t align = g->ctx->info.mem_base_addr_align_bits / 8;
-  uint64_t forced = env_align_bytes();
+  uint64_t forced = (uint64_t)clb__env_int(CLB_ENV_MEM_BASE_ALIGN_BITS) / 8; /* 0: unset */
   if (forced > align) align = forced;
   g->mem->align = align ? align : 1;
   return CLB_OK;

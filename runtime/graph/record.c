@@ -158,10 +158,7 @@ static int probe(clb_graph_t g, char *why, size_t cap) {
 
 /* CLBOUND_RECORD: off, on, or unset/auto (the device's default). */
 static int env_want(void) {
-  const char *e = getenv("CLBOUND_RECORD");
-  if (!e || !*e || strcmp(e, "auto") == 0) return -1;
-  if (strcmp(e, "off") == 0 || strcmp(e, "0") == 0) return 0;
-  return 1;
+  return (int)clb__env_int(CLB_ENV_RECORD);
 }
 
 /* The default where CLBOUND_RECORD is unset: replay only where it is measured

@@ -84,8 +84,8 @@ static void shape_log_failed(clb_graph_t g, const char *path, const char *what, 
 }
 
 static void shape_log(clb_graph_t g) {
-  const char *path = getenv("CLBOUND_SHAPE_LOG");
-  if (!path || !path[0]) return;
+  const char *path = clb__env_text(CLB_ENV_SHAPE_LOG);
+  if (!path) return;
   FILE *f = fopen(path, "a");
   if (!f) {
     shape_log_failed(g, path, "open", errno);
@@ -483,7 +483,10 @@ static clb_status backward_pass(clb_graph_t g, bwd_merge *mg) {
     if (st == CLB_OK && g->phased && n->kind == GN_PARAM && n->requires_grad) {
       clb__graph_set_suffix(g, n->deps);
       st = grad_of(g, i, &n->grad);
-      if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, i, n->grad);
+      if (st == CLB_OK && g->grad_hook) {
+        if (n->grad) n->grad->graph_held = 1;
+        st = g->grad_hook(g->grad_hook_user, i, n->grad);
+      }
     }
     if (st != CLB_OK) break;
     if (mg->open) mg->held[mg->nheld++] = i;
@@ -675,7 +678,8 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
   if (g->in_step)
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has a step waiting for CLB_PHASE_UPDATE or CLB_PHASE_DISCARD", op, g->name);
   if (g->nnodes == 0) return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' is empty", op, g->name);
-  clb_status st;
+  clb_status st = clb__fork_check(g->ctx, op);
+  if (st != CLB_OK) return st;
   int64_t dims[CLB_GRAPH_MAX_NODES * 2];
   size_t nd = 0;
   for (int i = 0; i < g->ninputs; i++) {
@@ -688,6 +692,8 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
     }
   }
   if (!g->policy && (st = policy_setup(g)) != CLB_OK) return st;
+  /* views and exports of the last run's tensors keep their data */
+  if ((st = clb__graph_unshare(g, op)) != CLB_OK) return st;
   if ((st = clb__graph_fuse_find(g)) != CLB_OK) return st;
   g->loss_fused_now = 0;
   clb_decision dec;
@@ -760,7 +766,10 @@ static clb_status run_graph(clb_graph_t g, int warm_only, int grads_only) {
   if (grads_only) {
     g->phased = 1;
     const gnode *l = &g->nodes[g->loss];
-    if (st == CLB_OK && g->grad_hook) st = g->grad_hook(g->grad_hook_user, g->loss, g->nodes[l->in[1]].t);
+    if (st == CLB_OK && g->grad_hook) {
+      g->nodes[l->in[1]].t->graph_held = 1;
+      st = g->grad_hook(g->grad_hook_user, g->loss, g->nodes[l->in[1]].t);
+    }
     if (st == CLB_OK) st = train_step(g, 1, 0);
     g->ctx->build_suffix[0] = 0;
     if (st == CLB_OK) {
@@ -790,7 +799,8 @@ clb_status clb_graph_run_phase(clb_graph_t g, clb_graph_phase phase) {
     if (!g->in_step)
       return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has no step begun by CLB_PHASE_GRADS", op, g->name);
     clb_status st = CLB_OK;
-    if (phase == CLB_PHASE_UPDATE) st = train_step(g, 0, 1);
+    /* views of the parameters or gradients keep the values they had */
+    if (phase == CLB_PHASE_UPDATE && (st = clb__graph_unshare(g, op)) == CLB_OK) st = train_step(g, 0, 1);
     end_phased(g);
     if (phase == CLB_PHASE_DISCARD) {
       /* not a step: the memory plan keeps no record of it */
@@ -827,6 +837,7 @@ clb_status clb_graph_grad(clb_graph_t g, clb_node param, clb_tensor_t *grad) {
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: node %d of graph '%s' is not a trainable parameter", op, param, g->name);
   if (!g->in_step || !n->grad)
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s: graph '%s' has no step begun by CLB_PHASE_GRADS", op, g->name);
+  n->grad->graph_held = 1;
   *grad = n->grad;
   return CLB_OK;
 }

@@ -7,8 +7,7 @@
 #include "runtime/graph/graph.h"
 
 int clb__graph_can_collect(clb_graph_t g) {
-  const char *env = getenv("CLBOUND_PLAN_PROGRAMS");
-  if (env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0)) return 0;
+  if (!clb__env_int(CLB_ENV_PLAN_PROGRAMS)) return 0;
   /* static and bucketed plans read counts back while the step runs, and the
    * sync-exact matmul reads sizes: a walk without launches would read nothing */
   if (g->policy_kind != CLB_POLICY_DYNAMIC && g->policy_kind != CLB_POLICY_AUTOMATIC) return 0;

@@ -218,6 +218,7 @@ struct clb__dl_export {
 static void device_deleter(struct DLManagedTensorVersioned *self) {
   if (!self) return;
   struct clb__dl_export *e = (struct clb__dl_export *)self->manager_ctx;
+  if (clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   if (e->ctx) {
     if (e->prev) e->prev->next = e->next;
     else e->ctx->exports = e->next;
@@ -254,13 +255,20 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
     free(e);
     return st;
   }
-  cl_int err = clRetainMemObject(t->data.mem);
+  /* a graph rewrites its tensors' buffers at its next run: the export gets a
+   * copy of its own (enqueued, no host sync) */
+  if (t->graph_held && (st = clb__tensor_unshare(ctx, op, &e->holder, 1)) != CLB_OK) {
+    clb_tensor_free(e->holder);
+    free(e);
+    return st;
+  }
+  cl_int err = clRetainMemObject(e->holder->data.mem);
   if (err != CL_SUCCESS) {
     clb_tensor_free(e->holder);
     free(e);
     return clb__cl_error(ctx, err, "%s of %s: clRetainMemObject", op, desc);
   }
-  e->mem = t->data.mem;
+  e->mem = e->holder->data.mem;
   e->ctx = ctx;
   DLTensor *dl = &e->v.dl_tensor;
   fill_dl(dl, t, dims, e->shape, e->strides);

@@ -71,15 +71,11 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why) {
 static int resolve_once(clb_context_t ctx) {
   if (ctx->gemm_resolved & RESOLVED_SET) return ctx->gemm_resolved;
   int r = RESOLVED_SET;
-  const char *env = getenv("CLBOUND_GEMM");
-  if (env && *env) {
-    int found = -1;
-    for (size_t i = 0; i < sizeof gemm_names / sizeof gemm_names[0]; i++)
-      if (strcmp(env, gemm_names[i].name) == 0) found = gemm_names[i].s;
-    if (found < 0)
-      clb__log(ctx, CLB_LOG_GEMM, "CLBOUND_GEMM=%s is not a strategy (auto, host-blas, kernel, clblast-bound, "
-               "sync-exact): ignored", env);
-    else if (found != CLB_GEMM_AUTO) {
+  const char *env = clb__env_text(CLB_ENV_GEMM);
+  if (env) {
+    /* env.h lists the names in gemm_names' order; a bad one warned and gave auto */
+    int found = gemm_names[clb__env_int(CLB_ENV_GEMM)].s;
+    if (found != CLB_GEMM_AUTO) {
       r |= (found + 1) << FORCED_SHIFT;
       clb__log(ctx, CLB_LOG_GEMM, "CLBOUND_GEMM=%s: matmuls use %s unless the context sets a strategy", env,
                strategy_name(found));
@@ -205,10 +201,11 @@ static int64_t host_dim(const host_call *c, uint32_t launch, int64_t v, int64_t 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 
+static void blas_fork_handlers(void);
+
 static void blas_init(void) {
-  const char *env = getenv("CLBOUND_BLAS_THREADS");
-  blas_fixed = env && *env ? atoi(env) : 0;
-  if (blas_fixed > CLB_POOL_MAX_HELPERS + 1) blas_fixed = CLB_POOL_MAX_HELPERS + 1;
+  blas_fork_handlers();
+  blas_fixed = (int)clb__env_int(CLB_ENV_BLAS_THREADS); /* 1 to CLB_POOL_MAX_HELPERS + 1, else 0 */
   blas_many = openblas_get_num_threads();
   blas_cores = clb__cpus_for_process();
   if (blas_many > blas_cores) blas_many = blas_cores;
@@ -232,6 +229,23 @@ static void blas_leave(void) {
   if (--blas_active == 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
   pthread_mutex_unlock(&blas_count_lock);
 }
+
+/* fork: no thread of ours changes OpenBLAS's thread count while the process
+ * forks. OpenBLAS's own prepare handler (registered when it was loaded, so run
+ * after ours) stops its thread pool; a count set by another thread between
+ * that and the fork started threads the child does not have, and the child's
+ * exit() then waited for them forever (issue 30, item 3). The child, which has
+ * none of the native kernels that were running, gets back the count they had
+ * put aside: OpenBLAS as it was before clbound touched it. That count never
+ * exceeds the threads OpenBLAS has made, so the call starts none. */
+static void blas_before_fork(void) { pthread_mutex_lock(&blas_count_lock); }
+static void blas_after_fork_parent(void) { pthread_mutex_unlock(&blas_count_lock); }
+static void blas_after_fork_child(void) {
+  pthread_mutex_init(&blas_count_lock, NULL); /* held by us in the parent: made anew */
+  if (blas_active > 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
+  blas_active = 0;
+}
+static void blas_fork_handlers(void) { pthread_atfork(blas_before_fork, blas_after_fork_parent, blas_after_fork_child); }
 
 /* cs[j] = the sum of a's actual rows' column j (dbias of linear_backward, where
  * a is dy), in double (f32) or compensated (f64), a block of columns at a time. */

@@ -237,6 +237,13 @@ static clb_status check_entries(const clb_tuning_entry *e, int n, char *why, siz
     snprintf(why, whycap, "%d entries (0..%d)", n, CLB_TUNING_MAX_ENTRIES);
     return CLB_ERR_INVALID_ARG;
   }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      if (strcmp(e[i].kernel, e[j].kernel) == 0 && e[i].precision == e[j].precision) {
+        snprintf(why, whycap, "kernel %.31s (precision %d) appears twice (entries %d and %d)", e[i].kernel, e[i].precision, j,
+                 i);
+        return CLB_ERR_INVALID_ARG;
+      }
   for (int i = 0; i < n; i++) {
     if (!known_kernel(e[i].kernel) || (e[i].precision != 32 && e[i].precision != 64) || e[i].nparams < 1 ||
         e[i].nparams > CLB_TUNING_MAX_PARAMS) {
@@ -465,13 +472,108 @@ out:
   return state;
 }
 
+/* ---- CLBlast's constraints ------------------------------------------------------
+ *
+ * What CLBlast's tuners never try and its kernels cannot build or run with
+ * (CLBlast's src/tuning/kernels/<kernel>.hpp, SetConstraints and the parameter lists):
+ * every parameter the kernel takes and no other, flags 0 or 1, vector widths
+ * powers of two up to 16, other sizes at least 1, the divisibility rules of
+ * Xgemm and XgemmDirect, and a work-group no larger than the device allows. */
+
+typedef struct param_rule {
+  const char *name;
+  char kind; /* 'f' flag 0/1, 'v' vector width, 's' a size >= 1 */
+} param_rule;
+
+static const struct kernel_rules {
+  const char *kernel;
+  param_rule p[16];
+} rules[] = {
+    {"Xgemm", {{"GEMMK", 'f'}, {"MWG", 's'}, {"NWG", 's'}, {"KWG", 's'}, {"MDIMC", 's'}, {"NDIMC", 's'}, {"MDIMA", 's'},
+               {"NDIMB", 's'}, {"KWI", 's'}, {"VWM", 'v'}, {"VWN", 'v'}, {"STRM", 'f'}, {"STRN", 'f'}, {"SA", 'f'}, {"SB", 'f'},
+               {"KREG", 's'}}},
+    {"XgemmDirect", {{"WGD", 's'}, {"MDIMCD", 's'}, {"NDIMCD", 's'}, {"MDIMAD", 's'}, {"NDIMBD", 's'}, {"KWID", 's'},
+                     {"VWMD", 'v'}, {"VWND", 'v'}, {"PADA", 'f'}, {"PADB", 'f'}}},
+    {"Copy", {{"COPY_DIMX", 's'}, {"COPY_DIMY", 's'}, {"COPY_WPT", 's'}, {"COPY_VW", 'v'}}},
+    {"Pad", {{"PAD_DIMX", 's'}, {"PAD_DIMY", 's'}, {"PAD_WPTX", 's'}, {"PAD_WPTY", 's'}}},
+    {"Transpose", {{"TRA_DIM", 's'}, {"TRA_WPT", 's'}, {"TRA_PAD", 'f'}, {"TRA_SHUFFLE", 'f'}}},
+    {"Padtranspose", {{"PADTRA_TILE", 's'}, {"PADTRA_WPT", 's'}, {"PADTRA_PAD", 'f'}}},
+};
+
+static long pv(const clb_tuning_entry *e, const char *name) {
+  for (int k = 0; k < e->nparams; k++)
+    if (strcmp(e->names[k], name) == 0) return e->values[k];
+  return 0;
+}
+
+/* x is a multiple of y (y > 0). */
+static int multiple(long x, long y) { return y > 0 && x % y == 0; }
+
+/* 1 when e keeps CLBlast's constraints on a device allowing max_wg work-items
+ * per group, else 0 with the first broken rule in why. */
+static int entry_valid(const clb_tuning_entry *e, size_t max_wg, char *why, size_t cap) {
+  const struct kernel_rules *r = NULL;
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+    if (strcmp(rules[i].kernel, e->kernel) == 0) r = &rules[i];
+  if (!r) return snprintf(why, cap, "not a kernel of CLBlast's GEMM"), 0;
+  for (int k = 0; k < e->nparams; k++) {
+    const param_rule *p = NULL;
+    for (int j = 0; j < 16 && r->p[j].name; j++)
+      if (strcmp(r->p[j].name, e->names[k]) == 0) p = &r->p[j];
+    long v = e->values[k];
+    if (!p) return snprintf(why, cap, "%s is not a parameter of %s", e->names[k], e->kernel), 0;
+    if ((p->kind == 'f' && v != 0 && v != 1) || (p->kind == 'v' && (v < 1 || v > 16 || (v & (v - 1)))) ||
+        (p->kind == 's' && v < 1))
+      return snprintf(why, cap, "%s = %ld (%s)", p->name, v,
+                      p->kind == 'f' ? "0 or 1" : p->kind == 'v' ? "a power of two up to 16" : "at least 1"), 0;
+  }
+  for (int j = 0; j < 16 && r->p[j].name; j++) {
+    int have = 0;
+    for (int k = 0; k < e->nparams; k++) have |= strcmp(e->names[k], r->p[j].name) == 0;
+    if (!have) return snprintf(why, cap, "%s is missing", r->p[j].name), 0;
+  }
+  long wg = 0;
+  if (strcmp(e->kernel, "Xgemm") == 0) {
+    long kwg = pv(e, "KWG"), mwg = pv(e, "MWG"), nwg = pv(e, "NWG"), mdimc = pv(e, "MDIMC"), ndimc = pv(e, "NDIMC");
+    long mdima = pv(e, "MDIMA"), ndimb = pv(e, "NDIMB"), vwm = pv(e, "VWM"), vwn = pv(e, "VWN");
+    int ok = multiple(kwg, pv(e, "KWI")) && multiple(mwg, mdimc * vwm) && multiple(nwg, ndimc * vwn) &&
+             multiple(mwg, mdima * vwm) && multiple(nwg, ndimb * vwn);
+    if (pv(e, "GEMMK") == 0)
+      ok = ok && multiple(kwg, mdimc * ndimc / mdima) && multiple(kwg, mdimc * ndimc / ndimb);
+    else
+      ok = ok && multiple(pv(e, "KREG"), vwn) && mdimc == mdima && ndimc == ndimb;
+    if (!ok)
+      return snprintf(why, cap, "breaks CLBlast's Xgemm rules (KWG %% KWI, MWG %% MDIMC*VWM, NWG %% NDIMC*VWN, MWG %% MDIMA*VWM, "
+                      "NWG %% NDIMB*VWN, KWG %% MDIMC*NDIMC/MDIMA and /NDIMB)"), 0;
+    wg = mdimc * ndimc;
+  } else if (strcmp(e->kernel, "XgemmDirect") == 0) {
+    long wgd = pv(e, "WGD"), mc = pv(e, "MDIMCD"), nc = pv(e, "NDIMCD"), ma = pv(e, "MDIMAD"), nb = pv(e, "NDIMBD");
+    long vm = pv(e, "VWMD"), vn = pv(e, "VWND");
+    if (!(multiple(wgd, pv(e, "KWID")) && multiple(wgd, mc * vm) && multiple(wgd, nc * vn) && multiple(wgd, ma * vm) &&
+          multiple(wgd, nb * vn) && multiple(wgd, mc * nc / ma) && multiple(wgd, mc * nc / nb)))
+      return snprintf(why, cap, "breaks CLBlast's XgemmDirect rules (WGD %% KWID, WGD %% MDIMCD*VWMD, WGD %% NDIMCD*VWND, "
+                      "WGD %% MDIMAD*VWMD, WGD %% NDIMBD*VWND, WGD %% MDIMCD*NDIMCD/MDIMAD and /NDIMBD)"), 0;
+    wg = mc * nc;
+  } else if (strcmp(e->kernel, "Copy") == 0) {
+    wg = pv(e, "COPY_DIMX") * pv(e, "COPY_DIMY");
+  } else if (strcmp(e->kernel, "Pad") == 0) {
+    wg = pv(e, "PAD_DIMX") * pv(e, "PAD_DIMY");
+  } else if (strcmp(e->kernel, "Transpose") == 0) {
+    wg = pv(e, "TRA_DIM") * pv(e, "TRA_DIM");
+  } else {
+    wg = pv(e, "PADTRA_TILE") * pv(e, "PADTRA_TILE");
+  }
+  if (max_wg && (size_t)wg > max_wg)
+    return snprintf(why, cap, "a work-group of %ld work-items, the device allows %zu", wg, max_wg), 0;
+  return 1;
+}
+
 /* ---- Applying it ----------------------------------------------------------- */
 
 void clb__tuning_apply(clb_context_t ctx) {
   if (ctx->clblast_tuned) return;
   ctx->clblast_tuned = 1;
-  const char *env = getenv("CLBOUND_CLBLAST_TUNING");
-  if (env && strcmp(env, "off") == 0) {
+  if (!clb__env_int(CLB_ENV_CLBLAST_TUNING)) {
     clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: CLBOUND_CLBLAST_TUNING=off: CLBlast's own parameters");
     return;
   }
@@ -493,6 +595,22 @@ void clb__tuning_apply(clb_context_t ctx) {
     clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s ignored, never applied: %s", path, why);
     return;
   }
+  /* entries that break CLBlast's constraints are never applied, and leave the
+   * file (rewritten without them) */
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    if (entry_valid(&e[i], ctx->info.max_work_group_size, why, sizeof why)) {
+      e[kept++] = e[i];
+      continue;
+    }
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: kernel %s (precision %d) dropped, CLBlast's own parameters kept: %s", path,
+             e[i].kernel, e[i].precision, why);
+    fprintf(stderr, "clbound: warning: CLBlast tuning file %s: kernel %s (precision %d) dropped: %s\n", path, e[i].kernel,
+            e[i].precision, why);
+  }
+  if (kept < n && clb_tuning_save(ctx->device, path, e, kept) != CLB_OK)
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: could not rewrite it without the dropped kernels: %s", path, clb_last_errmsg());
+  n = kept;
   int applied = 0;
   for (int i = 0; i < n; i++) {
     const char *names[CLB_TUNING_MAX_PARAMS];

@@ -19,8 +19,7 @@ static inline clb_context_t clb_test_context(const clb_context_options *opts) {
   clb_context_t ctx = NULL;
   clb_status st = clb_context_new(opts, &ctx);
   if (st == CLB_OK) return ctx;
-  const char *ci = getenv("CI"), *req = getenv("CLBOUND_REQUIRE_DEVICE");
-  int must = (ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0) || (req && *req && strcmp(req, "0") != 0);
+  int must = clb_test_env_on("CI") || clb_test_env_on("CLBOUND_REQUIRE_DEVICE");
   fprintf(stderr, "no OpenCL context: %s: %s\n", clb_status_str(st), clb_last_errmsg());
   if (st == CLB_ERR_NO_DEVICE && !must) {
     fprintf(stderr, "skipping: no OpenCL device (set CI=true to make this a failure)\n");

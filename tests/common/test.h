@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int clb_test_failures = 0;
 static long clb_test_checks = 0;
@@ -67,11 +68,21 @@ __attribute__((constructor)) static void clb_test_line_buffered(void) {
     putchar('\n');                                                      \
   } while (0)
 
+/* A boolean variable as the library reads it (docs/api.md, "Environment"),
+ * for tests that do not link it: set, not empty and not off/0/false/no. */
+static inline int clb_test_env_on(const char *name) {
+  static const char *const offs[] = {"off", "0", "false", "no"};
+  const char *e = getenv(name);
+  if (!e || !*e) return 0;
+  for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
+    if (strcasecmp(e, offs[i]) == 0) return 0;
+  return 1;
+}
+
 /* Reduced sizes (CLBOUND_TEST_SMALL=1, set by the oclgrind label, whose
  * simulated device runs thousands of times slower): a short list of cases. */
 static inline int clb_test_small(void) {
-  const char *e = getenv("CLBOUND_TEST_SMALL");
-  return e && *e && strcmp(e, "0") != 0;
+  return clb_test_env_on("CLBOUND_TEST_SMALL");
 }
 
 /* Prints how many checks ran and failed; returns the process exit code. A test

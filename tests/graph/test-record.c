@@ -111,8 +111,9 @@ static uint64_t counter(clb_context_t ctx, int recorded) {
 
 /* Why replay cannot be tested here, or NULL. */
 static const char *no_replay_reason(void) {
-  const char *e = getenv("CLBOUND_TEST_RECORD");
-  if (e && strcmp(e, "off") == 0) return "CLBOUND_TEST_RECORD=off";
+  int64_t on = 1;
+  clb_env_get("CLBOUND_TEST_RECORD", &on); /* the library's parser: off, 0, false, no */
+  if (!on) return "CLBOUND_TEST_RECORD=off";
   cl_platform_id plat;
   cl_device_id dev;
   char ext[8192] = "";

@@ -233,6 +233,46 @@ int main(void) {
   expect_log("applied 2 of 2 kernels");
   EXPECT_EQ_I(run_context(dir, 96), 2);
 
+  /* forged: COPY_DIMX 0 with the checksum recomputed (issue 30, item 4; before:
+   * applied, then every CLBlast GEMM failed to build). The Copy entry breaks
+   * CLBlast's constraints: dropped with a line naming the file and the kernel,
+   * never applied, and the file rewritten without it; GEMMs stay right. */
+  memcpy(bad, good, len + 1);
+  char *cx = strstr(bad, "\"COPY_DIMX\": ");
+  REQUIRE_TRUE(cx != NULL);
+  char *digits = cx + strlen("\"COPY_DIMX\": "), *after = digits + strspn(digits, "0123456789");
+  memmove(digits + 1, after, strlen(after) + 1);
+  digits[0] = '0';
+  sum = strstr(bad, "\"sum\": ");
+  REQUIRE_TRUE(sum != NULL);
+  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  spit(path, bad, strlen(bad));
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(run_context(dir, 512), 1); /* Xgemm only */
+  expect_log(path);
+  expect_log("kernel Copy (precision 32) dropped");
+  expect_log("COPY_DIMX = 0");
+  EXPECT_EQ_I(run_context(dir, 96), 1);
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 1);
+  EXPECT_EQ_S(back[0].kernel, "Xgemm");
+  /* a kernel named twice: refused when saved, and a file with it is never applied */
+  clb_tuning_entry twice[2] = {e[0], e[0]};
+  clb_test_checks++;
+  if (clb_tuning_save(dev, path, twice, 2) != CLB_ERR_INVALID_ARG) CLB_FAIL_AT("a kernel saved twice");
+  memcpy(bad, good, len + 1);
+  char *k2 = strstr(bad, "\"Copy\"");
+  REQUIRE_TRUE(k2 != NULL);
+  memmove(k2 + 7, k2 + 6, strlen(k2 + 6) + 1); /* "Copy" -> "Xgemm": one byte longer */
+  memcpy(k2, "\"Xgemm\"", 7);
+  sum = strstr(bad, "\"sum\": ");
+  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  spit(path, bad, strlen(bad));
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_DAMAGED);
+  clb_test_checks++;
+  if (!strstr(why, "appears twice")) CLB_FAIL_AT("why: %s", why);
+  spit(path, good, len);
+
   /* CLBOUND_CLBLAST_TUNING=off: nothing applied */
   setenv("CLBOUND_CLBLAST_TUNING", "off", 1);
   EXPECT_EQ_I(run_context(dir, 96), 0);

@@ -1,0 +1,62 @@
+/* env.h: every CLBOUND_* environment variable, in one table that drives the
+ * parser (env.c) and the table in docs/api.md and README.md (generated from it:
+ * tests/core/env-doc.c). Adding a variable is one line here. */
+#ifndef CLB_CORE_ENV_H
+#define CLB_CORE_ENV_H
+
+#include <stdint.h>
+
+/* Kinds, and what `values` holds for each:
+ *   BOOL  on/off, 1/0, true/false, yes/no in any case; `values` names extra
+ *         words and their value ("auto=-1", "pool=0"), or "";
+ *   INT   a decimal integer, the whole string, within "min..max";
+ *   POW2  the same, and a power of two;
+ *   ENUM  one of the comma-separated names (any case): its position;
+ *   LIST  names separated by commas (or ; or spaces) among `values`, each a
+ *         bit by position; "all" sets every bit;
+ *   TEXT  any text; `values` describes it (only `clb__env_text` reads it).
+ * X(ID, KIND, values, default value, default in words, meaning) */
+#define CLB_ENV_TABLE(X) \
+  X(PLATFORM, TEXT, "a decimal index or a name substring (any case)", 0, "the first platform with a device", "the OpenCL platform of contexts whose options name none (an API argument overrides it)") \
+  X(DEVICE, TEXT, "a decimal index or a name substring (any case)", 0, "the first device", "the device of contexts whose options name none (an API argument overrides it)") \
+  X(CACHE_DIR, TEXT, "a folder, or `off` (also `0`, `none`)", 0, "`$XDG_CACHE_HOME/clbound`, else `~/.cache/clbound`", "the persistent program cache (`off` turns it off)") \
+  X(CACHE_STORE, ENUM, "background,release,sync", 0, "background", "when built programs are written to the cache: `background` (a thread of the process), `release` or `sync` (in `clb_context_free`)") \
+  X(METRICS_FILE, TEXT, "a file", 0, "none", "the counters of every context the process frees, summed, written as JSON at each context free (`scope`: `process`)") \
+  X(LOG, LIST, "recompiles,syncs,builds,cache,gemm,record", 0, "none", "one line per event of these categories, with its reason (`all`: every category)") \
+  X(GEMM, ENUM, "auto,host-blas,kernel,device,clblast-bound,clblast,sync-exact", 0, "auto", "forces the GEMM strategy of contexts left at AUTO (`device` is `kernel`, `clblast` is `clblast-bound`; `docs/gemm.md`)") \
+  X(BLAS_THREADS, INT, "1..64", 0, "by size and load", "host BLAS in the queue: every product cut into n blocks for n threads (default: 12 MFLOP or more is cut into one block per core, run by one thread per block at 32 MFLOP and more, between 12 and 32 by one plus one per core idle over the last 0.1 s; `docs/gemm.md`, Threads)") \
+  X(HOST_PTRS, BOOL, "", 1, "on", "off: host BLAS's native kernels map their buffers every call instead of keeping each buffer's host pointer (`docs/gemm.md`)") \
+  X(CLBLAST_TUNING, BOOL, "", 1, "on", "off: CLBlast runs its own parameters, not the device's tuning file written by `clbound tune` (`docs/gemm.md`)") \
+  X(SHAPE_LOG, TEXT, "a file", 0, "none", "every shape a graph is fed, appended, for `clbound shapes`") \
+  X(PLAN_PROGRAMS, BOOL, "", 1, "on", "off: a program per kernel file and options instead of one per graph plan (for comparisons)") \
+  X(FUSE, BOOL, "", 1, "on", "off: graphs run op by op, without generated (fused) kernels (for comparisons)") \
+  X(RECORD, BOOL, "auto=-1", -1, "auto", "on: a graph's steps are recorded once into a `cl_khr_command_buffer` and replayed where they can be; auto: the device's default, off on every device so far (read when a graph is made; `docs/design.md`, \"Recorded steps\")") \
+  X(MEMORY_PLAN, BOOL, "pool=0", 1, "on", "off (or `pool`): every graph's buffers come from the pool, as eager ops' do, whatever its options say (`docs/graph.md`, \"Memory plan\")") \
+  X(MEM_BASE_ALIGN_BITS, POW2, "8..524288", 0, "the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`", "the memory plan's offsets aligned to at least this many bits (to test another device's alignment)") \
+  X(GEOMETRY, TEXT, "`gpu` or `cpu`, then `local=N`, `per_cu=N`, `cu=N` (comma-separated, N from 1 to 1048576)", 0, "the device's", "forces a launch geometry on any device, e.g. `gpu,cu=132` (`docs/portability.md`)") \
+  X(SELECT_SINGLE, BOOL, "auto=-1", -1, "auto", "on / off: nonzero, masked_select and masked_scatter always / never in one launch (auto: one launch for small masks; `docs/dataops.md`)") \
+  X(TEST_KERNEL_WG_LIMIT, INT, "1..1048576", 0, "none", "testing only: every kernel allows at most N work-items per group, as a GPU driver's `CL_KERNEL_WORK_GROUP_SIZE` can (`docs/portability.md`)") \
+  X(TEST_RECORD, BOOL, "", 1, "on", "testing only: off makes tests/graph/test-record.c run as on a device without `cl_khr_command_buffer`") \
+  X(TEST_SMALL, BOOL, "", 0, "off", "testing only: the tests' reduced sizes (the `oclgrind` label sets it)") \
+  X(REQUIRE_DEVICE, BOOL, "", 0, "off", "testing only: a missing OpenCL device fails the tests instead of skipping them (as `CI` does)") \
+  X(LIBRARY, TEXT, "a path", 0, "the package's library, else the build tree's", "Python only: the `libclbound.so` that `import clbound` loads")
+
+typedef enum clb_env_id {
+#define CLB_ENV_ID(id, kind, values, def, deftext, meaning) CLB_ENV_##id,
+  CLB_ENV_TABLE(CLB_ENV_ID)
+#undef CLB_ENV_ID
+  CLB_ENV_COUNT
+} clb_env_id;
+
+/* The variable's value as its kind reads it (see above), or its default when
+ * unset or empty; a value that does not parse warns once per process on stderr,
+ * naming the variable, the value and the accepted values, and gives the
+ * default. Read again at every call (tests and benchmarks change them). */
+int64_t clb__env_int(clb_env_id id);
+/* The variable's text when set and not empty, else NULL (no checks). */
+const char *clb__env_text(clb_env_id id);
+/* The warning of clb__env_int for a value a caller's own parser refused
+ * (CLBOUND_GEOMETRY), once per process per variable. */
+void clb__env_warn(clb_env_id id, const char *value, const char *fallback);
+
+#endif /* CLB_CORE_ENV_H */
