@@ -263,6 +263,7 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
   DLTensor *dl = &e->v.dl_tensor;
   fill_dl(dl, t, dims, e->shape, e->strides);
   dl->data = clb__numel(t->rank, dims) ? (void *)e->mem : NULL;
+  dl->byte_offset = dl->data ? (uint64_t)t->data.offset : 0; /* a graph's tensor: its place in the arena */
   dl->device.device_type = kDLOpenCL;
   dl->device.device_id = 0;
   e->v.version.major = DLPACK_MAJOR_VERSION;
