@@ -72,8 +72,8 @@ typedef void (*clb_release_fn)(clb_context_t ctx);
 
 /* Where a tensor's data buffer comes from while a graph runs a plan's step
  * (runtime/graph/memory.c sets it, core calls it: a registered callback, since
- * core may not call up). get() fills `out` with a buffer it placed (a sub-buffer
- * of the plan's arena), or leaves out->mem NULL to let the pool serve; put() is
+ * core may not call up). get() fills `out` with a buffer it placed (a region
+ * of the plan's arena: its cl_mem, retained, at an offset), or leaves out->mem NULL to let the pool serve; put() is
  * told when a data buffer goes back (before the pool or the arena takes it). */
 typedef struct clb_mem_hook {
   clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
