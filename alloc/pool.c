@@ -124,7 +124,7 @@ clb_status clb__pool_get(clb_pool *p, size_t bytes, clb_buf *out, char *err, siz
 
 void clb__pool_put(clb_pool *p, clb_buf *b) {
   if (!b->mem) return;
-  if (b->sub) { /* a sub-buffer of an arena: its memory is the arena's */
+  if (b->borrowed) { /* a region of an arena or a graph's record: a reference of ours */
     if (b->held) *b->held = 0;
     clReleaseMemObject(b->mem);
     memset(b, 0, sizeof *b);
@@ -165,7 +165,7 @@ clb_status clb__pool_get_exact(clb_pool *p, size_t bytes, clb_buf *out, char *er
 
 void clb__pool_release(clb_pool *p, clb_buf *b) {
   if (!b->mem) return;
-  if (!b->sub) {
+  if (!b->borrowed) {
     p->st.live_bytes -= b->capacity;
     p->st.held_bytes -= b->capacity;
   }

@@ -19,20 +19,27 @@
 
 typedef struct clb_pool clb_pool;
 
-/* A buffer handed out by the pool: `mem` holds at least `bytes`. */
+/* A buffer handed out by the pool, or a region of a graph's arena: the bytes
+ * from `offset` in `mem`, at least `bytes` of them. Every user of the data
+ * honours the offset (kernels take the pair: kernels/common.cl, CLB_DATA). */
 typedef struct clb_buf {
   cl_mem mem;
+  cl_ulong offset; /* bytes from the start of mem: 0 for the pool's buffers; a
+                    * kernel argument as it is (CLB_ARG_DATA), hence cl_ulong */
   size_t bytes;    /* what was asked for */
-  size_t capacity; /* what the cl_mem holds */
+  size_t capacity; /* what the region holds from offset */
   uint8_t exact;   /* made by clb__pool_get_exact: released when put, never kept */
-  uint8_t sub;     /* a sub-buffer of an arena (runtime/graph/memory.c): put releases
-                    * the sub-buffer object; the arena's bytes are not the pool's */
-  int *held;       /* with sub: a flag of the buffer's owner, cleared when put */
+  uint8_t borrowed; /* a region of a buffer owned elsewhere (a graph's arena or
+                    * shape record, runtime/graph/memory.c), with one reference
+                    * retained for it: put releases that reference; the bytes are
+                    * not the pool's */
+  int *held;       /* with borrowed: a flag of the buffer's owner, cleared when put */
   int *rec_ok;     /* a shape record of a graph's arena steps: set to 1 once its tensor's
                     * record is written (runtime/core/core.h, clb_mem_hook) */
-  void *host;      /* the buffer's own memory as the host sees it, where the device's
-                    * buffers are host memory (runtime/core/hostptr.c), else NULL;
-                    * kept while the cl_mem lives (the pool's free list keeps it) */
+  void *host;      /* the start of mem (not of the region: add offset) as the host
+                    * sees it, where the device's buffers are host memory
+                    * (runtime/core/hostptr.c), else NULL; kept while the cl_mem
+                    * lives (the pool's free list keeps it) */
 } clb_buf;
 
 typedef struct clb_pool_stats {
@@ -61,7 +68,7 @@ clb_status clb__pool_get_exact(clb_pool *p, size_t bytes, clb_buf *out, char *er
 /* Frees a buffer now instead of keeping it. A zeroed clb_buf is a no-op. */
 void clb__pool_release(clb_pool *p, clb_buf *b);
 /* Returns a buffer to the free list (an exact buffer is released, a
- * sub-buffer's object released). A zeroed clb_buf is a no-op. */
+ * borrowed region's reference released). A zeroed clb_buf is a no-op. */
 void clb__pool_put(clb_pool *p, clb_buf *b);
 /* Releases the free (not live) buffers. */
 void clb__pool_trim(clb_pool *p);

@@ -542,9 +542,10 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
     if (i == 2) counters(ctx, &w1);
     /* the loss stays on the device: copied into slot i, read once at the end */
     cl_event ev = NULL;
-    cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(clb_graph_tensor(dg.g, dg.loss)),
-                                   clb_tensor_data_mem(losses), 0, sizeof(float) * (size_t)i, sizeof(float), 0, NULL,
-                                   i == 0 ? &ev : NULL);
+    clb_tensor_t lt = clb_graph_tensor(dg.g, dg.loss);
+    cl_int e = clEnqueueCopyBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(lt), clb_tensor_data_mem(losses),
+                                   clb_tensor_data_offset(lt), clb_tensor_data_offset(losses) + sizeof(float) * (size_t)i,
+                                   sizeof(float), 0, NULL, i == 0 ? &ev : NULL);
     if (e != CL_SUCCESS) {
       snprintf(err, errlen, "iteration %d: copying the loss: OpenCL error %d", i, (int)e);
       rc = 1;

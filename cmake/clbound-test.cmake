@@ -13,6 +13,24 @@ function(clb_add_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  # `gpu`: the device tests of a GPU pass (docs/portability.md, "A GPU pass"):
+  # every `opencl` test but those that need valgrind, Oclgrind, Python, MPI or a
+  # sanitizer build
+  set(gpu_ok FALSE)
+  if("opencl" IN_LIST T_LABELS)
+    set(gpu_ok TRUE)
+  endif()
+  foreach(no valgrind oclgrind python mpi)
+    if(no IN_LIST T_LABELS)
+      set(gpu_ok FALSE)
+    endif()
+  endforeach()
+  if(name MATCHES "-asan$")
+    set(gpu_ok FALSE)
+  endif()
+  if(gpu_ok)
+    list(APPEND T_LABELS gpu)
+  endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}

@@ -1,6 +1,25 @@
 /* common.cl: prepended to every kernel file: the status word, shape records and
  * the chunked loop every kernel uses. Launch geometry never depends on actual
- * sizes: a kernel reads them from shape records and walks its own chunk. */
+ * sizes: a kernel reads them from shape records and walks its own chunk.
+ *
+ * THE DATA CONVENTION (every kernel follows it; docs/graph.md, "Memory plan").
+ * A tensor's data reaches a kernel as two arguments: the buffer that holds it
+ * and the tensor's byte offset in that buffer. A graph plan's tensors all live
+ * in one arena buffer at planned offsets (no sub-buffers: drivers differ in how
+ * they treat them); eager tensors and the pool's buffers have offset 0. In the
+ * parameter list a kernel writes CLB_DATA(T, x) for a tensor's data (T with its
+ * qualifiers, e.g. `const float`), and first thing in its body CLB_DATA_AT(T, x),
+ * which declares the pointer x to the tensor's first element; x_base and x_off
+ * are the arguments, used nowhere else. The host pushes the pair with
+ * CLB_ARG_DATA(buf) (runtime/core/core.h). Shape records, the status word and
+ * ops' scratch buffers are always whole buffers: plain `__global T *`. An
+ * argument that is a tensor's data in some launches and scratch in others is
+ * CLB_DATA (scratch then passes offset 0). Offsets are multiples of 128 bytes
+ * (the size of the largest built-in type, long16), so any pointer cast a kernel
+ * makes stays naturally aligned. */
+#define CLB_DATA(T, x) __global T *x##_base, ulong x##_off
+#define CLB_DATA_AT(T, x) __global T *x = (__global T *)((__global char *)x##_base + x##_off)
+
 #ifdef CLB_NEED_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif

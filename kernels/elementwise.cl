@@ -68,9 +68,11 @@ inline TA clb_rem(TA x, TA y, __global int *st, uint launch) {
 #endif
 
 #ifdef EW_UNARY
-__kernel void ew_unary(__global const TA *a, __global const long *sa, int rank,
-                       __global TOUT *out, __global long *so,
+__kernel void ew_unary(CLB_DATA(const TA, a), __global const long *sa, int rank,
+                       CLB_DATA(TOUT, out), __global long *so,
                        __global int *st, uint launch) {
+  CLB_DATA_AT(const TA, a);
+  CLB_DATA_AT(TOUT, out);
   long n = clb_numel(sa, rank);
   if (clb_first_item() && CLB_OWN_RECORD(so, sa))
     for (int d = 0; d < rank; d++) so[d] = sa[d];
@@ -82,7 +84,8 @@ __kernel void ew_unary(__global const TA *a, __global const long *sa, int rank,
 #endif
 
 #ifdef EW_FILL
-__kernel void ew_fill(__global TOUT *out, __global const long *so, int rank, TOUT v) {
+__kernel void ew_fill(CLB_DATA(TOUT, out), __global const long *so, int rank, TOUT v) {
+  CLB_DATA_AT(TOUT, out);
   long n = clb_numel(so, rank);
   CLB_FOR_CHUNK(i, n) out[i] = v;
 }
@@ -94,10 +97,13 @@ __kernel void ew_fill(__global TOUT *out, __global const long *so, int rank, TOU
  * missing leading dim). Other dims must agree at run time: a mismatch raises a
  * deferred-check error and the smaller size is used, so nothing goes past a
  * bound. */
-__kernel void ew_binary(__global const TA *a, __global const long *sa, int ra,
-                        __global const TA *b, __global const long *sb, int rb,
-                        __global TOUT *out, __global long *so, uint bma, uint bmb,
+__kernel void ew_binary(CLB_DATA(const TA, a), __global const long *sa, int ra,
+                        CLB_DATA(const TA, b), __global const long *sb, int rb,
+                        CLB_DATA(TOUT, out), __global long *so, uint bma, uint bmb,
                         __global int *st, uint launch) {
+  CLB_DATA_AT(const TA, a);
+  CLB_DATA_AT(const TA, b);
+  CLB_DATA_AT(TOUT, out);
   long od[RANK1], stra[RANK1], strb[RANK1];
   long n = 1, acc_a = 1, acc_b = 1;
   for (int d = RANK - 1; d >= 0; d--) {

@@ -111,9 +111,13 @@ inline void gemm_block(__global const T *a, long lda, __global const T *b, long 
 /* Each work-item takes blocks of C in a grid-stride loop over the blocks the
  * actual M and N have; consecutive blocks go down M, so a work-group shares the
  * same columns of B. */
-__kernel void gemm_cpu(__global const T *a, __global const long *sa, __global const T *b,
-                       __global const long *sb, __global T *c, __global long *sc,
-                       __global const T *bias, __global int *st, uint launch) {
+__kernel void gemm_cpu(CLB_DATA(const T, a), __global const long *sa, CLB_DATA(const T, b),
+                       __global const long *sb, CLB_DATA(T, c), __global long *sc,
+                       CLB_DATA(const T, bias), __global int *st, uint launch) {
+  CLB_DATA_AT(const T, a);
+  CLB_DATA_AT(const T, b);
+  CLB_DATA_AT(T, c);
+  CLB_DATA_AT(const T, bias);
   GEMM_SIZES
   GEMM_HEAD
   long nbm = (m + RM - 1) / RM, nbn = (n + RN - 1) / RN, total = nbm * nbn;
@@ -133,11 +137,15 @@ __kernel void gemm_cpu(__global const T *a, __global const long *sa, __global co
 /* One work-group of TS * TS work-items per TS x TS tile of C, tiles taken in a
  * grid-stride loop over the tiles the actual M and N have (uniform per group, so
  * the barriers are reached by all its work-items). */
-__kernel GEMM_GPU_WG void gemm_gpu(__global const T *a, __global const long *sa, __global const T *b,
-                       __global const long *sb, __global T *c, __global long *sc,
-                       __global const T *bias, __global int *st, uint launch) {
+__kernel GEMM_GPU_WG void gemm_gpu(CLB_DATA(const T, a), __global const long *sa, CLB_DATA(const T, b),
+                       __global const long *sb, CLB_DATA(T, c), __global long *sc,
+                       CLB_DATA(const T, bias), __global int *st, uint launch) {
   __local T as[TS][TS + 1];
   __local T bs[TS][TS + 1];
+  CLB_DATA_AT(const T, a);
+  CLB_DATA_AT(const T, b);
+  CLB_DATA_AT(T, c);
+  CLB_DATA_AT(const T, bias);
   GEMM_SIZES
   GEMM_HEAD
   int lid = (int)get_local_id(0), ty = lid / TS, tx = lid - ty * TS;
@@ -174,7 +182,8 @@ __kernel GEMM_GPU_WG void gemm_gpu(__global const T *a, __global const long *sa,
 /* Zeroes x's slack, the elements from its actual count up to `bound_numel`, so
  * CLBlast can reduce over the bound of a dim whose rows past the actual size
  * must count as zero. */
-__kernel void gemm_zero_slack(__global T *x, __global const long *sx, int rank, long bound_numel) {
+__kernel void gemm_zero_slack(CLB_DATA(T, x), __global const long *sx, int rank, long bound_numel) {
+  CLB_DATA_AT(T, x);
   long live = clb_numel(sx, rank);
   long n = bound_numel - live;
   CLB_FOR_CHUNK(i, n) x[live + i] = (T)0;
@@ -182,7 +191,8 @@ __kernel void gemm_zero_slack(__global T *x, __global const long *sx, int rank, 
 
 /* dst [R, C] = x's live [r, c] (dense at c) padded with zeros: the bound layout
  * CLBlast needs when dim 1 of x is dynamic. */
-__kernel void gemm_pad(__global const T *x, __global const long *sx, __global T *dst, long R, long C) {
+__kernel void gemm_pad(CLB_DATA(const T, x), __global const long *sx, __global T *dst, long R, long C) {
+  CLB_DATA_AT(const T, x);
   long r = sx[0], c = sx[1];
   CLB_FOR_CHUNK(idx, R * C) {
     long i = idx / C, j = idx - i * C;
@@ -192,7 +202,8 @@ __kernel void gemm_pad(__global const T *x, __global const long *sx, __global T 
 
 /* out's live [m, n] (dense at n) = src [.., C] at ld C: the live part of a result
  * CLBlast computed at the bounds. */
-__kernel void gemm_unpad(__global const T *src, long C, __global T *out, __global const long *so) {
+__kernel void gemm_unpad(__global const T *src, long C, CLB_DATA(T, out), __global const long *so) {
+  CLB_DATA_AT(T, out);
   long m = so[0], n = so[1];
   CLB_FOR_CHUNK(idx, m * n) {
     long i = idx / n, j = idx - i * n;
@@ -202,7 +213,9 @@ __kernel void gemm_unpad(__global const T *src, long C, __global T *out, __globa
 
 /* dst = x^T for the live [r, c] of x (dense at c): dst is dense [c, r], and its
  * shape record gets [c, r]. 32 x 32 blocks keep both sides in cache. */
-__kernel void gemm_transpose(__global const T *x, __global const long *sx, __global T *dst, __global long *sd) {
+__kernel void gemm_transpose(CLB_DATA(const T, x), __global const long *sx, CLB_DATA(T, dst), __global long *sd) {
+  CLB_DATA_AT(const T, x);
+  CLB_DATA_AT(T, dst);
   long r = sx[0], c = sx[1];
   if (clb_first_item() && CLB_OWN_RECORD(sd, sx)) {
     sd[0] = c;

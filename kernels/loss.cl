@@ -43,10 +43,13 @@ inline void loss_group_sum(T v, __local T *buf, __global T *partials) {
 
 #ifndef LOSS_CE
 /* Stage 1, elementwise losses: n = pred's actual count (target must match). */
-__kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long *sp, int rp, __global const T *t,
-                        __global const long *stt, int rt, __global T *grad, __global long *sg,
+__kernel CLB_FIXED_LOCAL void loss_part(CLB_DATA(const T, p), __global const long *sp, int rp, CLB_DATA(const T, t),
+                        __global const long *stt, int rt, CLB_DATA(T, grad), __global long *sg,
                         __global T *partials, __global int *st, uint launch) {
   __local T buf[LOCAL];
+  CLB_DATA_AT(const T, p);
+  CLB_DATA_AT(const T, t);
+  CLB_DATA_AT(T, grad);
   long n = clb_numel(sp, rp), nt = clb_numel(stt, rt);
   if (clb_first_item()) {
 #ifdef HAS_GRAD
@@ -74,10 +77,13 @@ __kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long
 /* Stage 1, cross-entropy: one work-item per row of logits. A target outside
  * [0, C) raises CLB_STF_BOUND_EXCEEDED (the class and C) and its row adds
  * nothing (its gradient row is softmax alone). */
-__kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long *sp, int rp, __global const long *t,
-                        __global const long *stt, int rt, __global T *grad, __global long *sg,
+__kernel CLB_FIXED_LOCAL void loss_part(CLB_DATA(const T, p), __global const long *sp, int rp, CLB_DATA(const long, t),
+                        __global const long *stt, int rt, CLB_DATA(T, grad), __global long *sg,
                         __global T *partials, __global int *st, uint launch) {
   __local T buf[LOCAL];
+  CLB_DATA_AT(const T, p);
+  CLB_DATA_AT(const long, t);
+  CLB_DATA_AT(T, grad);
   long rows = sp[0], c = sp[1], nt = stt[0];
   if (clb_first_item()) {
 #ifdef HAS_GRAD
@@ -119,8 +125,9 @@ __kernel CLB_FIXED_LOCAL void loss_part(__global const T *p, __global const long
 /* Stage 2: one work-group adds the partials and divides by the count; an empty
  * count gives NaN, as PyTorch's mean of nothing. */
 __kernel CLB_FIXED_LOCAL void loss_final(__global const T *partials, int nparts, __global const long *sp, int rp,
-                         __global T *out) {
+                         CLB_DATA(T, out)) {
   __local T buf[LOCAL];
+  CLB_DATA_AT(T, out);
   int lid = (int)get_local_id(0);
   T v = 0;
   for (int i = lid; i < nparts; i += LOCAL) v += partials[i];
@@ -163,10 +170,15 @@ __kernel CLB_FIXED_LOCAL void loss_final(__global const T *partials, int nparts,
  * against t averaged over z's actual count (NaN for none) into out[0], and dz =
  * d loss / d z; the same terms and device check as loss_part and
  * nn_unary_bwd, summed in one group instead of two stages. */
-__kernel void loss_fused(__global const T *z, __global const long *sz, int rz, __global const T *t,
-                         __global const long *stt, int rt, __global T *y, __global long *sy, __global T *dz,
-                         __global long *sdz, __global T *out, __global int *st, uint launch) {
+__kernel void loss_fused(CLB_DATA(const T, z), __global const long *sz, int rz, CLB_DATA(const T, t),
+                         __global const long *stt, int rt, CLB_DATA(T, y), __global long *sy, CLB_DATA(T, dz),
+                         __global long *sdz, CLB_DATA(T, out), __global int *st, uint launch) {
   __local T buf[LOCAL];
+  CLB_DATA_AT(const T, z);
+  CLB_DATA_AT(const T, t);
+  CLB_DATA_AT(T, y);
+  CLB_DATA_AT(T, dz);
+  CLB_DATA_AT(T, out);
   int lid = (int)get_local_id(0);
   long n = clb_numel(sz, rz), nt = clb_numel(stt, rt);
   if (clb_first_item()) {

@@ -25,9 +25,12 @@
 
 /* dx = GRAD(v, dy) elementwise; dx takes dy's sizes. v and dy must have the same
  * element count (a deferred check; the smaller count is used). */
-__kernel void nn_unary_bwd(__global const T *v, __global const long *sv, __global const T *dy,
-                           __global const long *sd, int rank, __global T *dx, __global long *sx,
+__kernel void nn_unary_bwd(CLB_DATA(const T, v), __global const long *sv, CLB_DATA(const T, dy),
+                           __global const long *sd, int rank, CLB_DATA(T, dx), __global long *sx,
                            __global int *st, uint launch) {
+  CLB_DATA_AT(const T, v);
+  CLB_DATA_AT(const T, dy);
+  CLB_DATA_AT(T, dx);
   long n = clb_numel(sd, rank), nv = clb_numel(sv, rank);
   if (clb_first_item()) {
     if (CLB_OWN_RECORD(sx, sd) && CLB_OWN_RECORD(sx, sv))
@@ -52,8 +55,10 @@ __kernel void nn_unary_bwd(__global const T *v, __global const long *sv, __globa
 #ifdef NN_SOFTMAX
 /* One work-item per row: y = softmax(x) or log_softmax(x), shifted by the row's
  * maximum. */
-__kernel void nn_softmax(__global const T *x, __global const long *sx, int rank, __global T *y,
+__kernel void nn_softmax(CLB_DATA(const T, x), __global const long *sx, int rank, CLB_DATA(T, y),
                          __global long *sy) {
+  CLB_DATA_AT(const T, x);
+  CLB_DATA_AT(T, y);
   ROWS(sx, rank, rows, c)
   if (clb_first_item() && CLB_OWN_RECORD(sy, sx))
     for (int d = 0; d < rank; d++) sy[d] = sx[d];
@@ -78,9 +83,12 @@ __kernel void nn_softmax(__global const T *x, __global const long *sx, int rank,
 #ifdef NN_SOFTMAX_BWD
 /* softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy),
  * per row. y and dy must have the same sizes (a deferred check on the counts). */
-__kernel void nn_softmax_bwd(__global const T *y, __global const long *sy, __global const T *dy,
-                             __global const long *sd, int rank, __global T *dx, __global long *sx,
+__kernel void nn_softmax_bwd(CLB_DATA(const T, y), __global const long *sy, CLB_DATA(const T, dy),
+                             __global const long *sd, int rank, CLB_DATA(T, dx), __global long *sx,
                              __global int *st, uint launch) {
+  CLB_DATA_AT(const T, y);
+  CLB_DATA_AT(const T, dy);
+  CLB_DATA_AT(T, dx);
   ROWS(sd, rank, rows, c)
   long ny = clb_numel(sy, rank);
   if (clb_first_item()) {
@@ -107,8 +115,11 @@ __kernel void nn_softmax_bwd(__global const T *y, __global const long *sy, __glo
 #ifdef NN_SGD
 /* v = momentum * v + g (with HAS_VEL); p -= lr * (v or g), over p's actual
  * elements; g must have as many (a deferred check). */
-__kernel void nn_sgd(__global T *p, __global const long *sp, __global const T *g, __global const long *sg,
-                     int rank, __global T *v, T lr, T momentum, __global int *st, uint launch) {
+__kernel void nn_sgd(CLB_DATA(T, p), __global const long *sp, CLB_DATA(const T, g), __global const long *sg,
+                     int rank, CLB_DATA(T, v), T lr, T momentum, __global int *st, uint launch) {
+  CLB_DATA_AT(T, p);
+  CLB_DATA_AT(const T, g);
+  CLB_DATA_AT(T, v);
   long n = clb_numel(sp, rank), ng = clb_numel(sg, rank);
   if (clb_first_item() && n != ng) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, ng);
   n = min(n, ng);

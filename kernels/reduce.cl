@@ -37,8 +37,10 @@
 
 #ifdef RED_DIM
 /* One work-item per output element; each walks the reduced dim. */
-__kernel void red_dim(__global const TA *a, __global const long *sa, __global TOUT *out,
+__kernel void red_dim(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(TOUT, out),
                       __global long *so, int dim, int keepdim, __global int *st, uint launch) {
+  CLB_DATA_AT(const TA, a);
+  CLB_DATA_AT(TOUT, out);
   long outer = 1, inner = 1;
   for (int d = 0; d < dim; d++) outer *= sa[d];
   for (int d = dim + 1; d < RANK; d++) inner *= sa[d];
@@ -71,9 +73,10 @@ __kernel void red_dim(__global const TA *a, __global const long *sa, __global TO
 
 #ifdef RED_ALL
 /* Stage 1: each work-group reduces its chunk into one partial. */
-__kernel CLB_FIXED_LOCAL void red_all_part(__global const TA *a, __global const long *sa,
+__kernel CLB_FIXED_LOCAL void red_all_part(CLB_DATA(const TA, a), __global const long *sa,
                            __global TACC *partials) {
   __local TACC buf[LOCAL];
+  CLB_DATA_AT(const TA, a);
   long n = clb_numel(sa, RANK);
   TACC v, c = 0;
   ACC_INIT(v);
@@ -90,8 +93,9 @@ __kernel CLB_FIXED_LOCAL void red_all_part(__global const TA *a, __global const 
 
 /* Stage 2: one work-group merges the partials and writes the 0-d output. */
 __kernel CLB_FIXED_LOCAL void red_all_final(__global const TACC *partials, int nparts, __global const long *sa,
-                            __global TOUT *out, __global int *st, uint launch) {
+                            CLB_DATA(TOUT, out), __global int *st, uint launch) {
   __local TACC buf[LOCAL];
+  CLB_DATA_AT(TOUT, out);
   int lid = (int)get_local_id(0);
   TACC v;
   ACC_INIT(v);

@@ -109,8 +109,9 @@ inline long sel_count_range(__global const TM *m, TM fm, int bcast, int rank, co
   return c;
 }
 
-__kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+__kernel void sel_count(CLB_DATA(const TM, m), SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TM, m);
   long s, e;
   sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
   scratch[get_group_id(0)] = sel_count_range(m, (TM)fmask, bcast, rank, od, stx, stm, s, e);
@@ -119,9 +120,10 @@ __kernel void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int b
 /* ---- finish: scan of the chunk counts and the bookkeeping ------------------- */
 
 __kernel void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
-                         __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
+                         __global const long *ssrc, int rsrc, CLB_DATA(long, count_out), int nz_static,
                          __global long *sv, int rv, long8 spv, __global int *st, uint launch) {
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(long, count_out);
   long total = 0;
   for (int g = 0; g < ngroups; g++) {
     long c = scratch[g];
@@ -307,8 +309,8 @@ __constant uchar sel_expand8[256][8] = {
 #endif
 
 #define SEL_WRITE_ARGS                                                                   \
-  __global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, __global const long *scratch, \
-      ulong fmask, int bcast, __global TO *out, long obound, __global const TX *src, __global const long *ssrc, \
+  CLB_DATA(const TX, x), CLB_DATA(const TM, m), SEL_SHAPE_ARGS, __global const long *scratch, \
+      ulong fmask, int bcast, CLB_DATA(TO, out), long obound, CLB_DATA(const TX, src), __global const long *ssrc, \
       int rsrc, int nz_static, long fill
 
 /* sel_write_range's parameters: the iteration shape (od, strides), chunk [s, e)
@@ -588,6 +590,10 @@ inline void sel_write_range(SEL_RANGE_PARAMS) {
 
 __kernel void sel_write(SEL_WRITE_ARGS) {
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TX, x);
+  CLB_DATA_AT(const TM, m);
+  CLB_DATA_AT(TO, out);
+  CLB_DATA_AT(const TX, src);
   long g = get_group_id(0), ng = get_num_groups(0);
   long s, e;
   sel_chunk(n, g, ng, &s, &e);
@@ -600,11 +606,16 @@ __kernel void sel_write(SEL_WRITE_ARGS) {
  * before its chunk itself (a prefix of the mask, cheap when the mask is small or
  * a row mask), so no scratch and no second or third launch; the last group, which
  * sees the total, does sel_finish's bookkeeping. Chunks are sel_write's. */
-__kernel void sel_single(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast,
-                         __global TO *out, long obound, __global const TX *src, __global const long *ssrc, int rsrc,
-                         int nz_static, long fill, __global long *so, __global long *count_out, __global long *sv,
+__kernel void sel_single(CLB_DATA(const TX, x), CLB_DATA(const TM, m), SEL_SHAPE_ARGS, ulong fmask, int bcast,
+                         CLB_DATA(TO, out), long obound, CLB_DATA(const TX, src), __global const long *ssrc, int rsrc,
+                         int nz_static, long fill, __global long *so, CLB_DATA(long, count_out), __global long *sv,
                          int rv, long8 spv, __global int *st, uint launch) {
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TX, x);
+  CLB_DATA_AT(const TM, m);
+  CLB_DATA_AT(TO, out);
+  CLB_DATA_AT(const TX, src);
+  CLB_DATA_AT(long, count_out);
   long g = get_group_id(0), ng = get_num_groups(0);
   long s, e;
   sel_chunk(n, g, ng, &s, &e);

@@ -57,9 +57,10 @@ inline long sel_count_wg(__local long *buf, __global const TM *m, TM fm, int bca
   return r;
 }
 
-__kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
+__kernel CLB_FIXED_LOCAL void sel_count(CLB_DATA(const TM, m), SEL_SHAPE_ARGS, ulong fmask, int bcast, __global long *scratch) {
   __local long buf[LOCAL];
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TM, m);
   long s, e;
   sel_chunk(n, get_group_id(0), get_num_groups(0), &s, &e);
   long c = sel_count_wg(buf, m, (TM)fmask, bcast, rank, od, stx, stm, s, e);
@@ -67,9 +68,10 @@ __kernel CLB_FIXED_LOCAL void sel_count(__global const TM *m, SEL_SHAPE_ARGS, ul
 }
 
 __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SEL_SHAPE_ARGS, __global long *so, long obound,
-                         __global const long *ssrc, int rsrc, __global long *count_out, int nz_static,
+                         __global const long *ssrc, int rsrc, CLB_DATA(long, count_out), int nz_static,
                          __global long *sv, int rv, long8 spv, __global int *st, uint launch) {
   __local long buf[LOCAL];
+  CLB_DATA_AT(long, count_out);
   int lid = (int)get_local_id(0);
   long carry = 0;
   for (int base = 0; base < ngroups; base += LOCAL) {
@@ -142,11 +144,15 @@ inline void sel_write_wg(__local long *buf, __global const TX *x, __global const
 #endif
 }
 
-__kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS,
-                        __global const long *scratch, ulong fmask, int bcast, __global TO *out, long obound,
-                        __global const TX *src, __global const long *ssrc, int rsrc, int nz_static, long fill) {
+__kernel CLB_FIXED_LOCAL void sel_write(CLB_DATA(const TX, x), CLB_DATA(const TM, m), SEL_SHAPE_ARGS,
+                        __global const long *scratch, ulong fmask, int bcast, CLB_DATA(TO, out), long obound,
+                        CLB_DATA(const TX, src), __global const long *ssrc, int rsrc, int nz_static, long fill) {
   __local long buf[LOCAL];
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TX, x);
+  CLB_DATA_AT(const TM, m);
+  CLB_DATA_AT(TO, out);
+  CLB_DATA_AT(const TX, src);
   long g = get_group_id(0), ng = get_num_groups(0);
   long s, e;
   sel_chunk(n, g, ng, &s, &e);
@@ -156,13 +162,18 @@ __kernel CLB_FIXED_LOCAL void sel_write(__global const TX *x, __global const TM 
 
 /* One launch for small masks (select-cpu.cl's sel_single): each group counts
  * the flags before its chunk, the last one does the bookkeeping. */
-__kernel CLB_FIXED_LOCAL void sel_single(__global const TX *x, __global const TM *m, SEL_SHAPE_ARGS, ulong fmask,
-                         int bcast, __global TO *out, long obound, __global const TX *src,
+__kernel CLB_FIXED_LOCAL void sel_single(CLB_DATA(const TX, x), CLB_DATA(const TM, m), SEL_SHAPE_ARGS, ulong fmask,
+                         int bcast, CLB_DATA(TO, out), long obound, CLB_DATA(const TX, src),
                          __global const long *ssrc, int rsrc, int nz_static, long fill, __global long *so,
-                         __global long *count_out, __global long *sv, int rv, long8 spv, __global int *st,
+                         CLB_DATA(long, count_out), __global long *sv, int rv, long8 spv, __global int *st,
                          uint launch) {
   __local long buf[LOCAL];
   SEL_SHAPE_LOCALS;
+  CLB_DATA_AT(const TX, x);
+  CLB_DATA_AT(const TM, m);
+  CLB_DATA_AT(TO, out);
+  CLB_DATA_AT(const TX, src);
+  CLB_DATA_AT(long, count_out);
   long g = get_group_id(0), ng = get_num_groups(0);
   long s, e;
   sel_chunk(n, g, ng, &s, &e);

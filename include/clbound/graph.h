@@ -220,8 +220,9 @@ CLB_API clb_status clb_graph_set_grad_hook(clb_graph_t g, clb_graph_grad_fn fn, 
 CLB_API clb_status clb_graph_warm(clb_graph_t g);
 
 /* The tensor holding node n's output after the last run (borrowed: valid until
- * the next run or clb_graph_free; under the memory plan its buffer is a
- * sub-buffer of the plan's arena that the next run reuses). Read it with clb_tensor_read. NULL when the
+ * the next run or clb_graph_free; under the memory plan its data is a region
+ * of the plan's arena, at clb_tensor_data_offset in clb_tensor_data_mem, that
+ * the next run reuses). Read it with clb_tensor_read. NULL when the
  * node has not run. For a parameter: its current value. A view (clb_reshape)
  * or device export made from it keeps this run's data: the graph's next run
  * (or CLB_PHASE_UPDATE, or clb_graph_free) first gives each view a copy of its

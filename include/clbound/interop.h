@@ -63,8 +63,9 @@ CLB_API clb_status clb_tensor_to_dlpack(clb_context_t ctx, clb_tensor_t t, struc
 CLB_API clb_status clb_tensor_to_dlpack_legacy(clb_context_t ctx, clb_tensor_t t, DLManagedTensor **out);
 
 /* Device export, no copy: a kDLOpenCL tensor (device_id 0: the context's one
- * device) whose `data` is t's cl_mem data buffer, cast to void* (byte_offset 0),
- * at t's actual sizes (one counted host sync reads them). The buffer is retained
+ * device) whose `data` is t's cl_mem data buffer, cast to void*, and whose
+ * `byte_offset` is where t starts in it (clb_tensor_data_offset: a graph's
+ * tensors share its arena buffer; 0 otherwise), at t's actual sizes (one counted host sync reads them). The buffer is retained
  * and kept out of clbound's memory pool until the deleter runs, so freeing t or
  * the context does not hand it to another tensor. The export is a snapshot of
  * the sizes: resizing t later does not change it. Writes through the handle must

@@ -75,7 +75,7 @@ typedef struct clb_device_info {
   uint64_t max_alloc_bytes;
   int has_fp64;
   int has_int64_atomics;       /* cl_khr_int64_base_atomics */
-  uint32_t mem_base_addr_align_bits; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN: sub-buffer offsets are multiples of it */
+  uint32_t mem_base_addr_align_bits; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN (the alignment of sub-buffer origins; clbound makes no sub-buffers) */
 } clb_device_info;
 
 /* Number of devices over all platforms. Returns CLB_ERR_NO_DEVICE (with a message
@@ -311,9 +311,14 @@ CLB_API void clb_tensor_bounds(clb_tensor_t t, int64_t *dims);
 CLB_API int clb_tensor_is_dynamic(clb_tensor_t t, int d);
 /* Number of elements at the bounds. */
 CLB_API int64_t clb_tensor_bound_numel(clb_tensor_t t);
-/* Borrowed cl_mem of the data (sized at the bounds) and of the shape record
- * (CLB_MAX_RANK int64 values; dims past the rank hold 1). */
+/* Borrowed cl_mem of the data and of the shape record (CLB_MAX_RANK int64
+ * values; dims past the rank hold 1). The data starts clb_tensor_data_offset
+ * bytes into its cl_mem and takes the bytes of the bounds from there: a graph's
+ * tensors share one arena buffer at planned offsets (docs/graph.md, "Memory
+ * plan"); other tensors start at 0. The shape record always starts at 0. Read
+ * or write the data with that offset, or pass both to a kernel. */
 CLB_API cl_mem clb_tensor_data_mem(clb_tensor_t t);
+CLB_API size_t clb_tensor_data_offset(clb_tensor_t t);
 CLB_API cl_mem clb_tensor_shape_mem(clb_tensor_t t);
 
 /* Copies host data in, with actual sizes `dims` (NULL for rank 0). `bytes` must be

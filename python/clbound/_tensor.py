@@ -135,8 +135,14 @@ class Tensor:
 
     @property
     def data_mem(self) -> int:
-        """The borrowed cl_mem of the data (sized at the bounds), as an integer."""
+        """The borrowed cl_mem of the data, as an integer; the data starts
+        data_offset bytes into it (a graph's tensors share its arena)."""
         return L.t_data_mem(self._live()) or 0
+
+    @property
+    def data_offset(self) -> int:
+        """The byte offset of the data in data_mem (0 outside a graph's arena)."""
+        return L.t_data_offset(self._live())
 
     @property
     def shape_mem(self) -> int:

@@ -73,8 +73,8 @@ typedef void (*clb_release_fn)(clb_context_t ctx);
 
 /* Where a tensor's data buffer comes from while a graph runs a plan's step
  * (runtime/graph/memory.c sets it, core calls it: a registered callback, since
- * core may not call up). get() fills `out` with a buffer it placed (a sub-buffer
- * of the plan's arena), or leaves out->mem NULL to let the pool serve; put() is
+ * core may not call up). get() fills `out` with a buffer it placed (a region
+ * of the plan's arena: its cl_mem, retained, at an offset), or leaves out->mem NULL to let the pool serve; put() is
  * told when a data buffer goes back (before the pool or the arena takes it). */
 typedef struct clb_mem_hook {
   clb_status (*get)(void *user, size_t bytes, clb_buf *out, char *err, size_t errlen);
@@ -272,6 +272,13 @@ typedef struct clb_arg {
   const void *value;
 } clb_arg;
 #define CLB_ARG(v) ((clb_arg){sizeof(v), &(v)})
+/* A tensor's data (a clb_buf lvalue) as the two arguments of a kernel's
+ * CLB_DATA parameter (kernels/common.cl): the buffer and the byte offset in it. */
+#define CLB_ARG_DATA(b) CLB_ARG((b).mem), CLB_ARG((b).offset)
+/* Appends a tensor's data (a clb_buf lvalue) to args[na++] as CLB_ARG_DATA does. */
+#define CLB_PUSH_DATA(args, na, b) ((args)[(na)++] = CLB_ARG((b).mem), (args)[(na)++] = CLB_ARG((b).offset))
+/* The number of arguments in an array of clb_arg. */
+#define CLB_NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Takes the next launch id and records op and what under it in the launch ring,
  * for work that is enqueued other than by clb__launch (a native kernel). */
@@ -299,8 +306,9 @@ void clb__first_launch_free(clb_context_t ctx);
  * context on a probe buffer, return the same pointer, and CLBOUND_HOST_PTRS is
  * not "off"), a map's pointer stays valid for the buffer's life: the first map
  * of a buffer is learnt (clb__buf_host_learn) and later native kernels use it
- * without maps. clb__buf_host_ptr returns the known pointer or NULL (map it);
- * buf NULL names the context's status word. */
+ * without maps. clb__buf_host_ptr returns the known pointer of the buffer's
+ * start (add buf->offset for its region) or NULL (map it); clb__buf_host_learn
+ * takes the buffer's start too; buf NULL names the context's status word. */
 int clb__host_ptrs_ok(clb_context_t ctx);
 void *clb__buf_host_ptr(clb_context_t ctx, const clb_buf *buf);
 void *clb__status_host_ptr(clb_context_t ctx);

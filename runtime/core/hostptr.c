@@ -6,7 +6,10 @@
  * native kernel; docs/gemm.md). That is relied on only where it is checked:
  * the device is a CPU with unified host memory, and two maps of a probe buffer
  * (on a queue of their own, so the context's queue does not wait) return the
- * same pointer, through which a write made with clEnqueueWriteBuffer is seen. */
+ * same pointer, through which a write made with clEnqueueWriteBuffer is seen.
+ * A tensor of a graph's arena is a region of the arena's buffer (runtime/graph/
+ * memory.c): its memory is the buffer's at its offset, plain pointer
+ * arithmetic within one buffer, so no sub-buffer is made or probed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +27,7 @@ static int probe(clb_context_t ctx) {
   cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &e);
   if (e != CL_SUCCESS || !q) return -1;
   int ok = 0;
-  cl_uint align_bits = 0;
-  if (clGetDeviceInfo(ctx->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS ||
-      align_bits == 0 || align_bits > 65536 * 8) {
-    clReleaseCommandQueue(q);
-    return -1;
-  }
-  size_t off = align_bits / 8;
-  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, off + 256, NULL, &e);
+  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 256, NULL, &e);
   if (e == CL_SUCCESS && m) {
     unsigned char pat[256];
     for (int i = 0; i < 256; i++) pat[i] = (unsigned char)(i * 7 + 3);
@@ -45,20 +41,6 @@ static int probe(clb_context_t ctx) {
         if (e == CL_SUCCESS && p2) {
           ok = seen && p2 == p1;
           clEnqueueUnmapMemObject(q, m, p2, 0, NULL, NULL);
-        }
-        /* a sub-buffer's memory is its parent's at its origin (runtime/graph's
-         * arenas hand out sub-buffers) */
-        cl_buffer_region region = {off, 256};
-        cl_mem sub = ok ? clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e) : NULL;
-        ok = 0;
-        if (sub && e == CL_SUCCESS) {
-          void *p3 = clEnqueueMapBuffer(q, sub, CL_TRUE, CL_MAP_READ, 0, 256, 0, NULL, NULL, &e);
-          if (e == CL_SUCCESS && p3) {
-            ok = p3 == (char *)p1 + off;
-            clEnqueueUnmapMemObject(q, sub, p3, 0, NULL, NULL);
-          }
-          clFinish(q);
-          clReleaseMemObject(sub);
         }
       }
     }
@@ -92,7 +74,9 @@ void clb__buf_host_learn(clb_context_t ctx, clb_buf *buf, void *ptr) {
 void clb__buf_host_map_learn(clb_context_t ctx, clb_buf *buf) {
   if (!buf->mem || buf->host || !clb__host_ptrs_ok(ctx)) return;
   cl_int e = CL_SUCCESS;
-  void *p = clEnqueueMapBuffer(ctx->queue, buf->mem, CL_FALSE, CL_MAP_READ, 0, buf->bytes ? buf->bytes : 1, 0, NULL, NULL, &e);
+  void *p = clEnqueueMapBuffer(ctx->queue, buf->mem, CL_FALSE, CL_MAP_READ, (size_t)buf->offset, buf->bytes ? buf->bytes : 1, 0,
+                               NULL, NULL, &e);
   if (e != CL_SUCCESS || !p) return; /* native kernels map it instead */
-  if (clEnqueueUnmapMemObject(ctx->queue, buf->mem, p, 0, NULL, NULL) == CL_SUCCESS) buf->host = p;
+  /* host is the buffer's start (the region's is host + offset) */
+  if (clEnqueueUnmapMemObject(ctx->queue, buf->mem, p, 0, NULL, NULL) == CL_SUCCESS) buf->host = (char *)p - buf->offset;
 }

@@ -268,7 +268,7 @@ clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *
     return clb__set_error(ctx, st, "%s: a copy of %s (%zu bytes) for its views: %s", op, desc, x->data.bytes, err);
   }
   if (x->data.bytes && (st = clb__merge_flush(ctx)) == CLB_OK) {
-    cl_int e = clEnqueueCopyBuffer(ctx->queue, x->data.mem, nb.mem, 0, 0, x->data.bytes, 0, NULL, NULL);
+    cl_int e = clEnqueueCopyBuffer(ctx->queue, x->data.mem, nb.mem, (size_t)x->data.offset, 0, x->data.bytes, 0, NULL, NULL);
     if (e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: copying %zu bytes of %s for its views", op, x->data.bytes, desc);
   }
   if (st != CLB_OK) {
@@ -301,6 +301,7 @@ void clb_tensor_bounds(clb_tensor_t t, int64_t *dims) {
 int clb_tensor_is_dynamic(clb_tensor_t t, int d) { return t && d >= 0 && d < t->rank ? t->dyn[d] : 0; }
 int64_t clb_tensor_bound_numel(clb_tensor_t t) { return t ? clb__numel(t->rank, t->bound) : 0; }
 cl_mem clb_tensor_data_mem(clb_tensor_t t) { return t ? t->data.mem : NULL; }
+size_t clb_tensor_data_offset(clb_tensor_t t) { return t ? (size_t)t->data.offset : 0; }
 cl_mem clb_tensor_shape_mem(clb_tensor_t t) { return t ? t->shape.mem : NULL; }
 
 /* Checks actual sizes against the bounds and static dims. */
@@ -341,7 +342,7 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
     return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
   if (want && !host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
   if ((st = write_sizes(ctx, op, t, dims)) != CLB_OK) return st;
-  if ((st = clb__write_async(ctx, op, t->data.mem, 0, host, bytes)) != CLB_OK) return st;
+  if ((st = clb__write_async(ctx, op, t->data.mem, (size_t)t->data.offset, host, bytes)) != CLB_OK) return st;
   t->written_by = 0; /* written by the host: whatever failed before is gone */
   clear_failed(t);
   return CLB_OK;
@@ -408,7 +409,7 @@ clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, voi
     return clb__set_error(ctx, CLB_ERR_BUFFER_SMALL, "%s: %zu bytes live, buffer holds %zu", op, bytes, cap);
   if (bytes == 0) return CLB_OK;
   if (!host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
-  cl_int e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+  cl_int e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_TRUE, (size_t)t->data.offset, bytes, host, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading %zu bytes", op, bytes);
   ctx->counters.bytes_to_host += bytes;
   return CLB_OK;

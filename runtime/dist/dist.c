@@ -71,7 +71,8 @@ static clb_status on_grad(void *user, clb_node node, clb_tensor_t t) {
     return fail(d, CLB_ERR_INTERNAL, "clb_dist_step: gradient of node %d came out of order (expected node %d)", node,
                 d->next < d->np ? d->p[d->next].node : -1);
   dparam *p = &d->p[d->next++];
-  e = clEnqueueReadBuffer(q, clb_tensor_data_mem(t), CL_FALSE, 0, (size_t)p->numel * sizeof(float), p->f, 0, NULL, &p->ev);
+  e = clEnqueueReadBuffer(q, clb_tensor_data_mem(t), CL_FALSE, clb_tensor_data_offset(t), (size_t)p->numel * sizeof(float), p->f,
+                          0, NULL, &p->ev);
   if (e != CL_SUCCESS)
     return fail(d, CLB_ERR_CL, "clb_dist_step: reading the gradient of node %d (%lld floats): OpenCL error %d", node,
                 (long long)p->numel, (int)e);

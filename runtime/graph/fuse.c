@@ -27,13 +27,15 @@ static void sgd_source(char *buf, size_t cap, const char *kname, const char *T, 
 #define PUT(...) u += (size_t)snprintf(buf + u, u < cap ? cap - u : 0, __VA_ARGS__)
   PUT("__kernel void %s(", kname);
   for (int k = 0; k < n; k++) {
-    PUT("__global %s *p%d, __global const long *sp%d, __global const %s *g%d, __global const long *sg%d, int r%d, ", T, k, k,
+    PUT("CLB_DATA(%s, p%d), __global const long *sp%d, CLB_DATA(const %s, g%d), __global const long *sg%d, int r%d, ", T, k, k,
         T, k, k, k);
-    if (velmask >> k & 1) PUT("__global %s *v%d, ", T, k);
+    if (velmask >> k & 1) PUT("CLB_DATA(%s, v%d), ", T, k);
   }
   PUT("%s lr, %s momentum, __global int *st, uint launch) {\n", T, T);
   for (int k = 0; k < n; k++) {
-    PUT("  {\n    long n = clb_numel(sp%d, r%d), ng = clb_numel(sg%d, r%d);\n", k, k, k, k);
+    PUT("  {\n    CLB_DATA_AT(%s, p%d);\n    CLB_DATA_AT(const %s, g%d);\n", T, k, T, k);
+    if (velmask >> k & 1) PUT("    CLB_DATA_AT(%s, v%d);\n", T, k);
+    PUT("    long n = clb_numel(sp%d, r%d), ng = clb_numel(sg%d, r%d);\n", k, k, k, k);
     PUT("    if (clb_first_item() && n != ng) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, n, ng);\n");
     PUT("    n = min(n, ng);\n    CLB_FOR_CHUNK(i, n) {\n      %s d = g%d[i];\n", T, k);
     if (velmask >> k & 1) PUT("      d = momentum * v%d[i] + d;\n      v%d[i] = d;\n", k, k);
@@ -65,7 +67,7 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
   }
   const char *opts = dt == CLB_DTYPE_F64 ? "-D CLB_NEED_FP64" : "";
   if ((st = clb__kernel_get_local(ctx, op, name, opts, kname, &k, &local)) != CLB_OK) return st;
-  clb_arg args[SGD_MAX * 6 + 4];
+  clb_arg args[SGD_MAX * 9 + 4];
   cl_int ranks[SGD_MAX];
   union {
     float f;
@@ -83,12 +85,12 @@ static clb_status sgd_group(clb_graph_t g, int n, clb_tensor_t *p, clb_tensor_t 
   int64_t most = 0;
   for (int i = 0; i < n; i++) {
     ranks[i] = p[i]->rank;
-    args[na++] = CLB_ARG(p[i]->data.mem);
+    CLB_PUSH_DATA(args, na, p[i]->data);
     args[na++] = CLB_ARG(p[i]->shape.mem);
-    args[na++] = CLB_ARG(gr[i]->data.mem);
+    CLB_PUSH_DATA(args, na, gr[i]->data);
     args[na++] = CLB_ARG(gr[i]->shape.mem);
     args[na++] = CLB_ARG(ranks[i]);
-    if (v[i]) args[na++] = CLB_ARG(v[i]->data.mem);
+    if (v[i]) CLB_PUSH_DATA(args, na, v[i]->data);
     int64_t b = clb_tensor_bound_numel(p[i]);
     if (b > most) most = b;
   }
@@ -331,10 +333,14 @@ static void group_source(char *buf, size_t cap, const member *mb, int nm, const 
           clb_dtype_name(mb[m].n->dtype), T, T, clb__dtype_is_float(mb[m].n->dtype) ? "FLOAT" : "INT", T);
     }
   PUT("__kernel void fused_ew(");
-  for (int j = 0; j < nopnd; j++) PUT("__global const %s *x%d, __global const long *s%d, ", clb__dtype_cl(opnd[j]->dtype), j, j);
+  for (int j = 0; j < nopnd; j++) PUT("CLB_DATA(const %s, x%d), __global const long *s%d, ", clb__dtype_cl(opnd[j]->dtype), j, j);
   for (int m = 0; m < nm; m++)
-    if (!mb[m].n->fuse_drop) PUT("__global %s *o%d, __global long *so%d, ", clb__dtype_cl(mb[m].n->dtype), m, m);
-  PUT("__global int *st, uint launch) {\n  long od[%d];\n", R > 0 ? R : 1);
+    if (!mb[m].n->fuse_drop) PUT("CLB_DATA(%s, o%d), __global long *so%d, ", clb__dtype_cl(mb[m].n->dtype), m, m);
+  PUT("__global int *st, uint launch) {\n");
+  for (int j = 0; j < nopnd; j++) PUT("  CLB_DATA_AT(const %s, x%d);\n", clb__dtype_cl(opnd[j]->dtype), j);
+  for (int m = 0; m < nm; m++)
+    if (!mb[m].n->fuse_drop) PUT("  CLB_DATA_AT(%s, o%d);\n", clb__dtype_cl(mb[m].n->dtype), m);
+  PUT("  long od[%d];\n", R > 0 ? R : 1);
   /* the actual size of each dim: the operands that do not broadcast there must
    * agree (a deferred check, as the unfused ops raise); the smallest is used */
   for (int d = 0; d < R; d++) {
@@ -518,16 +524,16 @@ clb_status clb__graph_fused_run(clb_graph_t g, int last) {
   const char *name = ln->fuse_src_name;
   cl_kernel k;
   if ((st = clb__kernel_get(ctx, op, name, fp64 ? "-D CLB_NEED_FP64" : "", "fused_ew", &k)) != CLB_OK) return st;
-  clb_arg args[OPND_MAX * 2 + GROUP_MAX * 2 + 2];
+  clb_arg args[OPND_MAX * 3 + GROUP_MAX * 3 + 2];
   int na = 0;
   for (int j = 0; j < nopnd; j++) {
-    args[na++] = CLB_ARG(opnd[j]->data.mem);
+    CLB_PUSH_DATA(args, na, opnd[j]->data);
     args[na++] = CLB_ARG(opnd[j]->shape.mem);
   }
   for (int m = 0; m < nm; m++)
     if (!mb[m].n->fuse_drop) {
       clb__note_output(ctx, op, mb[m].n->t);
-      args[na++] = CLB_ARG(mb[m].n->t->data.mem);
+      CLB_PUSH_DATA(args, na, mb[m].n->t->data);
       args[na++] = CLB_ARG(mb[m].n->t->shape.mem);
     }
   cl_uint zero = 0;

@@ -7,11 +7,15 @@
  * plan's bounds and the events (creations and releases, in step order) that
  * bound its life. alloc/planner.c turns the record into offsets in one arena
  * (a few if one would exceed the device's largest allocation). Every later step
- * of the plan gets its tensors as sub-buffers of the arena at those offsets; the
- * step's tensors are released at the start of the next run, so each step
- * creates the same buffers in the same order. The arena's device buffer is
- * shared by the graph's plans and grows to the largest one: one allocation per
- * growth. Parameters, momentum, shape records and op scratch stay in the pool. */
+ * of the plan gets its tensors as regions of the arena: the arena's cl_mem and
+ * the tensor's byte offset in it, which every kernel and transfer honours
+ * (kernels/common.cl, CLB_DATA). No sub-buffers: drivers differ in how they
+ * treat them (the first NVIDIA run crashed inside clReleaseMemObject of one),
+ * and one buffer plus offsets is what CUDA-style allocators do. The step's
+ * tensors are released at the start of the next run, so each step creates the
+ * same buffers in the same order. The arena's device buffer is shared by the
+ * graph's plans and grows to the largest one: one allocation per growth.
+ * Parameters, momentum, shape records and op scratch stay in the pool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,14 @@
 #include "runtime/graph/graph.h"
 
 enum { STEP_POOL, STEP_RECORD, STEP_ARENA };
+
+/* The alignment of tensors' offsets in an arena, in bytes: the size of the
+ * largest OpenCL built-in type (long16, double16), so every pointer a kernel
+ * forms into a tensor, vector types included, is naturally aligned; a multiple
+ * of the 64-byte cache line of CPUs and of the 128-byte line of NVIDIA GPUs, so
+ * a tensor's first row starts on one; and of every element size, so CLBlast's
+ * offsets (in elements) are exact. CLBOUND_MEM_BASE_ALIGN_BITS raises it. */
+#define CLB_ARENA_ALIGN 128
 
 typedef struct plan_mem {
   int laid_out;
@@ -31,10 +43,6 @@ typedef struct plan_mem {
   clb_plan_buf *bufs;
   clb_plan_result res;
   uint64_t pool_peak;
-  /* the sub-buffer of each planned buffer, made at its first use and kept (one
-   * reference of ours), so every step of the plan hands out the same cl_mem:
-   * a recorded step (record.c) replays only on the buffers it was recorded with */
-  cl_mem *subs;
 } plan_mem;
 
 /* A shape record kept by the graph for its arena steps: the step's i-th new
@@ -74,21 +82,12 @@ struct clb__graph_mem {
   clb_plan_buf *rec; /* recording: one per buffer taken, in order */
   cl_mem *rec_mem;
   size_t nrec, cap_rec;
-  cl_mem *live; /* arena steps: the sub-buffer of each planned buffer while its tensor lives */
+  uint8_t *live; /* arena steps: 1 for each planned buffer while its tensor lives */
   size_t cap_live;
   uint64_t fallbacks; /* buffers a step asked for that its plan did not have (served by the pool) */
   shape_rec **shapes; /* arena steps' shape records, in the order the step takes them */
   size_t nshapes, cap_shapes, shape_seq;
 };
-
-/* Releases the sub-buffers kept for plan slot p. */
-static void release_subs(plan_mem *pm) {
-  if (!pm->subs) return;
-  for (size_t i = 0; i < pm->n; i++)
-    if (pm->subs[i]) clReleaseMemObject(pm->subs[i]);
-  free(pm->subs);
-  pm->subs = NULL;
-}
 
 
 clb_status clb__graph_mem_new(clb_graph_t g, int enabled) {
@@ -96,10 +95,13 @@ clb_status clb__graph_mem_new(clb_graph_t g, int enabled) {
   if (!g->mem) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "clb_graph_new: out of host memory");
   if (!clb__env_int(CLB_ENV_MEMORY_PLAN)) enabled = 0;
   g->mem->enabled = enabled;
-  uint64_t align = g->ctx->info.mem_base_addr_align_bits / 8;
+  /* tensors are offsets into one buffer, not sub-buffers, so the device's
+   * CL_DEVICE_MEM_BASE_ADDR_ALIGN does not apply; CLB_ARENA_ALIGN keeps every
+   * type's natural alignment (docs/graph.md, "Memory plan") */
+  uint64_t align = CLB_ARENA_ALIGN;
   uint64_t forced = (uint64_t)clb__env_int(CLB_ENV_MEM_BASE_ALIGN_BITS) / 8; /* 0: unset */
   if (forced > align) align = forced;
-  g->mem->align = align ? align : 1;
+  g->mem->align = align;
   return CLB_OK;
 }
 
@@ -108,10 +110,7 @@ void clb__graph_mem_free(clb_graph_t g) {
   if (!m) return;
   g->ctx->mem_hook = (clb_mem_hook){0};
   for (int a = 0; a < CLB_PLAN_MAX_ARENAS; a++) clb__pool_release(g->ctx->pool, &m->arena[a]);
-  for (size_t p = 0; p < m->cap_plans; p++) {
-    release_subs(&m->plans[p]);
-    free(m->plans[p].bufs);
-  }
+  for (size_t p = 0; p < m->cap_plans; p++) free(m->plans[p].bufs);
   for (size_t i = 0; i < m->nshapes; i++) {
     clb__pool_release(g->ctx->pool, &m->shapes[i]->buf);
     /* a tensor that outlives its graph still holds a reference and will clear
@@ -177,29 +176,20 @@ static clb_status hook_get(void *user, size_t bytes, clb_buf *out, char *err, si
     m->mode = STEP_POOL;
     return CLB_OK;
   }
-  if (!pm->subs && !(pm->subs = calloc(pm->n + 1, sizeof *pm->subs))) {
-    snprintf(err, errlen, "graph %s: out of host memory", g->name);
-    return CLB_ERR_HOST_OOM;
+  const clb_buf *arena = &m->arena[pm->bufs[i].arena];
+  cl_int e = clRetainMemObject(arena->mem); /* the tensor's reference, released when it puts the buffer */
+  if (e != CL_SUCCESS) {
+    snprintf(err, errlen, "graph %s: clRetainMemObject of arena %d failed (%s)", g->name, pm->bufs[i].arena,
+             clb__cl_error_name(e));
+    return CLB_ERR_CL;
   }
-  if (!pm->subs[i]) {
-    cl_buffer_region region = {(size_t)pm->bufs[i].offset, (size_t)pm->bufs[i].bytes};
-    cl_int e = CL_SUCCESS;
-    cl_mem made = clCreateSubBuffer(m->arena[pm->bufs[i].arena].mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e);
-    if (e != CL_SUCCESS || !made) {
-      snprintf(err, errlen, "graph %s: clCreateSubBuffer of %zu bytes at offset %zu of arena %d failed (%s)", g->name, region.size,
-               region.origin, pm->bufs[i].arena, clb__cl_error_name(e));
-      return e == CL_MISALIGNED_SUB_BUFFER_OFFSET ? CLB_ERR_INTERNAL : CLB_ERR_CL;
-    }
-    pm->subs[i] = made;
-  }
-  cl_mem sub = pm->subs[i];
-  clRetainMemObject(sub); /* the tensor's reference, released when it puts the buffer */
-  out->mem = sub;
-  out->bytes = bytes;
-  out->capacity = (size_t)pm->bufs[i].bytes;
-  out->sub = 1;
-  out->host = m->arena[pm->bufs[i].arena].host ? (char *)m->arena[pm->bufs[i].arena].host + (size_t)pm->bufs[i].offset : NULL;
-  m->live[i] = sub;
+  *out = (clb_buf){.mem = arena->mem,
+                   .offset = (cl_ulong)pm->bufs[i].offset,
+                   .bytes = bytes,
+                   .capacity = (size_t)pm->bufs[i].bytes,
+                   .borrowed = 1,
+                   .host = arena->host};
+  m->live[i] = 1;
   m->seq++;
   m->clock++;
   return CLB_OK;
@@ -244,7 +234,13 @@ static clb_status hook_get_shape(void *user, size_t bytes, const struct clb_tens
       memcpy(r->dyn, of->dyn, sizeof r->dyn);
     }
   }
-  *out = (clb_buf){r->buf.mem, bytes, r->buf.capacity, 0, 1, &r->held, of ? &r->ok : NULL, r->buf.host};
+  *out = (clb_buf){.mem = r->buf.mem,
+                   .bytes = bytes,
+                   .capacity = r->buf.capacity,
+                   .borrowed = 1,
+                   .held = &r->held,
+                   .rec_ok = of ? &r->ok : NULL,
+                   .host = r->buf.host};
   return CLB_OK;
 }
 
@@ -269,13 +265,16 @@ static void hook_put(void *user, const clb_buf *b) {
       }
     return;
   }
-  if (!b->sub || !m->cur) return;
-  for (size_t k = 0; k < m->cur->n; k++)
-    if (m->live[k] == b->mem) {
-      m->live[k] = NULL;
+  if (!b->borrowed || !m->cur) return;
+  /* the live region at b's place: two live regions never overlap (hook_get) */
+  for (size_t k = 0; k < m->cur->n; k++) {
+    const clb_plan_buf *pb = &m->cur->bufs[k];
+    if (m->live[k] && m->arena[pb->arena].mem == b->mem && (cl_ulong)pb->offset == b->offset) {
+      m->live[k] = 0;
       m->clock++;
       return;
     }
+  }
 }
 
 /* ---- the step ---------------------------------------------------------------------- */
@@ -304,7 +303,7 @@ static clb_status fit_arenas(clb_graph_t g, size_t p) {
   plan_mem *pm = &m->plans[p];
   for (int a = 0; a < pm->res.narenas; a++) {
     if (m->arena[a].mem && m->arena[a].capacity >= pm->res.arena_bytes[a]) continue;
-    for (size_t q = 0; q < m->cap_plans; q++) release_subs(&m->plans[q]); /* views of the old arena */
+    /* a tensor still holding a region of the old arena keeps its own reference */
     clb__pool_release(g->ctx->pool, &m->arena[a]);
     clb__pool_trim(g->ctx->pool); /* the recording step's buffers, now idle */
     char err[256];
@@ -313,8 +312,8 @@ static clb_status fit_arenas(clb_graph_t g, size_t p) {
       return clb__set_error(g->ctx, st, "graph %s: plan %zu: arena %d of %llu bytes (%llu bytes live at most): %s", g->name, p, a,
                             (unsigned long long)pm->res.arena_bytes[a], (unsigned long long)pm->res.lower_bound, err);
     g->ctx->counters.arena_allocations++;
-    /* host BLAS's native kernels use the sub-buffers' memory without maps
-     * where the device allows it: the arena's pointer plus the offset */
+    /* host BLAS's native kernels use the tensors' memory without maps where
+     * the device allows it: the arena's pointer plus each tensor's offset */
     if (clb_context_gemm_strategy(g->ctx) == CLB_GEMM_HOST_BLAS) clb__buf_host_map_learn(g->ctx, &m->arena[a]);
   }
   if (!grow((void **)&m->live, &m->cap_live, pm->n + 1, sizeof *m->live))
@@ -398,7 +397,6 @@ void clb__graph_mem_end_as(clb_graph_t g, clb_status st, int64_t plan) {
   plan_mem *pm = &m->plans[p];
   if (pm->laid_out && key_matches(g, p)) return;
   if (pm->laid_out) { /* laid out by a walk whose run never recorded the plan */
-    release_subs(pm);
     free(pm->bufs);
     memset(pm, 0, sizeof *pm);
   }

@@ -213,7 +213,8 @@ static clb_status materialize(clb_graph_t g, gnode *n) {
   size_t bytes = (size_t)count * row;
   if (bytes && (st = clb__merge_flush(g->ctx)) != CLB_OK) return st;
   if (bytes) {
-    cl_int err = clEnqueueCopyBuffer(g->ctx->queue, raw->data.mem, n->t->data.mem, 0, 0, bytes, 0, NULL, NULL);
+    cl_int err = clEnqueueCopyBuffer(g->ctx->queue, raw->data.mem, n->t->data.mem, (size_t)raw->data.offset,
+                                    (size_t)n->t->data.offset, bytes, 0, NULL, NULL);
     if (err != CL_SUCCESS)
       return clb__cl_error(g->ctx, err, "graph %s: copying %zu bytes of the %s", g->name, bytes, si->what);
   }

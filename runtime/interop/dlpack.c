@@ -273,6 +273,7 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
   DLTensor *dl = &e->v.dl_tensor;
   fill_dl(dl, t, dims, e->shape, e->strides);
   dl->data = clb__numel(t->rank, dims) ? (void *)e->mem : NULL;
+  dl->byte_offset = dl->data ? (uint64_t)e->holder->data.offset : 0; /* the data's place in e->mem (0 for a copy) */
   dl->device.device_type = kDLOpenCL;
   dl->device.device_id = 0;
   e->v.version.major = DLPACK_MAJOR_VERSION;

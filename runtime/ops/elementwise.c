@@ -83,13 +83,13 @@ static clb_status binary_launch(clb_context_t ctx, const char *op, const char *m
   cl_int ra = a->rank, rb = b->rank;
   cl_uint ma = bma, mb = bmb;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(ra),
-                    CLB_ARG(b->data.mem), CLB_ARG(b->shape.mem), CLB_ARG(rb),
-                    CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem), CLB_ARG(ma), CLB_ARG(mb),
+  clb_arg args[] = {CLB_ARG_DATA(a->data), CLB_ARG(a->shape.mem), CLB_ARG(ra),
+                    CLB_ARG_DATA(b->data), CLB_ARG(b->shape.mem), CLB_ARG(rb),
+                    CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem), CLB_ARG(ma), CLB_ARG(mb),
                     CLB_ARG(ctx->status), CLB_ARG(zero)};
   char what[192];
   snprintf(what, sizeof what, "a %.90s, b %.90s", da, db);
-  return clb__launch(ctx, op, what, k, args, 12, 11, clb__groups_local(ctx, clb__numel(rank, obound), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb__numel(rank, obound), local), local);
 }
 
 /* The checks clb_binary and clb_compare both make: a context, a known op
@@ -160,11 +160,11 @@ static clb_status unary_launch(clb_context_t ctx, const char *op, const char *ma
   if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_unary", &k, &local)) != CLB_OK) return st;
   cl_int rank = a->rank;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(rank),
-                    CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem), CLB_ARG(ctx->status), CLB_ARG(zero)};
+  clb_arg args[] = {CLB_ARG_DATA(a->data), CLB_ARG(a->shape.mem), CLB_ARG(rank),
+                    CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem), CLB_ARG(ctx->status), CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 7, 6, clb__groups_local(ctx, clb_tensor_bound_numel(a), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb_tensor_bound_numel(a), local), local);
 }
 
 clb_status clb_unary(clb_context_t ctx, clb_unary_op uop, clb_tensor_t a, clb_tensor_t *out) {
@@ -221,8 +221,8 @@ clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
   size_t local = 0;
   if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_fill", &k, &local)) != CLB_OK) return st;
   cl_int rank = t->rank;
-  clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), {vs, &v}};
+  clb_arg args[] = {CLB_ARG_DATA(t->data), CLB_ARG(t->shape.mem), CLB_ARG(rank), {vs, &v}};
   char what[192];
   clb__tensor_desc(t, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 4, -1, clb__groups_local(ctx, clb_tensor_bound_numel(t), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), -1, clb__groups_local(ctx, clb_tensor_bound_numel(t), local), local);
 }

@@ -532,41 +532,50 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
     }
   }
   ref_add(refs, &nr, NULL, &call.st, CL_MAP_READ | CL_MAP_WRITE);
-  /* the distinct buffers, with the flags of every use */
+  /* the distinct buffers, with the flags of every use and the extent [lo, hi)
+   * of the regions used (tensors of a graph's arena share its cl_mem, each at
+   * its offset) */
   cl_mem mems[HOST_NBUF];
   void *mapped[HOST_NBUF];
   clb_buf *owner[HOST_NBUF];
   cl_map_flags mflags[HOST_NBUF];
+  size_t lo[HOST_NBUF], hi[HOST_NBUF];
   int nm = 0, nmapped = 0, all_known = 1;
   for (int i = 0; i < nr; i++) {
-    void *known = refs[i].buf ? clb__buf_host_ptr(ctx, refs[i].buf) : clb__status_host_ptr(ctx);
+    const clb_buf *b = refs[i].buf;
+    char *known = b ? clb__buf_host_ptr(ctx, b) : clb__status_host_ptr(ctx);
     all_known &= known != NULL;
-    *refs[i].ptr = known;
-    cl_mem m = refs[i].buf ? refs[i].buf->mem : ctx->status;
+    *refs[i].ptr = known && b ? known + b->offset : known;
+    cl_mem m = b ? b->mem : ctx->status;
+    size_t from = b ? (size_t)b->offset : 0, bytes = b ? b->bytes : CLB_STATUS_INTS * sizeof(cl_int);
     int u = 0;
     while (u < nm && mems[u] != m) u++;
     if (u == nm) {
       mems[nm] = m;
       owner[nm] = refs[i].buf;
+      lo[nm] = from;
+      hi[nm] = from;
       mflags[nm++] = 0;
     }
     mflags[u] |= refs[i].flags;
+    if (from < lo[u]) lo[u] = from;
+    if (from + (bytes ? bytes : 1) > hi[u]) hi[u] = from + (bytes ? bytes : 1);
   }
   cl_int e = CL_SUCCESS;
   if (!all_known) {
     for (int i = 0; i < nr; i++) *refs[i].ptr = NULL;
     for (int u = 0; u < nm; u++) {
-      size_t bytes = owner[u] ? owner[u]->bytes : CLB_STATUS_INTS * sizeof(cl_int);
-      if (bytes == 0) bytes = 1;
-      mapped[u] = clEnqueueMapBuffer(ctx->queue, mems[u], CL_FALSE, mflags[u], 0, bytes, 0, NULL, NULL, &e);
+      mapped[u] = clEnqueueMapBuffer(ctx->queue, mems[u], CL_FALSE, mflags[u], lo[u], hi[u] - lo[u], 0, NULL, NULL, &e);
       if (e != CL_SUCCESS) break;
       nmapped++;
-      clb__buf_host_learn(ctx, owner[u], mapped[u]);
+      /* the start of the buffer, where a map's pointer is the buffer's own memory */
+      clb__buf_host_learn(ctx, owner[u], (char *)mapped[u] - lo[u]);
     }
     for (int i = 0; i < nr && e == CL_SUCCESS; i++) {
-      cl_mem m = refs[i].buf ? refs[i].buf->mem : ctx->status;
+      const clb_buf *b = refs[i].buf;
+      cl_mem m = b ? b->mem : ctx->status;
       for (int u = 0; u < nm; u++)
-        if (mems[u] == m) *refs[i].ptr = mapped[u];
+        if (mems[u] == m) *refs[i].ptr = (char *)mapped[u] + ((b ? (size_t)b->offset : 0) - lo[u]);
     }
   }
   if (e == CL_SUCCESS) {

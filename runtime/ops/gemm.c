@@ -79,26 +79,31 @@ static clb_status clblast_use(clb_context_t ctx) {
   return st;
 }
 
-/* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. */
+/* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. Each
+ * matrix starts at its buffer's offset (a graph's arena: CLBlast takes offsets
+ * in elements; they are multiples of the arena's alignment, so whole elements). */
 static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt, int ta, int tb, size_t m,
-                               size_t n, size_t k, cl_mem a, size_t lda, cl_mem b, size_t ldb, cl_mem c,
-                               size_t ldc) {
+                               size_t n, size_t k, const clb_buf *a, size_t lda, const clb_buf *b, size_t ldb,
+                               const clb_buf *c, size_t ldc) {
   CLBlastTranspose cta = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose ctb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+  size_t es = clb_dtype_size(dt);
+  size_t oa = (size_t)a->offset / es, ob = (size_t)b->offset / es, oc = (size_t)c->offset / es;
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
   CLBlastStatusCode rc;
   clb_status st = clblast_use(ctx);
   if (st == CLB_OK) st = clb__merge_flush(ctx); /* CLBlast enqueues on the same queue */
   if (st != CLB_OK) return st;
   if (dt == CLB_DTYPE_F64)
-    rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a, 0, lda, b, 0, ldb, 0.0, c, 0, ldc,
+    rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a->mem, oa, lda, b->mem, ob, ldb, 0.0, c->mem, oc, ldc,
                       &ctx->queue, NULL);
   else
-    rc = CLBlastSgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c, 0, ldc,
+    rc = CLBlastSgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0f, a->mem, oa, lda, b->mem, ob, ldb, 0.0f, c->mem, oc, ldc,
                       &ctx->queue, NULL);
   if (rc != CLBlastSuccess)
-    return clb__set_error(ctx, CLB_ERR_CL, "matmul %s: CLBlast%cgemm(m=%zu, n=%zu, k=%zu, lda=%zu, ldb=%zu, ldc=%zu) failed (%s, %d)",
-                          what, dt == CLB_DTYPE_F64 ? 'D' : 'S', m, n, k, lda, ldb, ldc, clblast_name(rc), (int)rc);
+    return clb__set_error(ctx, CLB_ERR_CL, "matmul %s: CLBlast%cgemm(m=%zu, n=%zu, k=%zu, lda=%zu, ldb=%zu, ldc=%zu, "
+                          "offsets %zu, %zu, %zu) failed (%s, %d)",
+                          what, dt == CLB_DTYPE_F64 ? 'D' : 'S', m, n, k, lda, ldb, ldc, oa, ob, oc, clblast_name(rc), (int)rc);
   ctx->counters.kernel_launches++;
   return CLB_OK;
 }
@@ -199,8 +204,8 @@ static clb_status run_exact(clb_context_t ctx, gemm_job *g, int64_t m, int64_t n
   if (k == 0) {
     if ((st = clb_fill(ctx, o, 0.0)) != CLB_OK) return st;
   } else {
-    st = clblast_gemm(ctx, g->what, g->dt, g->ta, g->tb, (size_t)m, (size_t)n, (size_t)k, g->a->data.mem,
-                      (size_t)lda, g->b->data.mem, (size_t)ldb, o->data.mem, (size_t)n);
+    st = clblast_gemm(ctx, g->what, g->dt, g->ta, g->tb, (size_t)m, (size_t)n, (size_t)k, &g->a->data,
+                      (size_t)lda, &g->b->data, (size_t)ldb, &o->data, (size_t)n);
     if (st != CLB_OK) return st;
   }
   return add_bias(ctx, g);
@@ -244,13 +249,13 @@ static void helper_options(char *buf, size_t len, clb_dtype dt) {
  * a scratch buffer (*scratch, returned to the pool by the caller); otherwise a
  * dynamic K in dim 0 has its slack rows zeroed in place. */
 static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, int k_is_dim0, clb_buf *scratch,
-                                cl_mem *mem) {
+                                const clb_buf **mem) {
   char opts[128];
   helper_options(opts, sizeof opts, g->dt);
   cl_kernel kz;
   size_t local = 0;
   clb_status st;
-  *mem = t->data.mem;
+  *mem = &t->data;
   if (t->dyn[1]) {
     char err[256];
     int64_t R = t->bound[0], C = t->bound[1];
@@ -258,16 +263,16 @@ static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, 
     if ((st = clb__pool_get(ctx->pool, bytes, scratch, err, sizeof err)) != CLB_OK)
       return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", g->op, g->what, bytes, err);
     if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_pad", &kz, &local)) != CLB_OK) return st;
-    clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(scratch->mem), CLB_ARG(R), CLB_ARG(C)};
-    *mem = scratch->mem;
-    return clb__launch(ctx, g->op, g->what, kz, args, 5, -1, clb__groups_local(ctx, R * C, local), local);
+    clb_arg args[] = {CLB_ARG_DATA(t->data), CLB_ARG(t->shape.mem), CLB_ARG(scratch->mem), CLB_ARG(R), CLB_ARG(C)};
+    *mem = scratch;
+    return clb__launch(ctx, g->op, g->what, kz, args, CLB_NARGS(args), -1, clb__groups_local(ctx, R * C, local), local);
   }
   if (t->dyn[0] && k_is_dim0) {
     if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_zero_slack", &kz, &local)) != CLB_OK) return st;
     cl_int rank = 2;
     cl_long bn = (cl_long)clb_tensor_bound_numel(t);
-    clb_arg args[] = {CLB_ARG(t->data.mem), CLB_ARG(t->shape.mem), CLB_ARG(rank), CLB_ARG(bn)};
-    return clb__launch(ctx, g->op, g->what, kz, args, 4, -1, clb__groups_local(ctx, bn, local), local);
+    clb_arg args[] = {CLB_ARG_DATA(t->data), CLB_ARG(t->shape.mem), CLB_ARG(rank), CLB_ARG(bn)};
+    return clb__launch(ctx, g->op, g->what, kz, args, CLB_NARGS(args), -1, clb__groups_local(ctx, bn, local), local);
   }
   return CLB_OK;
 }
@@ -278,7 +283,7 @@ static clb_status bound_operand(clb_context_t ctx, gemm_job *g, clb_tensor_t t, 
  * dynamic. */
 static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
   clb_buf sa = {0}, sb = {0}, sc = {0};
-  cl_mem ma, mb;
+  const clb_buf *ma, *mb;
   char opts[128];
   helper_options(opts, sizeof opts, g->dt);
   clb_tensor_t o = g->out;
@@ -296,7 +301,7 @@ static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
   }
   if ((st = bound_operand(ctx, g, g->a, g->ta, &sa, &ma)) != CLB_OK) goto done;
   if ((st = bound_operand(ctx, g, g->b, !g->tb, &sb, &mb)) != CLB_OK) goto done;
-  cl_mem mc = o->data.mem;
+  const clb_buf *mc = &o->data;
   if (g->dn) {
     char err[256];
     size_t bytes = (size_t)(g->mb * g->nb) * clb_dtype_size(g->dt);
@@ -304,7 +309,7 @@ static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
       st = clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", g->op, g->what, bytes, err);
       goto done;
     }
-    mc = sc.mem;
+    mc = &sc;
   }
   st = clblast_gemm(ctx, g->what, g->dt, g->ta, g->tb, (size_t)g->mb, (size_t)g->nb, (size_t)g->kb, ma,
                     (size_t)g->a->bound[1], mb, (size_t)g->b->bound[1], mc, (size_t)g->nb);
@@ -314,8 +319,8 @@ static clb_status run_clblast_bound(clb_context_t ctx, gemm_job *g) {
     size_t local = 0;
     if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_unpad", &ku, &local)) != CLB_OK) goto done;
     cl_long C = g->nb;
-    clb_arg uargs[] = {CLB_ARG(sc.mem), CLB_ARG(C), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem)};
-    st = clb__launch(ctx, g->op, g->what, ku, uargs, 4, -1, clb__groups_local(ctx, g->mb * g->nb, local), local);
+    clb_arg uargs[] = {CLB_ARG(sc.mem), CLB_ARG(C), CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem)};
+    st = clb__launch(ctx, g->op, g->what, ku, uargs, CLB_NARGS(uargs), -1, clb__groups_local(ctx, g->mb * g->nb, local), local);
     if (st != CLB_OK) goto done;
   }
   st = add_bias(ctx, g);
@@ -379,12 +384,12 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
     groups = gr < 1 ? 1 : gr > (int64_t)ctx->max_groups ? ctx->max_groups : (size_t)gr;
   }
   clb_tensor_t o = g->out;
-  cl_mem bias = g->bias ? g->bias->data.mem : o->data.mem;
+  const clb_buf *bias = g->bias ? &g->bias->data : &o->data;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(g->a->data.mem), CLB_ARG(g->a->shape.mem), CLB_ARG(g->b->data.mem),
-                    CLB_ARG(g->b->shape.mem), CLB_ARG(o->data.mem),      CLB_ARG(o->shape.mem),
-                    CLB_ARG(bias),           CLB_ARG(ctx->status),       CLB_ARG(zero)};
-  return clb__launch(ctx, g->op, g->what, k, args, 9, 8, groups, local);
+  clb_arg args[] = {CLB_ARG_DATA(g->a->data), CLB_ARG(g->a->shape.mem), CLB_ARG_DATA(g->b->data),
+                    CLB_ARG(g->b->shape.mem), CLB_ARG_DATA(o->data),      CLB_ARG(o->shape.mem),
+                    CLB_ARG_DATA(*bias),     CLB_ARG(ctx->status),       CLB_ARG(zero)};
+  return clb__launch(ctx, g->op, g->what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, groups, local);
 }
 
 /* Strategy DEVICE with B transposed on a CPU-style device: B^T is first written
@@ -404,9 +409,9 @@ static clb_status run_device_bt(clb_context_t ctx, gemm_job *g) {
   cl_kernel k;
   size_t local = 0;
   if ((st = clb__kernel_get_local(ctx, g->op, "gemm", opts, "gemm_transpose", &k, &local)) == CLB_OK) {
-    clb_arg args[] = {CLB_ARG(b->data.mem), CLB_ARG(b->shape.mem), CLB_ARG(bt->data.mem), CLB_ARG(bt->shape.mem)};
+    clb_arg args[] = {CLB_ARG_DATA(b->data), CLB_ARG(b->shape.mem), CLB_ARG_DATA(bt->data), CLB_ARG(bt->shape.mem)};
     int64_t blocks = ((b->bound[0] + 31) / 32) * ((b->bound[1] + 31) / 32);
-    st = clb__launch(ctx, g->op, g->what, k, args, 4, -1, clb__groups_local(ctx, blocks, local), local);
+    st = clb__launch(ctx, g->op, g->what, k, args, CLB_NARGS(args), -1, clb__groups_local(ctx, blocks, local), local);
   }
   if (st == CLB_OK) {
     gemm_job h = *g;

@@ -61,14 +61,15 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
   snprintf(what, sizeof what, "pred %s, target %s", clb__tensor_desc(pred, dp, sizeof dp), clb__tensor_desc(target, dt, sizeof dt));
   cl_int rp = pred->rank, rt = target->rank;
   cl_uint zero = 0;
-  cl_mem gm = g ? g->data.mem : l->data.mem, gs = g ? g->shape.mem : l->shape.mem;
-  clb_arg a1[] = {CLB_ARG(pred->data.mem), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(target->data.mem),
-                  CLB_ARG(target->shape.mem), CLB_ARG(rt), CLB_ARG(gm), CLB_ARG(gs), CLB_ARG(ctx->scratch),
+  const clb_buf *gb = g ? &g->data : &l->data;
+  cl_mem gs = g ? g->shape.mem : l->shape.mem;
+  clb_arg a1[] = {CLB_ARG_DATA(pred->data), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG_DATA(target->data),
+                  CLB_ARG(target->shape.mem), CLB_ARG(rt), CLB_ARG_DATA(*gb), CLB_ARG(gs), CLB_ARG(ctx->scratch),
                   CLB_ARG(ctx->status), CLB_ARG(zero)};
-  if ((st = clb__launch(ctx, op, what, k[0], a1, 11, 10, groups, local)) != CLB_OK) return st;
+  if ((st = clb__launch(ctx, op, what, k[0], a1, CLB_NARGS(a1), CLB_NARGS(a1) - 1, groups, local)) != CLB_OK) return st;
   cl_int nparts = (cl_int)groups;
-  clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG(l->data.mem)};
-  return clb__launch(ctx, op, what, k[1], a2, 5, -1, 1, local);
+  clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(pred->shape.mem), CLB_ARG(rp), CLB_ARG_DATA(l->data)};
+  return clb__launch(ctx, op, what, k[1], a2, CLB_NARGS(a2), -1, 1, local);
 }
 
 static const char *const act_macros[CLB_UNARY_COUNT] = {"ACT_NEG", "ACT_RELU", "ACT_SIGMOID", "ACT_TANH",
@@ -102,10 +103,10 @@ clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op a
   cl_int rz = z->rank, rt = target->rank;
   cl_uint zero = 0;
   clb_tensor_t yo = y ? *y : *dz;
-  clb_arg a[] = {CLB_ARG(z->data.mem),      CLB_ARG(z->shape.mem),     CLB_ARG(rz),
-                 CLB_ARG(target->data.mem), CLB_ARG(target->shape.mem), CLB_ARG(rt),
-                 CLB_ARG(yo->data.mem),     CLB_ARG(yo->shape.mem),    CLB_ARG((*dz)->data.mem),
-                 CLB_ARG((*dz)->shape.mem), CLB_ARG((*loss)->data.mem), CLB_ARG(ctx->status),
+  clb_arg a[] = {CLB_ARG_DATA(z->data),      CLB_ARG(z->shape.mem),     CLB_ARG(rz),
+                 CLB_ARG_DATA(target->data), CLB_ARG(target->shape.mem), CLB_ARG(rt),
+                 CLB_ARG_DATA(yo->data),     CLB_ARG(yo->shape.mem),    CLB_ARG_DATA((*dz)->data),
+                 CLB_ARG((*dz)->shape.mem), CLB_ARG_DATA((*loss)->data), CLB_ARG(ctx->status),
                  CLB_ARG(zero)};
-  return clb__launch(ctx, op, what, k, a, 13, 12, 1, ctx->local_size);
+  return clb__launch(ctx, op, what, k, a, CLB_NARGS(a), CLB_NARGS(a) - 1, 1, ctx->local_size);
 }

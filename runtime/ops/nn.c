@@ -65,12 +65,12 @@ clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op uop, clb_tensor_t 
   if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_unary_bwd", &k, &local)) != CLB_OK) return st;
   cl_int rank = dy->rank;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(v->data.mem), CLB_ARG(v->shape.mem), CLB_ARG(dy->data.mem), CLB_ARG(dy->shape.mem),
-                    CLB_ARG(rank),        CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem),  CLB_ARG(ctx->status),
+  clb_arg args[] = {CLB_ARG_DATA(v->data), CLB_ARG(v->shape.mem), CLB_ARG_DATA(dy->data), CLB_ARG(dy->shape.mem),
+                    CLB_ARG(rank),        CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem),  CLB_ARG(ctx->status),
                     CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(dy, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 9, 8, clb__groups_local(ctx, clb_tensor_bound_numel(dy), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb_tensor_bound_numel(dy), local), local);
 }
 
 /* Rows of the last dim at the bounds: how many work-items a row kernel needs. */
@@ -95,9 +95,9 @@ clb_status clb_softmax(clb_context_t ctx, clb_tensor_t x, int log, clb_tensor_t 
   size_t local = 0;
   if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_softmax", &k, &local)) != CLB_OK) return st;
   cl_int rank = x->rank;
-  clb_arg args[] = {CLB_ARG(x->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rank), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem)};
+  clb_arg args[] = {CLB_ARG_DATA(x->data), CLB_ARG(x->shape.mem), CLB_ARG(rank), CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem)};
   clb__tensor_desc(x, dx, sizeof dx);
-  return clb__launch(ctx, op, dx, k, args, 5, -1, clb__groups_local(ctx, bound_rows(x), local), local);
+  return clb__launch(ctx, op, dx, k, args, CLB_NARGS(args), -1, clb__groups_local(ctx, bound_rows(x), local), local);
 }
 
 clb_status clb_softmax_backward(clb_context_t ctx, clb_tensor_t y, clb_tensor_t dy, int log, clb_tensor_t *dx) {
@@ -120,11 +120,11 @@ clb_status clb_softmax_backward(clb_context_t ctx, clb_tensor_t y, clb_tensor_t 
   if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_softmax_bwd", &k, &local)) != CLB_OK) return st;
   cl_int rank = dy->rank;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(y->data.mem), CLB_ARG(y->shape.mem), CLB_ARG(dy->data.mem), CLB_ARG(dy->shape.mem),
-                    CLB_ARG(rank),       CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem),  CLB_ARG(ctx->status),
+  clb_arg args[] = {CLB_ARG_DATA(y->data), CLB_ARG(y->shape.mem), CLB_ARG_DATA(dy->data), CLB_ARG(dy->shape.mem),
+                    CLB_ARG(rank),       CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem),  CLB_ARG(ctx->status),
                     CLB_ARG(zero)};
   clb__tensor_desc(dy, dd, sizeof dd);
-  return clb__launch(ctx, op, dd, k, args, 9, 8, clb__groups_local(ctx, bound_rows(dy), local), local);
+  return clb__launch(ctx, op, dd, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, bound_rows(dy), local), local);
 }
 
 clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad, clb_tensor_t velocity, double lr,
@@ -149,7 +149,7 @@ clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad
   if ((st = clb__kernel_get_local(ctx, op, "nn", opts, "nn_sgd", &k, &local)) != CLB_OK) return st;
   cl_int rank = param->rank;
   cl_uint zero = 0;
-  cl_mem vel = velocity ? velocity->data.mem : param->data.mem;
+  const clb_buf *vel = velocity ? &velocity->data : &param->data;
   union {
     float f;
     double d;
@@ -162,11 +162,11 @@ clb_status clb_sgd_step(clb_context_t ctx, clb_tensor_t param, clb_tensor_t grad
     vlr.f = (float)lr;
     vmom.f = (float)momentum;
   }
-  clb_arg args[] = {CLB_ARG(param->data.mem), CLB_ARG(param->shape.mem), CLB_ARG(grad->data.mem),
-                    CLB_ARG(grad->shape.mem),  CLB_ARG(rank),              CLB_ARG(vel),
+  clb_arg args[] = {CLB_ARG_DATA(param->data), CLB_ARG(param->shape.mem), CLB_ARG_DATA(grad->data),
+                    CLB_ARG(grad->shape.mem),  CLB_ARG(rank),              CLB_ARG_DATA(*vel),
                     {vs, &vlr},                {vs, &vmom},                CLB_ARG(ctx->status),
                     CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(param, what, sizeof what);
-  return clb__launch(ctx, op, what, k, args, 10, 9, clb__groups_local(ctx, clb_tensor_bound_numel(param), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb_tensor_bound_numel(param), local), local);
 }

@@ -58,13 +58,13 @@ clb_status clb_reduce_all(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   size_t groups = clb__groups_local(ctx, clb_tensor_bound_numel(a), local);
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
-  clb_arg a1[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(ctx->scratch)};
-  if ((st = clb__launch(ctx, op, what, k[0], a1, 3, -1, groups, local)) != CLB_OK) return st;
+  clb_arg a1[] = {CLB_ARG_DATA(a->data), CLB_ARG(a->shape.mem), CLB_ARG(ctx->scratch)};
+  if ((st = clb__launch(ctx, op, what, k[0], a1, CLB_NARGS(a1), -1, groups, local)) != CLB_OK) return st;
   cl_int nparts = (cl_int)groups;
   cl_uint zero = 0;
-  clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(a->shape.mem), CLB_ARG(o->data.mem),
+  clb_arg a2[] = {CLB_ARG(ctx->scratch), CLB_ARG(nparts), CLB_ARG(a->shape.mem), CLB_ARG_DATA(o->data),
                   CLB_ARG(ctx->status), CLB_ARG(zero)};
-  return clb__launch(ctx, op, what, k[1], a2, 6, 5, 1, local);
+  return clb__launch(ctx, op, what, k[1], a2, CLB_NARGS(a2), CLB_NARGS(a2) - 1, 1, local);
 }
 
 clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, int dim, int keepdim,
@@ -104,10 +104,10 @@ clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   if ((st = clb__kernel_get_local(ctx, op, "reduce", opts, "red_dim", &k, &local)) != CLB_OK) return st;
   cl_int cdim = dim, ckeep = keepdim != 0;
   cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(a->data.mem), CLB_ARG(a->shape.mem), CLB_ARG(o->data.mem), CLB_ARG(o->shape.mem),
+  clb_arg args[] = {CLB_ARG_DATA(a->data), CLB_ARG(a->shape.mem), CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem),
                     CLB_ARG(cdim), CLB_ARG(ckeep), CLB_ARG(ctx->status), CLB_ARG(zero)};
   char what[192];
   clb__tensor_desc(a, what, sizeof what);
   snprintf(what + strlen(what), sizeof what - strlen(what), " dim %d", dim);
-  return clb__launch(ctx, op, what, k, args, 8, 7, clb__groups_local(ctx, clb__numel(orank, ob), local), local);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb__numel(orank, ob), local), local);
 }

@@ -100,13 +100,13 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   for (int d = 0; v && d < rv; d++) spv.s[d] = v->view_spec[d];
   cl_mem sv = v ? v->shape.mem : o->shape.mem;
   if (one) {
-    cl_mem count_mem = p->count ? p->count->data.mem : o->shape.mem;
-    clb_arg a1[] = {CLB_ARG(x->data.mem), CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+    const clb_buf *count_out = p->count ? &p->count->data : &o->shape; /* offset 0: a record */
+    clb_arg a1[] = {CLB_ARG_DATA(x->data), CLB_ARG_DATA(m->data), CLB_ARG(x->shape.mem), CLB_ARG(rx),
                     CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask),
-                    CLB_ARG(bcast), CLB_ARG(o->data.mem), CLB_ARG(obound), CLB_ARG(s->data.mem),
+                    CLB_ARG(bcast), CLB_ARG_DATA(o->data), CLB_ARG(obound), CLB_ARG_DATA(s->data),
                     CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill), CLB_ARG(o->shape.mem),
-                    CLB_ARG(count_mem), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv), CLB_ARG(ctx->status), CLB_ARG(zero)};
-    st = clb__launch(ctx, p->op, p->what, k[0], a1, 25, 24, groups, local);
+                    CLB_ARG_DATA(*count_out), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv), CLB_ARG(ctx->status), CLB_ARG(zero)};
+    st = clb__launch(ctx, p->op, p->what, k[0], a1, CLB_NARGS(a1), CLB_NARGS(a1) - 1, groups, local);
     if (st == CLB_OK) o->view_fresh = v != NULL;
     return st;
   }
@@ -117,21 +117,21 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   size_t sbytes = (2 * groups + 1) * sizeof(cl_long);
   if ((st = clb__pool_get(ctx->pool, sbytes, &scratch, err, sizeof err)) != CLB_OK)
     return clb__set_error(ctx, st, "%s %s: scratch of %zu bytes: %s", p->op, p->what, sbytes, err);
-  cl_mem count_mem = p->count ? p->count->data.mem : scratch.mem;
-  clb_arg ac[] = {CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG(m->shape.mem), CLB_ARG(rm),
+  const clb_buf *count_out = p->count ? &p->count->data : &scratch;
+  clb_arg ac[] = {CLB_ARG_DATA(m->data), CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG(m->shape.mem), CLB_ARG(rm),
                   CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(scratch.mem)};
   clb_arg af[] = {CLB_ARG(scratch.mem), CLB_ARG(ngroups), CLB_ARG(x->shape.mem), CLB_ARG(rx),
                   CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
                   CLB_ARG(o->shape.mem), CLB_ARG(obound), CLB_ARG(s->shape.mem), CLB_ARG(rs),
-                  CLB_ARG(count_mem), CLB_ARG(nz_static), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv),
+                  CLB_ARG_DATA(*count_out), CLB_ARG(nz_static), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv),
                   CLB_ARG(ctx->status), CLB_ARG(zero)};
-  clb_arg aw[] = {CLB_ARG(x->data.mem), CLB_ARG(m->data.mem), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+  clb_arg aw[] = {CLB_ARG_DATA(x->data), CLB_ARG_DATA(m->data), CLB_ARG(x->shape.mem), CLB_ARG(rx),
                   CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm),
-                  CLB_ARG(scratch.mem), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG(o->data.mem), CLB_ARG(obound),
-                  CLB_ARG(s->data.mem), CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill)};
-  st = clb__launch(ctx, p->op, p->what, kc, ac, 11, -1, groups, local);
-  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kf, af, 20, 19, 1, local);
-  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kw, aw, 19, -1, groups, local);
+                  CLB_ARG(scratch.mem), CLB_ARG(fmask), CLB_ARG(bcast), CLB_ARG_DATA(o->data), CLB_ARG(obound),
+                  CLB_ARG_DATA(s->data), CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill)};
+  st = clb__launch(ctx, p->op, p->what, kc, ac, CLB_NARGS(ac), -1, groups, local);
+  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kf, af, CLB_NARGS(af), CLB_NARGS(af) - 1, 1, local);
+  if (st == CLB_OK) st = clb__launch(ctx, p->op, p->what, kw, aw, CLB_NARGS(aw), -1, groups, local);
   if (st == CLB_OK) o->view_fresh = v != NULL;
   /* Queued kernels may still use the scratch: a later owner only writes it
    * after them, since the queue is in order. */

@@ -50,7 +50,7 @@ static clb_status reshape_view(clb_context_t ctx, clb_tensor_t x, int rank, cons
   } else {
     clb_tensor_t v = *out;
     if ((st = clb__check_output(ctx, op, "out", v)) != CLB_OK) return st;
-    if (v->data.mem != x->data.mem || v->rank != rank || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0)
+    if (v->data.mem != x->data.mem || v->data.offset != x->data.offset || v->rank != rank || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape with this spec", op, desc);
   }
   return CLB_OK;

@@ -83,7 +83,7 @@ if(CLB_ADVERSARIAL_PYTHON3)
   function(clb_cli_json name rc)
     add_test(NAME adversarial/cli-json-${name}
       COMMAND sh ${CLB_CLI_CHECK} --json ${CLB_ADVERSARIAL_PYTHON3} ${rc} $<TARGET_FILE:clbound_tool> ${ARGN})
-    set_tests_properties(adversarial/cli-json-${name} PROPERTIES LABELS opencl TIMEOUT 300
+    set_tests_properties(adversarial/cli-json-${name} PROPERTIES LABELS "opencl;gpu" TIMEOUT 300
       ENVIRONMENT "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;CLBOUND_CACHE_DIR=${PROJECT_BINARY_DIR}/clbound-cache")
   endfunction()
   clb_cli_json(demo-low 0 demo --workload xla-mlp --policy dynamic --iterations 1 --lr 0 --json)

@@ -13,18 +13,32 @@
 #define CLB_TEST_SKIP 77
 #define CLB_CANARY 0xA5
 
+/* Whether a missing device must fail the test: CI or CLBOUND_REQUIRE_DEVICE is
+ * set (CI, on PoCL, must never skip). */
+static inline int clb_test_device_required(void) {
+  return clb_test_env_on("CI") || clb_test_env_on("CLBOUND_REQUIRE_DEVICE");
+}
+
+/* Ends a test that needs what the machine lacks (`why`): exit 77 (CTest's skip,
+ * SKIP_RETURN_CODE) with the reason printed, or exit 1 where a device is
+ * required (clb_test_device_required). */
+static inline void clb_test_skip(const char *why) {
+  if (clb_test_device_required()) {
+    fprintf(stderr, "failing: %s (CI or CLBOUND_REQUIRE_DEVICE is set: this must not skip)\n", why);
+    exit(1);
+  }
+  fprintf(stderr, "skipping: %s\n", why);
+  exit(CLB_TEST_SKIP);
+}
+
 /* Creates a context on the default device. Without one: exit 1 when CI or
  * CLBOUND_REQUIRE_DEVICE is set (CI must never skip), else exit 77 (skipped). */
 static inline clb_context_t clb_test_context(const clb_context_options *opts) {
   clb_context_t ctx = NULL;
   clb_status st = clb_context_new(opts, &ctx);
   if (st == CLB_OK) return ctx;
-  int must = clb_test_env_on("CI") || clb_test_env_on("CLBOUND_REQUIRE_DEVICE");
   fprintf(stderr, "no OpenCL context: %s: %s\n", clb_status_str(st), clb_last_errmsg());
-  if (st == CLB_ERR_NO_DEVICE && !must) {
-    fprintf(stderr, "skipping: no OpenCL device (set CI=true to make this a failure)\n");
-    exit(CLB_TEST_SKIP);
-  }
+  if (st == CLB_ERR_NO_DEVICE) clb_test_skip("no OpenCL device (set CI=true to make this a failure)");
   exit(1);
 }
 

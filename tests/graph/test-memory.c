@@ -1,14 +1,21 @@
 /* test-memory.c: the memory plan of graph plans (runtime/graph/memory.c):
- * both demo workloads under every policy give bitwise the losses of the pool
- * path, with the same host syncs and no builds after the first step; a 12-layer
+ * both demo workloads under every policy (and, under dynamic, every GEMM
+ * strategy the device runs) give bitwise the losses of the pool path, with the
+ * same host syncs and no builds after the first step, and the plan makes no
+ * sub-buffer (clCreateSubBuffer is interposed and counted: the arena's tensors
+ * are the arena's cl_mem at byte offsets, which the first NVIDIA run needed:
+ * its driver crashed releasing arena sub-buffers); a 12-layer
  * MLP inference chain with free_intermediates has an arena within 1.05x of its
  * lower bound, made by one allocation, and the same results, kept node included,
  * as the pool path; under the dynamic policy no host write in a step's run
  * (new tensors reuse valid shape records); the memory map in clb_graph_describe; the alignment
- * (CTest forces 4096 bits, NVIDIA's, on PoCL); an arena that does not fit
+ * (128 bytes; CTest forces 4096 bits on PoCL through CLBOUND_MEM_BASE_ALIGN_BITS);
+ * the tensors' offsets (one cl_mem, distinct aligned offsets, honoured by a
+ * DLPack device export and by a plain OpenCL read); an arena that does not fit
  * under the context's memory limit is CLB_ERR_OOM naming the plan and the
  * bytes, and the context and the graph go on afterwards. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +25,59 @@
 #include "bench/workloads.h"
 #include "test.h"
 
-static void test_workloads(void) {
+/* clCreateSubBuffer, interposed: this executable exports it (ENABLE_EXPORTS),
+ * so libclbound's calls land here first; counted, then passed on. */
+static unsigned long sub_buffers;
+
+CL_API_ENTRY cl_mem CL_API_CALL clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags, cl_buffer_create_type type,
+                                                  const void *info, cl_int *errcode_ret) {
+  typedef cl_mem(CL_API_CALL * create_fn)(cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *);
+  static create_fn real;
+  sub_buffers++;
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "clCreateSubBuffer");
+  if (!real) {
+    if (errcode_ret) *errcode_ret = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  return real(buffer, flags, type, info, errcode_ret);
+}
+
+/* Both workloads under every policy, the pool path (mode 0) against the memory
+ * plan (mode 1); under CLBOUND_GEMM=`gemm` when it is not NULL (the dynamic
+ * policy only). */
+static void workloads_under(const char *gemm) {
   static const clb_policy_kind pols[] = {CLB_POLICY_DYNAMIC, CLB_POLICY_AUTOMATIC, CLB_POLICY_BUCKETED, CLB_POLICY_STATIC};
+  size_t npols = gemm ? 1 : sizeof pols / sizeof pols[0];
+  if (gemm) setenv("CLBOUND_GEMM", gemm, 1);
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++)
-    for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+    for (size_t p = 0; p < npols; p++) {
       demo_config cfg = {(demo_workload)w, pols[p], w == DEMO_XLA_MLP ? 12 : 6, -1, 0, 0, 0, NULL};
       demo_result r[2];
       char err[1024];
+      unsigned long subs[2];
       for (int mode = 0; mode < 2; mode++) { /* 0: the pool, 1: the memory plan */
         if (mode == 0) setenv("CLBOUND_MEMORY_PLAN", "0", 1);
         else unsetenv("CLBOUND_MEMORY_PLAN");
+        unsigned long before = sub_buffers;
         int rc = demo_run(&cfg, &r[mode], err, sizeof err);
         REQUIRE_TRUE(rc == 0 || (fprintf(stderr, "%s\n", err), 0));
+        subs[mode] = sub_buffers - before;
       }
       const char *wn = demo_workload_name((demo_workload)w), *pn = demo_policy_name(pols[p]);
+      const char *gn = gemm ? gemm : "the device's default";
       clb_test_checks++;
       if (memcmp(r[0].losses, r[1].losses, sizeof(float) * (size_t)cfg.iterations) != 0)
-        CLB_FAIL_AT("%s under %s: the losses differ from the pool path's", wn, pn);
+        CLB_FAIL_AT("%s under %s, GEMM %s: the losses differ from the pool path's", wn, pn, gn);
+      /* the memory plan makes no sub-buffer (nor does the pool path) */
+      clb_test_checks++;
+      if (subs[0] || subs[1])
+        CLB_FAIL_AT("%s under %s, GEMM %s: %lu sub-buffers made (pool path %lu)", wn, pn, gn, subs[1], subs[0]);
+      if (gemm) {
+        printf("%s %-9s GEMM %s: losses equal the pool path's, no sub-buffers\n", wn, pn, gemm);
+        demo_result_free(&r[0]);
+        demo_result_free(&r[1]);
+        continue;
+      }
       EXPECT_EQ_I(r[1].host_syncs, r[0].host_syncs);
       /* built or loaded from the disk cache: the same programs, whichever run
        * came first; fewer under the memory plan when a GEMM's activation is its
@@ -75,6 +118,14 @@ static void test_workloads(void) {
       demo_result_free(&r[0]);
       demo_result_free(&r[1]);
     }
+  if (gemm) unsetenv("CLBOUND_GEMM");
+}
+
+static void test_workloads(void) {
+  workloads_under(NULL);
+  /* the tensors' offsets reach clbound's GEMM kernel and CLBlast too */
+  workloads_under("kernel");
+  workloads_under("clblast-bound");
 }
 
 /* ---- a 12-layer MLP inference chain ------------------------------------------------ */
@@ -137,6 +188,40 @@ static void chain_read(chain *c, clb_node n, float *out) {
   CL_OK(c->ctx, clb_tensor_read(c->ctx, clb_graph_tensor(c->g, n), NULL, out, sizeof(float) * ROWS * WIDTH, NULL));
 }
 
+/* The plan's tensors are regions of one arena buffer: the kept node and the
+ * output share a cl_mem at distinct aligned offsets, not both 0; a plain OpenCL
+ * read of that buffer at the kept node's offset gives what clb_tensor_read gave
+ * (`kept`). A DLPack device export of a graph's tensor is a copy of its own
+ * (docs/graph.md, "Views of a graph's tensors"): another cl_mem, at byte_offset
+ * 0, holding the same values. */
+static void read_at(chain *c, cl_mem mem, size_t offset, size_t n, const float *want, const char *what) {
+  static float raw[ROWS * WIDTH];
+  REQUIRE_TRUE(n <= ROWS * WIDTH);
+  REQUIRE_TRUE(clEnqueueReadBuffer(clb_context_cl_queue(c->ctx), mem, CL_TRUE, offset, sizeof(float) * n, raw, 0, NULL,
+                                   NULL) == CL_SUCCESS);
+  clb_test_checks++;
+  if (memcmp(raw, want, sizeof(float) * n) != 0) CLB_FAIL_AT("chain12: %s differs", what);
+}
+
+static void chain_offsets(chain *c, const float *kept, uint64_t align) {
+  clb_tensor_t tk = clb_graph_tensor(c->g, c->kept), to = clb_graph_tensor(c->g, c->out);
+  REQUIRE_TRUE(tk && to);
+  size_t ok = clb_tensor_data_offset(tk), oo = clb_tensor_data_offset(to);
+  printf("chain12: kept node at offset %zu, output at %zu of one buffer\n", ok, oo);
+  EXPECT_TRUE(clb_tensor_data_mem(tk) == clb_tensor_data_mem(to));
+  EXPECT_TRUE(ok != oo && (ok || oo));
+  EXPECT_EQ_I(ok % align, 0);
+  EXPECT_EQ_I(oo % align, 0);
+  struct DLManagedTensorVersioned *dl = NULL;
+  CL_OK(c->ctx, clb_tensor_to_dlpack_device(c->ctx, tk, &dl));
+  size_t n = (size_t)(dl->dl_tensor.shape[0] * dl->dl_tensor.shape[1]);
+  read_at(c, (cl_mem)clb_tensor_data_mem(tk), ok, n, kept, "the kept node read at its offset in the arena");
+  EXPECT_TRUE(dl->dl_tensor.data != (void *)clb_tensor_data_mem(tk));
+  EXPECT_EQ_I(dl->dl_tensor.byte_offset, 0);
+  read_at(c, (cl_mem)dl->dl_tensor.data, (size_t)dl->dl_tensor.byte_offset, n, kept, "the device export's copy");
+  dl->deleter(dl);
+}
+
 static void test_chain(void) {
   static const int64_t rows[] = {512, 100, 1, 0, 300, 512, 77};
   static float got[2][ROWS * WIDTH], kept[2][ROWS * WIDTH];
@@ -182,15 +267,13 @@ static void test_chain(void) {
   CL_OK(c[1].ctx, clb_context_counters(c[1].ctx, &cn));
   EXPECT_EQ_I(cn.arena_allocations, 1);
   EXPECT_EQ_I(cn.arena_bytes, s.arena_bytes);
-  /* the alignment: at least the device's, 4096 bits when CTest forces it */
+  /* the alignment: 128 bytes (offsets into one buffer: the device's sub-buffer
+   * rule does not apply), 4096 bits when CTest forces it */
   const char *forced = getenv("CLBOUND_MEM_BASE_ALIGN_BITS");
-  cl_device_id dev = NULL;
-  cl_uint bits = 0;
-  REQUIRE_TRUE(clGetCommandQueueInfo(clb_context_cl_queue(c[1].ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) == CL_SUCCESS);
-  REQUIRE_TRUE(clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL) == CL_SUCCESS);
-  uint64_t want = bits / 8;
+  uint64_t want = 128;
   if (forced && (uint64_t)atoll(forced) / 8 > want) want = (uint64_t)atoll(forced) / 8;
   EXPECT_EQ_I(s.arena_align_bytes, want);
+  chain_offsets(&c[1], kept[1], want);
   /* the memory map: a summary and one line per buffer, offsets aligned */
   static char desc[1 << 16];
   CL_OK(c[1].ctx, clb_graph_describe(c[1].g, desc, sizeof desc, NULL));
