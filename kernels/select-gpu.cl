@@ -414,7 +414,9 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(__global const TX *x, __global const 
   if (sh[0]) {
     long e = (long)lb_load(&hdr[2]) + 1;
     if (e >= SEL_LB_EPOCHS) {
-      for (long q = lid; q < lb_cap; q += LOCAL) stw[q] = 0;
+      /* atomic like every other access to the words (a plain store here is a
+       * race to Oclgrind, which does not follow the done counter's order) */
+      for (long q = lid; q < lb_cap; q += LOCAL) lb_store(&stw[q], 0);
       e = 0;
     }
     if (lid == 0) {
