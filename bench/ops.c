@@ -105,9 +105,14 @@ static int64_t host_select(const bset *s, float *o) {
 
 static int64_t host_scatter(const bset *s, float *o) {
   int64_t k = 0;
+  const uint32_t *x = (const uint32_t *)s->x;
+  uint32_t *out = (uint32_t *)o;
   for (int64_t i = 0; i < s->n; i++) {
-    float v = src_at(k); /* computed either way: a select, not a branch */
-    o[i] = s->mask[i] ? v : s->x[i];
+    /* a blend of bits, not a branch: a random mask would mispredict half the time */
+    float v = src_at(k);
+    uint32_t vb, keep = 0u - (uint32_t)(s->mask[i] != 0);
+    memcpy(&vb, &v, sizeof vb);
+    out[i] = (vb & keep) | (x[i] & ~keep);
     k += s->mask[i] != 0;
   }
   return k;

@@ -98,6 +98,26 @@ __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SE
 #define TO TX
 #endif
 
+/* The result of iteration index i (x's element ix, flag f) whose exclusive
+ * prefix among the true flags is pos: masked_scatter writes every element,
+ * the others only a true flag's, never at or past obound. */
+inline void sel_put(__global const TX *x, __global TO *out, __global const TX *src, long nsrc, long obound, int rank,
+                    const long *od, int f, long pos, long i, long ix) {
+#if defined(SEL_SCATTER)
+  out[i] = (f && pos < nsrc) ? src[pos] : x[ix];
+#elif defined(SEL_SELECT)
+  if (f && pos < obound) out[pos] = x[ix];
+#else
+  if (f && pos < obound) {
+    long r = i;
+    for (int d = rank - 1; d >= 0; d--) {
+      out[pos * rank + d] = (TO)(r % od[d]);
+      r /= od[d];
+    }
+  }
+#endif
+}
+
 /* Chunk [s, e) of group g of ng, its first result at base: each tile's flags,
  * their scan, then every true flag's result at base + its exclusive prefix
  * (never at or past obound); base advances by the tile's sum. Every work-item
@@ -109,6 +129,8 @@ inline void sel_write_wg(__local long *buf, __global const TX *x, __global const
   int lid = (int)get_local_id(0);
 #ifdef SEL_SCATTER
   long nsrc = clb_numel(ssrc, rsrc);
+#else
+  long nsrc = 0;
 #endif
   for (long t = s; t < e; t += LOCAL) {
 #ifndef SEL_SCATTER
@@ -118,19 +140,7 @@ inline void sel_write_wg(__local long *buf, __global const TX *x, __global const
     int f = i < e ? sel_flag(m, fm, bcast, i, rank, od, stx, stm, &ix) : 0;
     long tot;
     long pos = base + sel_scan(buf, f, &tot) - f;
-#if defined(SEL_SCATTER)
-    if (i < e) out[i] = (f && pos < nsrc) ? src[pos] : x[ix];
-#elif defined(SEL_SELECT)
-    if (f && pos < obound) out[pos] = x[ix];
-#else
-    if (f && pos < obound) {
-      long r = i;
-      for (int d = rank - 1; d >= 0; d--) {
-        out[pos * rank + d] = (TO)(r % od[d]);
-        r /= od[d];
-      }
-    }
-#endif
+    if (i < e) sel_put(x, out, src, nsrc, obound, rank, od, f, pos, i, ix);
     base += tot;
   }
 #ifdef SEL_NONZERO
@@ -357,6 +367,8 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(__global const TX *x, __global const 
   const long T = n > 0 ? (n + SEL_TILE - 1) / SEL_TILE : 1;
 #ifdef SEL_SCATTER
   const long nsrc = clb_numel(ssrc, rsrc);
+#else
+  const long nsrc = 0;
 #endif
   if (lid == 0) sh[0] = (long)lb_load(&hdr[2]) + 1;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -377,19 +389,7 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(__global const TX *x, __global const 
       long i = i0 + q, ix = i, im;
       int f = (bits >> q) & 1u;
       if (bcast) sel_split(i, rank, od, stx, stm, &ix, &im);
-#if defined(SEL_SCATTER)
-      out[i] = (f && pos < nsrc) ? src[pos] : x[ix];
-#elif defined(SEL_SELECT)
-      if (f && pos < obound) out[pos] = x[ix];
-#else
-      if (f && pos < obound) {
-        long r = i;
-        for (int d = rank - 1; d >= 0; d--) {
-          out[pos * rank + d] = (TO)(r % od[d]);
-          r /= od[d];
-        }
-      }
-#endif
+      sel_put(x, out, src, nsrc, obound, rank, od, f, pos, i, ix);
       pos += f;
     }
     if (t == T - 1) { /* uniform: the last tile knows the total */

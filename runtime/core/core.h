@@ -368,6 +368,12 @@ typedef struct clb_geometry {
  * count; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
  * CLB_ERR_INVALID_ARG. */
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
+/* An on/off/auto switch from the environment: 1, 0, or -1 for auto or unset;
+ * another value is CLB_ERR_INVALID_ARG with a message naming the variable. */
+clb_status clb__env_switch(const char *name, int *out);
+/* Whether needle occurs in hay, ignoring ASCII case (an empty needle does). */
+int clb__contains_ci(const char *hay, const char *needle);
+
 /* ---- traits.c -------------------------------------------------------------- */
 
 /* Fills ctx->traits from ctx->info and reads CLBOUND_SELECT_LOOKBACK and

@@ -48,6 +48,17 @@ bad:
                         "(comma-separated, N > 0)", env);
 }
 
+clb_status clb__env_switch(const char *name, int *out) {
+  *out = -1;
+  const char *v = getenv(name);
+  if (!v || !*v || strcmp(v, "auto") == 0) return CLB_OK;
+  if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
+    *out = v[1] == 'n';
+    return CLB_OK;
+  }
+  return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "%s=\"%s\": expected auto, on or off", name, v);
+}
+
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   clb_geometry g = {CLB_KERNEL_STYLE_AUTO, ctx->info.is_cpu ? 64 : 256, ctx->info.is_cpu ? 8 : 16, 0};
   const char *env = getenv("CLBOUND_GEOMETRY");
@@ -67,14 +78,8 @@ clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style) {
   uint32_t cu = ctx->info.compute_units ? ctx->info.compute_units : 1;
   ctx->max_groups = (size_t)cu * g.per_cu;
   ctx->kernel_wg_limit = 0;
-  ctx->select_single = -1;
-  const char *single = getenv("CLBOUND_SELECT_SINGLE");
-  if (single && *single) {
-    if (strcmp(single, "on") == 0) ctx->select_single = 1;
-    else if (strcmp(single, "off") == 0) ctx->select_single = 0;
-    else if (strcmp(single, "auto") != 0)
-      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "CLBOUND_SELECT_SINGLE=\"%s\": expected auto, on or off", single);
-  }
+  clb_status st = clb__env_switch("CLBOUND_SELECT_SINGLE", &ctx->select_single);
+  if (st != CLB_OK) return st;
   const char *lim = getenv("CLBOUND_TEST_KERNEL_WG_LIMIT");
   if (lim && *lim) {
     char *end = NULL;

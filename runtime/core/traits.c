@@ -1,21 +1,10 @@
 /* traits.c: the device traits a context decides once (forward progress across
  * work-groups), and the switches that force the select ops' one-pass path. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/core/core.h"
-
-static int contains_ci(const char *hay, const char *needle) {
-  size_t n = strlen(needle);
-  for (; *hay; hay++) {
-    size_t i = 0;
-    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
-    if (i == n) return 1;
-  }
-  return 0;
-}
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
  * reverse | interleave | agg-only | spin=N | epochs=N, turned into the
@@ -68,23 +57,16 @@ clb_status clb__traits_init(clb_context_t ctx) {
    * resident until it ends (CUB's and PyTorch's single-pass scans rely on it).
    * Elsewhere it is not known: PoCL, Oclgrind and other CPU drivers run groups
    * as tasks (in order, or on a thread pool), other GPUs are untested. */
-  int nvidia = d->is_gpu && (contains_ci(d->vendor, "nvidia") || contains_ci(d->platform_name, "nvidia"));
+  int nvidia = d->is_gpu && (clb__contains_ci(d->vendor, "nvidia") || clb__contains_ci(d->platform_name, "nvidia"));
   ctx->traits.forward_progress = nvidia;
   ctx->traits.forward_progress_why =
       nvidia ? "guessed from the vendor: NVIDIA runs OpenCL on CUDA, where a started thread block stays resident"
              : "not known for this device: OpenCL does not promise it";
-  ctx->select_lookback = -1;
-  const char *lb = getenv("CLBOUND_SELECT_LOOKBACK");
-  if (lb && *lb) {
-    if (strcmp(lb, "on") == 0) ctx->select_lookback = 1;
-    else if (strcmp(lb, "off") == 0) ctx->select_lookback = 0;
-    else if (strcmp(lb, "auto") != 0)
-      return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "CLBOUND_SELECT_LOOKBACK=\"%s\": expected auto, on or off", lb);
-  }
+  clb_status st = clb__env_switch("CLBOUND_SELECT_LOOKBACK", &ctx->select_lookback);
+  if (st != CLB_OK) return st;
   const char *test = getenv("CLBOUND_TEST_SELECT_LOOKBACK");
   if (test && *test) {
-    clb_status st = parse_lb_test(ctx, test);
-    if (st != CLB_OK) return st;
+    if ((st = parse_lb_test(ctx, test)) != CLB_OK) return st;
   }
   const char *path;
   if (ctx->style == CLB_KERNEL_STYLE_CPU)
