@@ -264,8 +264,11 @@ static clb_status check_result(clb_context_t ctx, bop op, const bset *s, clb_ten
 typedef struct result {
   double ms, copy_ms, host_ms, bytes, syncs, launches;
   int64_t count;
-  int ok;
+  int ok, reps;
 } result;
+
+/* Device time per op and density that a default run (no --reps) aims at. */
+#define CLB_OPS_BUDGET_MS 3000.0
 
 /* Where the time of a run goes besides the device (printed at the end). */
 static double t_inputs_ms, t_peers_ms, t_checks_ms, t_device_ms;
@@ -274,8 +277,8 @@ static double t_inputs_ms, t_peers_ms, t_checks_ms, t_device_ms;
  * bytes + clFinish), interleaved so both see the same machine; then the host
  * peer (at most 3 runs: it is the slow part at large n); then checks the device
  * result against it. */
-static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int reps, result *r, char *err,
-                            size_t elen) {
+static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int reps, int fixed_reps, result *r,
+                            char *err, size_t elen) {
   cl_command_queue q = clb_context_cl_queue(ctx);
   clb_status st = CLB_OK;
   memset(r, 0, sizeof *r);
@@ -291,15 +294,27 @@ static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int 
   double *tc = t + reps, *th = t + 2 * reps;
   double p0 = clb_tool_now_ms();
   memset(hout, 0, obytes); /* first touch, outside the timing */
+  double h0 = clb_tool_now_ms();
   r->count = host_run(op, s, hout);
+  th[0] = clb_tool_now_ms() - h0; /* the reference run is the peer's first sample */
   t_peers_ms += clb_tool_now_ms() - p0;
   r->bytes = op_bytes(op, s->n, r->count, s->rank);
   double d0 = clb_tool_now_ms();
+  double pair_ms = 0;
   for (int w = 0; w < 2; w++) { /* warm-up: program builds, first touch of outputs */
+    double w0 = clb_tool_now_ms();
     if ((st = dev_run(ctx, op, s, &out)) != CLB_OK) goto done;
     if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
     clFinish(q);
+    pair_ms = clb_tool_now_ms() - w0;
   }
+  /* without --reps, a large size takes fewer runs: about CLB_OPS_BUDGET_MS of
+   * them per op and density, at least 3 */
+  if (!fixed_reps && pair_ms * reps > CLB_OPS_BUDGET_MS) {
+    int fit = (int)(CLB_OPS_BUDGET_MS / pair_ms);
+    reps = fit < 3 ? 3 : fit;
+  }
+  r->reps = reps;
   clb_counters c0 = counters_of(ctx);
   for (int i = 0; i < reps; i++) {
     double t0 = clb_tool_now_ms();
@@ -317,7 +332,11 @@ static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int 
   r->launches = (double)(c1.kernel_launches - c0.kernel_launches) / reps;
   int hreps = reps < 3 ? reps : 3;
   p0 = clb_tool_now_ms();
-  for (int i = 0; i < hreps; i++) {
+  for (int i = 1; i < hreps; i++) {
+    if (!fixed_reps && th[0] > CLB_OPS_BUDGET_MS / 8) { /* one slow run is enough */
+      hreps = i;
+      break;
+    }
     double t0 = clb_tool_now_ms();
     volatile int64_t k = host_run(op, s, hout);
     (void)k;
@@ -344,7 +363,7 @@ done:
 
 static double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
 
-static void report(int json, const char *style, const char *path, bop op, const bset *s, double density, int reps,
+static void report(int json, const char *style, const char *path, bop op, const bset *s, double density,
                    const result *r) {
   double g = gbps(r->bytes, r->ms), cg = gbps(r->bytes, r->copy_ms), hg = gbps(r->bytes, r->host_ms);
   char shape[48];
@@ -358,7 +377,7 @@ static void report(int json, const char *style, const char *path, bop op, const 
            "\"copy_ms\":%.4f,\"copy_gbps\":%.3f,\"fraction_of_copy\":%.4f,\"host_ms\":%.4f,\"host_gbps\":%.3f,"
            "\"speed_vs_host\":%.3f,\"host_syncs\":%.2f,\"launches\":%.2f,\"ok\":%s}\n",
            OP_NAME[op], (long long)s->n, shape, density, OP_DTYPE[op], style, path, (long long)r->count, r->bytes,
-           reps, r->ms, g, r->copy_ms, cg, cg > 0 ? g / cg : 0, r->host_ms, hg, r->ms > 0 ? r->host_ms / r->ms : 0,
+           r->reps, r->ms, g, r->copy_ms, cg, cg > 0 ? g / cg : 0, r->host_ms, hg, r->ms > 0 ? r->host_ms / r->ms : 0,
            r->syncs, r->launches, r->ok ? "true" : "false");
   else
     printf("%-14s %-4s %-8s %9lld %-9s %5.0f%% %9.3f %7.2f %7.2f %6.2f %9.3f %7.2f %5.2f %3.0f %3s\n", OP_NAME[op],
@@ -504,6 +523,7 @@ int clb_bench_ops(int argc, char **argv) {
   if (path_arg && strcmp(path_arg, "both") != 0 && strcmp(path_arg, "auto") != 0 &&
       strcmp(path_arg, "lookback") != 0 && strcmp(path_arg, "three") != 0 && strcmp(path_arg, "single") != 0)
     return usage();
+  const int fixed_reps = reps > 0;
   if (reps <= 0) reps = quick ? 3 : 11;
   int run[OP_COUNT];
   for (int op = 0; op < OP_COUNT; op++) run[op] = !only_op || strcmp(only_op, OP_NAME[op]) == 0;
@@ -548,8 +568,8 @@ int clb_bench_ops(int argc, char **argv) {
     return 1;
   }
   if (!json) {
-    printf("clbound bench ops on %s (%s kernel style), median of %d runs, copy kernel as reference\n", name, sname,
-           reps);
+    printf("clbound bench ops on %s (%s kernel style), median of %d runs%s, copy kernel as reference\n", name,
+           sname, reps, fixed_reps ? "" : " (fewer, at least 3, where that takes over 3 s)");
     printf("GB/s = (input bytes + output bytes) / time; copy: the same bytes moved by a copy kernel, same run;\n"
            "host: a plain single-thread C loop (median of up to 3 runs); path: the select ops' path\n");
     printf("%-14s %-4s %-8s %9s %-9s %6s %9s %7s %7s %6s %9s %7s %5s %3s\n", "op", "in", "path", "n", "shape", "dens",
@@ -601,7 +621,7 @@ int clb_bench_ops(int argc, char **argv) {
           clb_progress_update(pr, op, -1);
           if (!run[op]) continue;
           result res;
-          st = bench_one(ctx, &cp, (bop)op, &s, r, &res, err, sizeof err);
+          st = bench_one(ctx, &cp, (bop)op, &s, r, fixed_reps, &res, err, sizeof err);
           if (st != CLB_OK) {
             fprintf(stderr, "%s: %s %s: %s: %s\n", CMD, OP_NAME[op], OP_DTYPE[op], clb_status_str(st),
                     st == CLB_ERR_CL && err[0] ? err : clb_context_errmsg(ctx));
@@ -609,7 +629,7 @@ int clb_bench_ops(int argc, char **argv) {
             break;
           }
           clb_progress_hold(pr);
-          report(json, sname, paths[pi]->name, (bop)op, &s, densities[di], r, &res);
+          report(json, sname, paths[pi]->name, (bop)op, &s, densities[di], &res);
           clb_progress_release(pr);
           if (!res.ok) {
             fprintf(stderr, "%s: %s %s at density %.2f (%s path): the device result differs from the host's\n", CMD,
