@@ -30,18 +30,17 @@ typedef enum bop { OP_NONZERO_BOOL, OP_NONZERO_F32, OP_SELECT, OP_SCATTER, OP_CO
 static const char *const OP_NAME[OP_COUNT] = {"nonzero", "nonzero", "masked_select", "masked_scatter"};
 static const char *const OP_DTYPE[OP_COUNT] = {"bool", "f32", "f32", "f32"};
 
-/* One size: device tensors and host arrays of n elements shaped [rows, cols]. */
+/* One size: the inputs (dim 0 bounded, at its bound) shaped [rows, cols], and
+ * the host arrays the peers read. Outputs exist only while their op is
+ * measured (bench_one), so the resident memory is the inputs plus one op's
+ * output on each side. */
 typedef struct bset {
   int64_t n, rows, cols;
   int rank;
-  uint8_t *mask;      /* host mask at the current density */
-  float *x, *xnz;     /* values; values where the mask is true, else 0 */
-  float *src;         /* masked_scatter's source, n + 1 elements */
-  float *hout;        /* host output: select / scatter */
-  int64_t *hidx;      /* host output: nonzero, 2 (n + 1) */
-  float *dout;        /* device output read back */
-  int64_t *didx;
-  clb_tensor_t tx, tm, txnz, ts, onz, onzf, osel, osc;
+  uint8_t *mask; /* host mask at the current density */
+  float *x;      /* values */
+  float *xnz;    /* values where the mask is true, else +-0 (NULL unless nonzero f32 runs) */
+  clb_tensor_t tx, tm, txnz, ts;
 } bset;
 
 static uint32_t rng_state = 12345u;
@@ -52,8 +51,11 @@ static uint32_t rng(void) {
   return rng_state;
 }
 
-/* Host peers: plain single-thread loops, branchless compaction. Each returns
- * the count. */
+/* masked_scatter's source element i (not kept on the host: the peer computes it) */
+static inline float src_at(int64_t i) { return 1000.0f + (float)(i % 4096); }
+
+/* Host peers: plain single-thread loops, branchless compaction, into o (sized
+ * for the op's output plus one element). Each returns the count. */
 static int64_t host_nonzero_bool(const bset *s, int64_t *o) {
   int64_t k = 0;
   const uint8_t *m = s->mask;
@@ -103,28 +105,39 @@ static int64_t host_select(const bset *s, float *o) {
 
 static int64_t host_scatter(const bset *s, float *o) {
   int64_t k = 0;
+  const uint32_t *x = (const uint32_t *)s->x;
+  uint32_t *out = (uint32_t *)o;
   for (int64_t i = 0; i < s->n; i++) {
-    o[i] = s->mask[i] ? s->src[k] : s->x[i];
+    /* a blend of bits, not a branch: a random mask would mispredict half the time */
+    float v = src_at(k);
+    uint32_t vb, keep = 0u - (uint32_t)(s->mask[i] != 0);
+    memcpy(&vb, &v, sizeof vb);
+    out[i] = (vb & keep) | (x[i] & ~keep);
     k += s->mask[i] != 0;
   }
   return k;
 }
 
-static int64_t host_run(bop op, const bset *s) {
+static int64_t host_run(bop op, const bset *s, void *o) {
   switch (op) {
-  case OP_NONZERO_BOOL: return host_nonzero_bool(s, s->hidx);
-  case OP_NONZERO_F32: return host_nonzero_f32(s, s->hidx);
-  case OP_SELECT: return host_select(s, s->hout);
-  default: return host_scatter(s, s->hout);
+  case OP_NONZERO_BOOL: return host_nonzero_bool(s, o);
+  case OP_NONZERO_F32: return host_nonzero_f32(s, o);
+  case OP_SELECT: return host_select(s, o);
+  default: return host_scatter(s, o);
   }
 }
 
-static clb_status dev_run(clb_context_t ctx, bop op, bset *s) {
+/* Bytes of one element of op's output (nonzero: a row of rank indices). */
+static size_t out_elem_bytes(bop op, int rank) {
+  return op == OP_NONZERO_BOOL || op == OP_NONZERO_F32 ? 8 * (size_t)rank : sizeof(float);
+}
+
+static clb_status dev_run(clb_context_t ctx, bop op, bset *s, clb_tensor_t *out) {
   switch (op) {
-  case OP_NONZERO_BOOL: return clb_nonzero(ctx, s->tm, &s->onz);
-  case OP_NONZERO_F32: return clb_nonzero(ctx, s->txnz, &s->onzf);
-  case OP_SELECT: return clb_masked_select(ctx, s->tx, s->tm, &s->osel);
-  default: return clb_masked_scatter(ctx, s->tx, s->tm, s->ts, &s->osc);
+  case OP_NONZERO_BOOL: return clb_nonzero(ctx, s->tm, out);
+  case OP_NONZERO_F32: return clb_nonzero(ctx, s->txnz, out);
+  case OP_SELECT: return clb_masked_select(ctx, s->tx, s->tm, out);
+  default: return clb_masked_scatter(ctx, s->tx, s->tm, s->ts, out);
   }
 }
 
@@ -140,60 +153,69 @@ static double op_bytes(bop op, int64_t n, int64_t count, int rank) {
 }
 
 static void set_free(bset *s) {
-  clb_tensor_t ts[] = {s->tx, s->tm, s->txnz, s->ts, s->onz, s->onzf, s->osel, s->osc};
+  clb_tensor_t ts[] = {s->tx, s->tm, s->txnz, s->ts};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) clb_tensor_free(ts[i]);
   free(s->mask);
   free(s->x);
   free(s->xnz);
-  free(s->src);
-  free(s->hout);
-  free(s->hidx);
-  free(s->dout);
-  free(s->didx);
   memset(s, 0, sizeof *s);
 }
 
-/* Tensors (dim 0 bounded, at its bound) and host arrays for n elements:
- * [64, 64] for 4096, [n / 4096, 4096] for other multiples of 4096, else [n]. */
-static clb_status set_init(clb_context_t ctx, int64_t n, bset *s) {
+/* [64, 64] for 4096, [n / 4096, 4096] for other multiples of 4096, else [n]. */
+static int shape_of(int64_t n, int64_t *rows, int64_t *cols) {
+  if (n == 4096) *rows = 64, *cols = 64;
+  else if (n % 4096 == 0) *rows = n / 4096, *cols = 4096;
+  else *rows = 1, *cols = n;
+  return *rows > 1 ? 2 : 1;
+}
+
+/* Writes `bytes` of host data into t's buffer and sets its sizes: straight from
+ * the caller's array (clb_tensor_write would stage a private copy first). */
+static clb_status write_direct(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const void *host, size_t bytes) {
+  clb_status st = clb_tensor_set_sizes(ctx, t, dims);
+  if (st != CLB_OK) return st;
+  cl_int e = clEnqueueWriteBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(t), CL_TRUE, 0, bytes, host, 0, NULL,
+                                  NULL);
+  return e == CL_SUCCESS ? CLB_OK : CLB_ERR_CL;
+}
+
+/* Inputs for n elements; the f32 input of nonzero only when it runs (f32nz). */
+static clb_status set_init(clb_context_t ctx, int64_t n, int f32nz, int scatter, bset *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
-  if (n == 4096) {
-    s->rank = 2, s->rows = 64, s->cols = 64;
-  } else if (n % 4096 == 0) {
-    s->rank = 2, s->rows = n / 4096, s->cols = 4096;
-  } else {
-    s->rank = 1, s->rows = 1, s->cols = n;
-  }
+  s->rank = shape_of(n, &s->rows, &s->cols);
   size_t un = (size_t)n + 1;
   s->mask = malloc(un);
   s->x = malloc(un * sizeof(float));
-  s->xnz = malloc(un * sizeof(float));
-  s->src = malloc(un * sizeof(float));
-  s->hout = malloc(un * sizeof(float));
-  s->dout = malloc(un * sizeof(float));
-  s->hidx = malloc(2 * un * sizeof(int64_t));
-  s->didx = malloc(2 * un * sizeof(int64_t));
-  if (!s->mask || !s->x || !s->xnz || !s->src || !s->hout || !s->dout || !s->hidx || !s->didx) return CLB_ERR_HOST_OOM;
-  /* touch every host page now, not inside a timed loop */
-  memset(s->hout, 0, un * sizeof(float));
-  memset(s->dout, 0, un * sizeof(float));
-  memset(s->hidx, 0, 2 * un * sizeof(int64_t));
-  memset(s->didx, 0, 2 * un * sizeof(int64_t));
-  for (int64_t i = 0; i < n; i++) {
-    s->x[i] = (float)(rng() % 2001) * 0.25f - 250.0f;
-    s->src[i] = 1000.0f + (float)(i % 4096);
-  }
-  s->src[n] = 0;
+  if (f32nz) s->xnz = malloc(un * sizeof(float));
+  if (!s->mask || !s->x || (f32nz && !s->xnz)) return CLB_ERR_HOST_OOM;
+  for (int64_t i = 0; i < n; i++) s->x[i] = (float)(rng() % 2001) * 0.25f - 250.0f;
   int64_t dims[2] = {s->rank == 2 ? s->rows : n, s->cols};
   uint8_t dyn[2] = {1, 0};
   clb_status st;
   if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &s->tx)) != CLB_OK) return st;
   if ((st = clb_tensor_new(ctx, CLB_DTYPE_BOOL, s->rank, dims, dyn, &s->tm)) != CLB_OK) return st;
-  if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &s->txnz)) != CLB_OK) return st;
+  if (f32nz && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &s->txnz)) != CLB_OK) return st;
+  if ((st = write_direct(ctx, s->tx, dims, s->x, (size_t)n * sizeof(float))) != CLB_OK) return st;
+  if (!scatter) return CLB_OK;
   if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &n, NULL, &s->ts)) != CLB_OK) return st;
-  if ((st = clb_tensor_write(ctx, s->tx, dims, s->x, (size_t)n * sizeof(float))) != CLB_OK) return st;
-  return clb_tensor_write(ctx, s->ts, &n, s->src, (size_t)n * sizeof(float));
+  /* the source through the host peer's formula, a chunk at a time */
+  enum { CHUNK = 1 << 20 };
+  float *buf = malloc(CHUNK * sizeof(float));
+  if (!buf) return CLB_ERR_HOST_OOM;
+  if ((st = clb_tensor_set_sizes(ctx, s->ts, &n)) != CLB_OK) {
+    free(buf);
+    return st;
+  }
+  cl_int e = CL_SUCCESS;
+  for (int64_t i0 = 0; i0 < n && e == CL_SUCCESS; i0 += CHUNK) {
+    int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+    for (int64_t i = 0; i < m; i++) buf[i] = src_at(i0 + i);
+    e = clEnqueueWriteBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(s->ts), CL_TRUE,
+                             (size_t)i0 * sizeof(float), (size_t)m * sizeof(float), buf, 0, NULL, NULL);
+  }
+  free(buf);
+  return e == CL_SUCCESS ? CLB_OK : CLB_ERR_CL;
 }
 
 /* A new mask at `density` (exact fraction of a uniform draw), and the values
@@ -203,102 +225,146 @@ static clb_status set_density(clb_context_t ctx, bset *s, double density) {
   for (int64_t i = 0; i < s->n; i++) {
     uint8_t m = density >= 1.0 || rng() < thr;
     s->mask[i] = m;
-    s->xnz[i] = m ? 1.0f + (float)(i % 7) : (i & 1 ? -0.0f : 0.0f);
+    if (s->xnz) s->xnz[i] = m ? 1.0f + (float)(i % 7) : (i & 1 ? -0.0f : 0.0f);
   }
   int64_t dims[2] = {s->rank == 2 ? s->rows : s->n, s->cols};
-  clb_status st = clb_tensor_write(ctx, s->tm, dims, s->mask, (size_t)s->n);
-  if (st == CLB_OK) st = clb_tensor_write(ctx, s->txnz, dims, s->xnz, (size_t)s->n * sizeof(float));
+  clb_status st = write_direct(ctx, s->tm, dims, s->mask, (size_t)s->n);
+  if (st == CLB_OK && s->xnz) st = write_direct(ctx, s->txnz, dims, s->xnz, (size_t)s->n * sizeof(float));
   return st;
 }
 
-/* Reads the device result and compares it with the host peer's. */
-static clb_status check_result(clb_context_t ctx, bop op, bset *s, int64_t hcount, int *ok) {
-  clb_status st;
-  size_t got = 0;
+/* Compares the device result with the host peer's output `want`, reading it a
+ * chunk at a time. */
+static clb_status check_result(clb_context_t ctx, bop op, const bset *s, clb_tensor_t out, const void *want,
+                               int64_t hcount, int *ok) {
   *ok = 0;
-  if (op == OP_NONZERO_BOOL || op == OP_NONZERO_F32) {
-    int64_t d[2];
-    size_t cap = 2 * ((size_t)s->n + 1) * sizeof(int64_t);
-    st = clb_tensor_read(ctx, op == OP_NONZERO_BOOL ? s->onz : s->onzf, d, s->didx, cap, &got);
-    if (st != CLB_OK) return st;
-    *ok = d[0] == hcount && got == (size_t)hcount * (size_t)s->rank * sizeof(int64_t) &&
-          memcmp(s->didx, s->hidx, got) == 0;
-  } else {
-    int64_t d[2];
-    size_t cap = ((size_t)s->n + 1) * sizeof(float);
-    st = clb_tensor_read(ctx, op == OP_SELECT ? s->osel : s->osc, d, s->dout, cap, &got);
-    if (st != CLB_OK) return st;
-    size_t want = op == OP_SELECT ? (size_t)hcount : (size_t)s->n;
-    *ok = got == want * sizeof(float) && memcmp(s->dout, s->hout, got) == 0;
+  int64_t d[2] = {0, 0};
+  clb_status st = clb_context_sync(ctx);
+  if (st == CLB_OK) st = clb_tensor_sizes(ctx, out, d);
+  if (st != CLB_OK) return st;
+  int64_t elems = op == OP_SCATTER ? s->n : hcount;
+  if (op != OP_SCATTER && d[0] != hcount) return CLB_OK;
+  size_t total = (size_t)elems * out_elem_bytes(op, s->rank), chunk = (size_t)16 << 20;
+  unsigned char *buf = malloc(chunk);
+  if (!buf) return CLB_ERR_HOST_OOM;
+  cl_int e = CL_SUCCESS;
+  int same = 1;
+  for (size_t off = 0; off < total && same && e == CL_SUCCESS; off += chunk) {
+    size_t len = total - off < chunk ? total - off : chunk;
+    e = clEnqueueReadBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(out), CL_TRUE, off, len, buf, 0, NULL,
+                            NULL);
+    same = e == CL_SUCCESS && memcmp(buf, (const unsigned char *)want + off, len) == 0;
   }
+  free(buf);
+  if (e != CL_SUCCESS) return CLB_ERR_CL;
+  *ok = same;
   return CLB_OK;
 }
 
 typedef struct result {
   double ms, copy_ms, host_ms, bytes, syncs, launches;
   int64_t count;
-  int ok;
+  int ok, reps;
 } result;
+
+/* Device time per op and density that a default run (no --reps) aims at. */
+#define CLB_OPS_BUDGET_MS 3000.0
+
+/* Where the time of a run goes besides the device (printed at the end). */
+static double t_inputs_ms, t_peers_ms, t_checks_ms, t_device_ms;
 
 /* Times one op at one density: `reps` pairs of (op + clFinish, copy of the same
  * bytes + clFinish), interleaved so both see the same machine; then the host
- * peer; then checks the device result against it. */
-static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int reps, result *r, char *err,
-                            size_t elen) {
+ * peer (at most 3 runs: it is the slow part at large n); then checks the device
+ * result against it. */
+static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int reps, int fixed_reps, result *r,
+                            char *err, size_t elen) {
   cl_command_queue q = clb_context_cl_queue(ctx);
-  clb_status st;
+  clb_status st = CLB_OK;
   memset(r, 0, sizeof *r);
-  r->count = host_run(op, s);
+  size_t obytes = ((size_t)s->n + 1) * out_elem_bytes(op, s->rank);
+  void *hout = malloc(obytes);
+  double *t = malloc(3 * (size_t)reps * sizeof(double));
+  clb_tensor_t out = NULL;
+  if (!hout || !t) {
+    free(hout);
+    free(t);
+    return CLB_ERR_HOST_OOM;
+  }
+  double *tc = t + reps, *th = t + 2 * reps;
+  double p0 = clb_tool_now_ms();
+  memset(hout, 0, obytes); /* first touch, outside the timing */
+  double h0 = clb_tool_now_ms();
+  r->count = host_run(op, s, hout);
+  th[0] = clb_tool_now_ms() - h0; /* the reference run is the peer's first sample */
+  t_peers_ms += clb_tool_now_ms() - p0;
   r->bytes = op_bytes(op, s->n, r->count, s->rank);
+  double d0 = clb_tool_now_ms();
+  double pair_ms = 0;
   for (int w = 0; w < 2; w++) { /* warm-up: program builds, first touch of outputs */
-    if ((st = dev_run(ctx, op, s)) != CLB_OK) return st;
+    double w0 = clb_tool_now_ms();
+    if ((st = dev_run(ctx, op, s, &out)) != CLB_OK) goto done;
     if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
     clFinish(q);
+    pair_ms = clb_tool_now_ms() - w0;
   }
-  double *t = malloc(3 * (size_t)reps * sizeof(double));
-  if (!t) return CLB_ERR_HOST_OOM;
-  double *tc = t + reps, *th = t + 2 * reps;
+  /* without --reps, a large size takes fewer runs: about CLB_OPS_BUDGET_MS of
+   * them per op and density, at least 3 */
+  if (!fixed_reps && pair_ms * reps > CLB_OPS_BUDGET_MS) {
+    int fit = (int)(CLB_OPS_BUDGET_MS / pair_ms);
+    reps = fit < 3 ? 3 : fit;
+  }
+  r->reps = reps;
   clb_counters c0 = counters_of(ctx);
   for (int i = 0; i < reps; i++) {
     double t0 = clb_tool_now_ms();
-    if ((st = dev_run(ctx, op, s)) != CLB_OK) {
-      free(t);
-      return st;
-    }
+    if ((st = dev_run(ctx, op, s, &out)) != CLB_OK) goto done;
     clFinish(q);
     double t1 = clb_tool_now_ms();
-    if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) {
-      free(t);
-      goto cl_fail;
-    }
+    if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
     clFinish(q);
     t[i] = t1 - t0;
     tc[i] = clb_tool_now_ms() - t1;
   }
   clb_counters c1 = counters_of(ctx);
+  t_device_ms += clb_tool_now_ms() - d0;
   r->syncs = (double)(c1.host_syncs - c0.host_syncs) / reps;
   r->launches = (double)(c1.kernel_launches - c0.kernel_launches) / reps;
-  for (int i = 0; i < reps; i++) {
+  int hreps = reps < 3 ? reps : 3;
+  p0 = clb_tool_now_ms();
+  for (int i = 1; i < hreps; i++) {
+    if (!fixed_reps && th[0] > CLB_OPS_BUDGET_MS / 8) { /* one slow run is enough */
+      hreps = i;
+      break;
+    }
     double t0 = clb_tool_now_ms();
-    volatile int64_t k = host_run(op, s);
+    volatile int64_t k = host_run(op, s, hout);
     (void)k;
     th[i] = clb_tool_now_ms() - t0;
   }
+  t_peers_ms += clb_tool_now_ms() - p0;
   r->ms = clb_tool_median(t, reps);
   r->copy_ms = clb_tool_median(tc, reps);
-  r->host_ms = clb_tool_median(th, reps);
-  free(t);
+  r->host_ms = clb_tool_median(th, hreps);
   /* a deferred device error would make the figures meaningless */
-  if ((st = clb_context_sync(ctx)) != CLB_OK) return st;
-  return check_result(ctx, op, s, r->count, &r->ok);
+  p0 = clb_tool_now_ms();
+  st = check_result(ctx, op, s, out, hout, r->count, &r->ok);
+  t_checks_ms += clb_tool_now_ms() - p0;
+  goto done;
 cl_fail:
   snprintf(err, elen, "copy kernel launch failed");
-  return CLB_ERR_CL;
+  st = CLB_ERR_CL;
+done:
+  clb_tensor_free(out);
+  free(hout);
+  free(t);
+  return st;
 }
 
 static double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
 
-static void report(int json, const char *style, bop op, const bset *s, double density, int reps, const result *r) {
+static void report(int json, const char *style, const char *path, bop op, const bset *s, double density,
+                   const result *r) {
   double g = gbps(r->bytes, r->ms), cg = gbps(r->bytes, r->copy_ms), hg = gbps(r->bytes, r->host_ms);
   char shape[48];
   if (s->rank == 2)
@@ -307,16 +373,16 @@ static void report(int json, const char *style, bop op, const bset *s, double de
     snprintf(shape, sizeof shape, "%lld", (long long)s->n);
   if (json)
     printf("{\"bench\":\"ops\",\"op\":\"%s\",\"n\":%lld,\"shape\":\"%s\",\"density\":%.2f,\"dtype\":\"%s\","
-           "\"style\":\"%s\",\"count\":%lld,\"bytes\":%.0f,\"reps\":%d,\"ms\":%.4f,\"gbps\":%.3f,"
+           "\"style\":\"%s\",\"path\":\"%s\",\"count\":%lld,\"bytes\":%.0f,\"reps\":%d,\"ms\":%.4f,\"gbps\":%.3f,"
            "\"copy_ms\":%.4f,\"copy_gbps\":%.3f,\"fraction_of_copy\":%.4f,\"host_ms\":%.4f,\"host_gbps\":%.3f,"
            "\"speed_vs_host\":%.3f,\"host_syncs\":%.2f,\"launches\":%.2f,\"ok\":%s}\n",
-           OP_NAME[op], (long long)s->n, shape, density, OP_DTYPE[op], style, (long long)r->count, r->bytes, reps,
-           r->ms, g, r->copy_ms, cg, cg > 0 ? g / cg : 0, r->host_ms, hg, r->ms > 0 ? r->host_ms / r->ms : 0,
+           OP_NAME[op], (long long)s->n, shape, density, OP_DTYPE[op], style, path, (long long)r->count, r->bytes,
+           r->reps, r->ms, g, r->copy_ms, cg, cg > 0 ? g / cg : 0, r->host_ms, hg, r->ms > 0 ? r->host_ms / r->ms : 0,
            r->syncs, r->launches, r->ok ? "true" : "false");
   else
-    printf("%-14s %-4s %9lld %-9s %5.0f%% %9.3f %7.2f %7.2f %6.2f %9.3f %7.2f %5.2f %3s\n", OP_NAME[op], OP_DTYPE[op],
-           (long long)s->n, shape, density * 100, r->ms, g, cg, cg > 0 ? g / cg : 0, r->host_ms, hg, r->syncs,
-           r->ok ? "ok" : "BAD");
+    printf("%-14s %-4s %-8s %9lld %-9s %5.0f%% %9.3f %7.2f %7.2f %6.2f %9.3f %7.2f %5.2f %3.0f %3s\n", OP_NAME[op],
+           OP_DTYPE[op], path, (long long)s->n, shape, density * 100, r->ms, g, cg, cg > 0 ? g / cg : 0, r->host_ms,
+           hg, r->syncs, r->launches, r->ok ? "ok" : "BAD");
   fflush(stdout);
 }
 
@@ -324,11 +390,97 @@ static int usage(FILE *f) {
   fprintf(f,
           "usage: clbound bench ops [--json] [--quick] [--quiet] [--n 1..2147483648] [--reps 1..10000]\n"
           "                         [--style auto|cpu|gpu] [--op nonzero|masked_select|masked_scatter]\n"
-          "                         [--density 0..1]\n"
+          "                         [--density 0..1] [--path auto|lookback|three|single|both]\n"
           "  nonzero (bool and f32 input), masked_select and masked_scatter (f32 values, bool mask)\n"
           "  at N elements (default 16777216 = 4096x4096) and at 4096 (64x64), densities 1%%, 50%%, 99%%;\n"
-          "  each against a copy kernel over the same bytes and a plain host loop, in the same run\n");
+          "  each against a copy kernel over the same bytes and a plain host loop, in the same run.\n"
+          "  --path: the select ops' path (docs/dataops.md): the context's own (auto), one pass with\n"
+          "  decoupled look-back (lookback), three launches (three), one launch with prefix counts\n"
+          "  (single), or lookback then three (both: the default in the GPU kernel style)\n");
   return clb_arg_usage_rc(f);
+}
+
+/* The select paths --path names, as the switches each sets when its context is
+ * made (docs/portability.md); NULL leaves a switch as the caller has it. */
+typedef struct sel_path {
+  const char *name, *lookback, *single;
+} sel_path;
+static const sel_path PATHS[] = {
+    {"auto", NULL, NULL}, {"lookback", "on", NULL}, {"three", "off", "off"}, {"single", "off", "on"}};
+
+/* A context of `style` on the path p: the switches set for its creation only. */
+static clb_status path_context(clb_kernel_style style, const sel_path *p, clb_context_t *ctx) {
+  const char *names[2] = {"CLBOUND_SELECT_LOOKBACK", "CLBOUND_SELECT_SINGLE"}, *vals[2] = {p->lookback, p->single};
+  char *saved[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    if (!vals[i]) continue;
+    const char *old = getenv(names[i]);
+    saved[i] = old ? strdup(old) : NULL;
+    setenv(names[i], vals[i], 1);
+  }
+  clb_context_options o;
+  clb_context_options_init(&o);
+  o.kernel_style = style;
+  clb_status st = clb_context_new(&o, ctx);
+  for (int i = 0; i < 2; i++) {
+    if (!vals[i]) continue;
+    if (saved[i]) setenv(names[i], saved[i], 1);
+    else unsetenv(names[i]);
+    free(saved[i]);
+  }
+  return st;
+}
+
+/* "8 GiB", "1.5 GiB", "512 MiB" */
+static const char *fmt_bytes(double b, char *buf, size_t len) {
+  double gib = b / (1024.0 * 1024.0 * 1024.0);
+  if (gib >= 1) snprintf(buf, len, gib == (double)(int64_t)gib ? "%.0f GiB" : "%.1f GiB", gib);
+  else snprintf(buf, len, "%.0f MiB", b / (1024.0 * 1024.0));
+  return buf;
+}
+
+/* Whether the device can hold a run at n: each buffer the run makes, in the
+ * order it makes them, against CL_DEVICE_MAX_MEM_ALLOC_SIZE, and the most it
+ * holds at once against CL_DEVICE_GLOBAL_MEM_SIZE. Says which does not fit. */
+static int fits_device(clb_context_t ctx, int64_t n, const int *run, size_t copy_cap) {
+  cl_ulong max_alloc = 0, global = 0;
+  clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+  clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
+  int64_t rows, cols;
+  int rank = shape_of(n, &rows, &cols);
+  double dn = (double)n;
+  struct {
+    const char *what;
+    double bytes;
+    int input;
+  } bufs[] = {{"the f32 input", 4 * dn, 1},
+              {"the bool mask", dn, 1},
+              {"nonzero's f32 input", run[OP_NONZERO_F32] ? 4 * dn : 0, 1},
+              {"masked_scatter's source", run[OP_SCATTER] ? 4 * dn : 0, 1},
+              {"nonzero's output (i64 indices)", run[OP_NONZERO_BOOL] || run[OP_NONZERO_F32] ? 8.0 * rank * dn : 0, 0},
+              {"masked_select's output", run[OP_SELECT] ? 4 * dn : 0, 0},
+              {"masked_scatter's output", run[OP_SCATTER] ? 4 * dn : 0, 0},
+              {"each of the copy kernel's two buffers", (double)copy_cap, 0}};
+  double inputs = 0, most_out = 0;
+  char b1[32], b2[32];
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+    if (max_alloc && bufs[i].bytes > (double)max_alloc) {
+      fprintf(stderr, "%s: --n %lld needs a %s buffer; the device's largest is %s (%s); use a smaller --n\n", CMD,
+              (long long)n, fmt_bytes(bufs[i].bytes, b1, sizeof b1), fmt_bytes((double)max_alloc, b2, sizeof b2),
+              bufs[i].what);
+      return 0;
+    }
+    if (bufs[i].input) inputs += bufs[i].bytes;
+    else if (i + 1 < sizeof bufs / sizeof bufs[0] && bufs[i].bytes > most_out) most_out = bufs[i].bytes;
+  }
+  double need = inputs + most_out + 2.0 * (double)copy_cap;
+  if (global && need > (double)global) {
+    fprintf(stderr, "%s: --n %lld needs %s of device memory at once (inputs, one output, the copy kernel's buffers); "
+            "the device has %s; use a smaller --n\n", CMD, (long long)n, fmt_bytes(need, b1, sizeof b1),
+            fmt_bytes((double)global, b2, sizeof b2));
+    return 0;
+  }
+  return 1;
 }
 
 int clb_bench_ops(int argc, char **argv) {
@@ -338,7 +490,7 @@ int clb_bench_ops(int argc, char **argv) {
   }
   if (clb_arg_help(argc, argv)) return usage(stdout);
   int json = 0, quick = 0, reps = 0, quiet = 0;
-  const char *only_op = NULL;
+  const char *only_op = NULL, *path_arg = NULL;
   double only_density = -1;
   int64_t big = 4096 * 4096;
   clb_kernel_style style = CLB_KERNEL_STYLE_AUTO;
@@ -352,6 +504,7 @@ int clb_bench_ops(int argc, char **argv) {
     } else if (strcmp(argv[i], "--reps") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_int(CMD, "--reps", v, 1, 10000, &reps)) return 2;
     } else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) only_op = argv[++i];
+    else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) path_arg = argv[++i];
     else if (strcmp(argv[i], "--density") == 0) {
       if (!(v = clb_arg_value(CMD, argc, argv, &i)) || clb_arg_f64(CMD, "--density", v, 0, 1, &only_density)) return 2;
     } else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
@@ -368,18 +521,31 @@ int clb_bench_ops(int argc, char **argv) {
   if (only_op && strcmp(only_op, "nonzero") != 0 && strcmp(only_op, "masked_select") != 0 &&
       strcmp(only_op, "masked_scatter") != 0)
     return usage(stderr);
+  if (path_arg && strcmp(path_arg, "both") != 0 && strcmp(path_arg, "auto") != 0 &&
+      strcmp(path_arg, "lookback") != 0 && strcmp(path_arg, "three") != 0 && strcmp(path_arg, "single") != 0)
+    return usage(stderr);
+  const int fixed_reps = reps > 0;
   if (reps <= 0) reps = quick ? 3 : 11;
+  int run[OP_COUNT];
+  for (int op = 0; op < OP_COUNT; op++) run[op] = !only_op || strcmp(only_op, OP_NAME[op]) == 0;
   clb_progress_mode pm = clb_progress_mode_for(quiet);
-  clb_context_options o;
-  clb_context_options_init(&o);
-  o.kernel_style = style;
   clb_context_t ctx = NULL;
-  clb_status st = clb_context_new(&o, &ctx);
+  clb_status st = path_context(style, &PATHS[0], &ctx);
   if (st != CLB_OK) {
-    fprintf(stderr, "clbound bench ops: %s: %s\n", clb_status_str(st), clb_last_errmsg());
+    fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_last_errmsg());
     return 1;
   }
-  const char *sname = clb_context_kernel_style(ctx) == CLB_KERNEL_STYLE_GPU ? "gpu" : "cpu";
+  const int gpu = clb_context_kernel_style(ctx) == CLB_KERNEL_STYLE_GPU;
+  const char *sname = gpu ? "gpu" : "cpu";
+  /* the paths to run: the GPU style's two one-launch-or-three choices by default */
+  const sel_path *paths[2] = {&PATHS[0], NULL};
+  int npaths = 1;
+  if ((!path_arg && gpu) || (path_arg && strcmp(path_arg, "both") == 0)) {
+    paths[0] = &PATHS[1], paths[1] = &PATHS[2], npaths = 2;
+  } else if (path_arg) {
+    for (size_t i = 0; i < sizeof PATHS / sizeof PATHS[0]; i++)
+      if (strcmp(path_arg, PATHS[i].name) == 0) paths[0] = &PATHS[i];
+  }
   char name[128] = "";
   clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_NAME, sizeof name, name, NULL);
   double densities[3] = {0.01, 0.5, 0.99};
@@ -390,65 +556,101 @@ int clb_bench_ops(int argc, char **argv) {
   }
   int64_t sizes[2] = {big, 4096};
   int nsizes = big == 4096 ? 1 : 2;
-  char err[160] = "";
-  copier cp;
-  /* the largest copy: nonzero of f32 at 99%, (4 + 16) n bytes moved */
-  if ((st = copier_init(ctx, (size_t)(10 * big + 64), &cp, err, sizeof err)) != CLB_OK) {
-    fprintf(stderr, "clbound bench ops: %s\n", err);
-    copier_free(&cp);
+  /* the copy kernel's buffers: half the bytes of the largest op run, all true */
+  double most = 0;
+  for (int op = 0; op < OP_COUNT; op++) {
+    int64_t r_, c_;
+    double b = run[op] ? op_bytes((bop)op, big, big, shape_of(big, &r_, &c_)) : 0;
+    if (b > most) most = b;
+  }
+  size_t copy_cap = (size_t)(most / 2) + 64;
+  if (!fits_device(ctx, big, run, copy_cap)) {
     clb_context_free(ctx);
     return 1;
   }
   if (!json) {
-    printf("clbound bench ops on %s (%s kernel style), median of %d runs, %s copy kernel as reference\n", name,
-           sname, reps, cp.gpu ? "grid-stride" : "chunked");
+    printf("clbound bench ops on %s (%s kernel style), median of %d runs%s, copy kernel as reference\n", name,
+           sname, reps, fixed_reps ? "" : " (fewer, at least 3, where that takes over 3 s)");
     printf("GB/s = (input bytes + output bytes) / time; copy: the same bytes moved by a copy kernel, same run;\n"
-           "host: a plain single-thread C loop\n");
-    printf("%-14s %-4s %9s %-9s %6s %9s %7s %7s %6s %9s %7s %5s\n", "op", "in", "n", "shape", "dens", "ms", "GB/s",
-           "copy", "frac", "host ms", "host", "syncs");
+           "host: a plain single-thread C loop (median of up to 3 runs); path: the select ops' path\n");
+    printf("%-14s %-4s %-8s %9s %-9s %6s %9s %7s %7s %6s %9s %7s %5s %3s\n", "op", "in", "path", "n", "shape", "dens",
+           "ms", "GB/s", "copy", "frac", "host ms", "host", "syncs", "lch");
   }
+  char err[160] = "";
   int rc = 0;
-  for (int si = 0; si < nsizes && rc == 0; si++) {
-    bset s;
-    int r = si == 0 ? reps : reps * 5; /* small sizes are cheap and noisier */
-    if ((st = set_init(ctx, sizes[si], &s)) != CLB_OK) {
-      fprintf(stderr, "clbound bench ops: %s: %s\n", clb_status_str(st), clb_context_errmsg(ctx));
-      rc = 1;
-    }
-    for (size_t di = 0; di < ndens && rc == 0; di++) {
-      if ((st = set_density(ctx, &s, densities[di])) != CLB_OK) {
-        fprintf(stderr, "clbound bench ops: %s: %s\n", clb_status_str(st), clb_context_errmsg(ctx));
-        rc = 1;
-        break;
+  double t_start = clb_tool_now_ms();
+  for (int pi = 0; pi < npaths && rc == 0; pi++) {
+    if (pi > 0 || paths[0] != &PATHS[0]) {
+      clb_context_free(ctx);
+      ctx = NULL;
+      if ((st = path_context(style, paths[pi], &ctx)) != CLB_OK) {
+        fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_last_errmsg());
+        return 1;
       }
-      char label[80];
-      snprintf(label, sizeof label, "bench ops n=%lld density %.2f", (long long)sizes[si], densities[di]);
-      clb_progress *pr = clb_progress_begin(pm, label, OP_COUNT);
-      for (int op = 0; op < OP_COUNT && rc == 0; op++) {
-        clb_progress_update(pr, op, -1);
-        if (only_op && strcmp(only_op, OP_NAME[op]) != 0) continue;
-        result res;
-        st = bench_one(ctx, &cp, (bop)op, &s, r, &res, err, sizeof err);
+    }
+    copier cp;
+    if ((st = copier_init(ctx, copy_cap, &cp, err, sizeof err)) != CLB_OK) {
+      fprintf(stderr, "%s: %s\n", CMD, err);
+      copier_free(&cp);
+      rc = 1;
+      break;
+    }
+    for (int si = 0; si < nsizes && rc == 0; si++) {
+      bset s;
+      int r = si == 0 ? reps : reps * 5; /* small sizes are cheap and noisier */
+      double g0 = clb_tool_now_ms();
+      if ((st = set_init(ctx, sizes[si], run[OP_NONZERO_F32], run[OP_SCATTER], &s)) != CLB_OK) {
+        fprintf(stderr, "%s: inputs of %lld elements: %s: %s\n", CMD, (long long)sizes[si], clb_status_str(st),
+                clb_context_errmsg(ctx));
+        rc = 1;
+      }
+      t_inputs_ms += clb_tool_now_ms() - g0;
+      for (size_t di = 0; di < ndens && rc == 0; di++) {
+        g0 = clb_tool_now_ms();
+        st = set_density(ctx, &s, densities[di]);
+        t_inputs_ms += clb_tool_now_ms() - g0;
         if (st != CLB_OK) {
-          fprintf(stderr, "clbound bench ops: %s %s: %s: %s\n", OP_NAME[op], OP_DTYPE[op], clb_status_str(st),
-                  st == CLB_ERR_CL && err[0] ? err : clb_context_errmsg(ctx));
+          fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_context_errmsg(ctx));
           rc = 1;
           break;
         }
-        clb_progress_hold(pr);
-        report(json, sname, (bop)op, &s, densities[di], r, &res);
-        clb_progress_release(pr);
-        if (!res.ok) {
-          fprintf(stderr, "clbound bench ops: %s %s at density %.2f: the device result differs from the host's\n",
-                  OP_NAME[op], OP_DTYPE[op], densities[di]);
-          rc = 1;
+        char label[96];
+        snprintf(label, sizeof label, "bench ops %s n=%lld density %.2f", paths[pi]->name, (long long)sizes[si],
+                 densities[di]);
+        clb_progress *pr = clb_progress_begin(pm, label, OP_COUNT);
+        for (int op = 0; op < OP_COUNT && rc == 0; op++) {
+          clb_progress_update(pr, op, -1);
+          if (!run[op]) continue;
+          result res;
+          st = bench_one(ctx, &cp, (bop)op, &s, r, fixed_reps, &res, err, sizeof err);
+          if (st != CLB_OK) {
+            fprintf(stderr, "%s: %s %s: %s: %s\n", CMD, OP_NAME[op], OP_DTYPE[op], clb_status_str(st),
+                    st == CLB_ERR_CL && err[0] ? err : clb_context_errmsg(ctx));
+            rc = 1;
+            break;
+          }
+          clb_progress_hold(pr);
+          report(json, sname, paths[pi]->name, (bop)op, &s, densities[di], &res);
+          clb_progress_release(pr);
+          if (!res.ok) {
+            fprintf(stderr, "%s: %s %s at density %.2f (%s path): the device result differs from the host's\n", CMD,
+                    OP_NAME[op], OP_DTYPE[op], densities[di], paths[pi]->name);
+            rc = 1;
+          }
         }
+        clb_progress_end(pr);
       }
-      clb_progress_end(pr);
+      set_free(&s);
     }
-    set_free(&s);
+    copier_free(&cp);
   }
-  copier_free(&cp);
   clb_context_free(ctx);
+  double total = clb_tool_now_ms() - t_start;
+  if (!quiet)
+    fprintf(stderr,
+            "%s: %.1f s: inputs made and written %.1f s, host peers %.1f s, result checks %.1f s, device runs and "
+            "copies %.1f s, the rest (contexts, builds) %.1f s\n",
+            CMD, total / 1e3, t_inputs_ms / 1e3, t_peers_ms / 1e3, t_checks_ms / 1e3, t_device_ms / 1e3,
+            (total - t_inputs_ms - t_peers_ms - t_checks_ms - t_device_ms) / 1e3);
   return rc;
 }

@@ -160,7 +160,8 @@ typedef enum clb_log_category {
   CLB_LOG_CACHE = 1u << 3,      /* persistent cache entries rejected, written, disabled */
   CLB_LOG_GEMM = 1u << 4,       /* the GEMM strategy a context uses, and why a faster one cannot run */
   CLB_LOG_RECORD = 1u << 5,     /* graph steps recorded, and why a step is not recorded or replayed */
-  CLB_LOG_ALL = 0x3fu
+  CLB_LOG_DEVICE = 1u << 6,     /* device traits the runtime guessed (forward progress), and what they choose */
+  CLB_LOG_ALL = 0x7fu
 } clb_log_category;
 
 /* Receives one line per event (no trailing newline). `category` is the lowercase

@@ -35,6 +35,7 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   if (e != CL_SUCCESS) return clb__cl_error(NULL, e, "context: scratch buffer");
   ctx->next_launch_id = 1;
   ctx->log_mask = clb__log_env_mask();
+  if ((st = clb__traits_init(ctx)) != CLB_OK) return st;
   /* runtime/cache opens the folder when the context first needs a kernel */
   const char *dir = opts && opts->struct_size >= offsetof(clb_context_options, cache_dir) + sizeof(char *)
                         ? opts->cache_dir : NULL;
@@ -142,6 +143,7 @@ void clb_context_free(clb_context_t ctx) {
   clb__pool_free(ctx->pool);
   if (ctx->status) clReleaseMemObject(ctx->status);
   if (ctx->scratch) clReleaseMemObject(ctx->scratch);
+  for (int i = 0; i < ctx->n_sel_lb; i++) clReleaseMemObject(ctx->sel_lb[i]);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);
   if (ctx->cl) clReleaseContext(ctx->cl);
   free(ctx);

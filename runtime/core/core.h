@@ -125,6 +125,20 @@ struct clb_tensor {
   int graph_held;
 };
 
+/* What differs between devices beyond geometry and kernel style, decided once
+ * per context (runtime/core/traits.c, DESIGN.md "GPUs"); a guessed trait is
+ * logged under CLBOUND_LOG=device. */
+typedef struct clb_device_traits {
+  /* 1 when a work-group that has started keeps making progress while others
+   * spin-wait on it (no spec guarantees this; from the vendor) */
+  int forward_progress;
+  const char *forward_progress_why; /* static text: the reason, for the log */
+} clb_device_traits;
+
+/* Most look-back state buffers a context keeps (runtime/ops/select.c): each
+ * is twice the last, so 40 cover any bound. */
+#define CLB_SEL_LB_BUFFERS 40
+
 struct clb_context {
   cl_platform_id platform;
   cl_device_id device;
@@ -142,6 +156,20 @@ struct clb_context {
   /* CLBOUND_SELECT_SINGLE (docs/portability.md): the select ops in one launch
    * for small masks (-1, the default), always (1) or never (0). */
   int select_single;
+  /* CLBOUND_SELECT_LOOKBACK (docs/portability.md): the select ops in one pass
+   * with decoupled look-back (GPU style) by the trait (-1, the default), always
+   * (1) or never (0); and the test-only defines CLBOUND_TEST_SELECT_LOOKBACK
+   * adds to that kernel's build options ("" unset) */
+  int select_lookback;
+  char select_lb_test[96];
+  clb_device_traits traits;
+  /* the look-back kernel's state (ticket, epoch, a status word per tile): the
+   * last buffer is the one in use, for sel_lb_tiles tiles; earlier ones stay
+   * until the context is freed, since a recorded step may still launch with
+   * them. Zeroed once when made, never written by the host again. */
+  cl_mem sel_lb[CLB_SEL_LB_BUFFERS];
+  int n_sel_lb;
+  int64_t sel_lb_tiles;
   clb_pool *pool;
   clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
@@ -353,6 +381,18 @@ typedef struct clb_geometry {
  * count; ctx->info must be filled. A bad CLBOUND_GEOMETRY is
  * CLB_ERR_INVALID_ARG. */
 clb_status clb__geometry_init(clb_context_t ctx, clb_kernel_style style);
+/* An on/off/auto switch from the environment: 1, 0, or -1 for auto or unset;
+ * another value is CLB_ERR_INVALID_ARG with a message naming the variable. */
+/* Whether needle occurs in hay, ignoring ASCII case (an empty needle does). */
+int clb__contains_ci(const char *hay, const char *needle);
+
+/* ---- traits.c -------------------------------------------------------------- */
+
+/* Fills ctx->traits from ctx->info and reads CLBOUND_SELECT_LOOKBACK and
+ * CLBOUND_TEST_SELECT_LOOKBACK (a bad value is CLB_ERR_INVALID_ARG); logs the
+ * guessed traits (CLBOUND_LOG=device). Needs ctx->log_mask set. */
+clb_status clb__traits_init(clb_context_t ctx);
+
 /* Work-groups for a grid-stride loop over up to n items. */
 size_t clb__groups_for(clb_context_t ctx, int64_t n);
 /* The same for work-groups of `local` work-items (a kernel that allows fewer

@@ -175,7 +175,7 @@ clb_status clb_device_info_get(int index, clb_device_info *out) {
   return clb__set_error(NULL, CLB_ERR_NO_DEVICE, "clb_device_info_get: device index %d: there are %d devices", index, flat);
 }
 
-static int ci_contains(const char *hay, const char *needle) {
+int clb__contains_ci(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (; *hay; hay++) {
     size_t i = 0;
@@ -191,7 +191,7 @@ static int selector_matches(const char *sel, int index, const char *name) {
   char *end = NULL;
   long v = strtol(sel, &end, 10);
   if (end && *end == 0 && end != sel) return v == index;
-  return ci_contains(name, sel);
+  return clb__contains_ci(name, sel);
 }
 
 static void list_devices(void) {

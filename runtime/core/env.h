@@ -22,7 +22,7 @@
   X(CACHE_DIR, TEXT, "a folder, or `off` (also `0`, `none`)", 0, "`$XDG_CACHE_HOME/clbound`, else `~/.cache/clbound`", "the persistent program cache (`off` turns it off)") \
   X(CACHE_STORE, ENUM, "background,release,sync", 0, "background", "when built programs are written to the cache: `background` (a thread of the process), `release` or `sync` (in `clb_context_free`)") \
   X(METRICS_FILE, TEXT, "a file", 0, "none", "the counters of every context the process frees, summed, written as JSON at each context free (`scope`: `process`)") \
-  X(LOG, LIST, "recompiles,syncs,builds,cache,gemm,record", 0, "none", "one line per event of these categories, with its reason (`all`: every category)") \
+  X(LOG, LIST, "recompiles,syncs,builds,cache,gemm,record,device", 0, "none", "one line per event of these categories, with its reason (`all`: every category)") \
   X(GEMM, ENUM, "auto,host-blas,kernel,device,clblast-bound,clblast,sync-exact", 0, "auto", "forces the GEMM strategy of contexts left at AUTO (`device` is `kernel`, `clblast` is `clblast-bound`; `docs/gemm.md`)") \
   X(BLAS_THREADS, INT, "1..64", 0, "by size and load", "host BLAS in the queue: every product cut into n blocks for n threads (default: 12 MFLOP or more is cut into one block per core, run by one thread per block at 32 MFLOP and more, between 12 and 32 by one plus one per core idle over the last 0.1 s; `docs/gemm.md`, Threads)") \
   X(HOST_PTRS, BOOL, "", 1, "on", "off: host BLAS's native kernels map their buffers every call instead of keeping each buffer's host pointer (`docs/gemm.md`)") \
@@ -32,9 +32,11 @@
   X(FUSE, BOOL, "", 1, "on", "off: graphs run op by op, without generated (fused) kernels (for comparisons)") \
   X(RECORD, BOOL, "auto=-1", -1, "auto", "on: a graph's steps are recorded once into a `cl_khr_command_buffer` and replayed where they can be; auto: the device's default, off on every device so far (read when a graph is made; `docs/design.md`, \"Recorded steps\")") \
   X(MEMORY_PLAN, BOOL, "pool=0", 1, "on", "off (or `pool`): every graph's buffers come from the pool, as eager ops' do, whatever its options say (`docs/graph.md`, \"Memory plan\")") \
-  X(MEM_BASE_ALIGN_BITS, POW2, "8..524288", 0, "the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`", "the memory plan's offsets aligned to at least this many bits (to test another device's alignment)") \
+  X(MEM_BASE_ALIGN_BITS, POW2, "8..524288", 0, "1024 (128 bytes)", "the memory plan's offsets in its arena aligned to at least this many bits (to test a wider alignment; `docs/graph.md`, \"Memory plan\")") \
   X(GEOMETRY, TEXT, "`gpu` or `cpu`, then `local=N`, `per_cu=N`, `cu=N` (comma-separated, N from 1 to 1048576)", 0, "the device's", "forces a launch geometry on any device, e.g. `gpu,cu=132` (`docs/portability.md`)") \
   X(SELECT_SINGLE, BOOL, "auto=-1", -1, "auto", "on / off: nonzero, masked_select and masked_scatter always / never in one launch (auto: one launch for small masks; `docs/dataops.md`)") \
+  X(SELECT_LOOKBACK, BOOL, "auto=-1", -1, "auto", "on / off: nonzero, masked_select and masked_scatter in one pass with decoupled look-back / never (auto: where the device gives forward progress across work-groups and 64-bit atomics, in the GPU kernel style; `docs/dataops.md`)") \
+  X(TEST_SELECT_LOOKBACK, TEXT, "reverse, interleave, agg-only, spin=N (0 to 1000000), epochs=N (1 to 4194303), comma-separated", 0, "ticket order", "testing only: the one-pass select's tiles in adversarial orders (`docs/portability.md`)") \
   X(TEST_KERNEL_WG_LIMIT, INT, "1..1048576", 0, "none", "testing only: every kernel allows at most N work-items per group, as a GPU driver's `CL_KERNEL_WORK_GROUP_SIZE` can (`docs/portability.md`)") \
   X(TEST_RECORD, BOOL, "", 1, "on", "testing only: off makes tests/graph/test-record.c run as on a device without `cl_khr_command_buffer`") \
   X(TEST_SMALL, BOOL, "", 0, "off", "testing only: the tests' reduced sizes (the `oclgrind` label sets it)") \

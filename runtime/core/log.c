@@ -14,7 +14,7 @@
 static const struct {
   unsigned bit;
   const char *name;
-} categories[] = {{CLB_LOG_RECOMPILES, "recompiles"}, {CLB_LOG_SYNCS, "syncs"}, {CLB_LOG_BUILDS, "builds"}, {CLB_LOG_CACHE, "cache"}, {CLB_LOG_GEMM, "gemm"}, {CLB_LOG_RECORD, "record"}};
+} categories[] = {{CLB_LOG_RECOMPILES, "recompiles"}, {CLB_LOG_SYNCS, "syncs"}, {CLB_LOG_BUILDS, "builds"}, {CLB_LOG_CACHE, "cache"}, {CLB_LOG_GEMM, "gemm"}, {CLB_LOG_RECORD, "record"}, {CLB_LOG_DEVICE, "device"}};
 #define NCATEGORIES (sizeof categories / sizeof categories[0])
 
 unsigned clb__log_env_mask(void) {

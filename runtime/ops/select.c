@@ -50,6 +50,47 @@ static int sel_one_launch(clb_context_t ctx, const clb_sel_plan *p, size_t group
   return flags <= CLB_SEL_SINGLE_MAX_FLAGS && (uint64_t)flags * groups <= CLB_SEL_SINGLE_MAX_READS;
 }
 
+/* Whether the plan runs in one pass with decoupled look-back: GPU style with
+ * 64-bit atomics, and CLBOUND_SELECT_LOOKBACK=on, or by default where the device
+ * has forward progress across work-groups and CLBOUND_SELECT_SINGLE forces no
+ * other path (docs/dataops.md, which devices get which path). */
+static int sel_lookback(clb_context_t ctx, const clb_sel_plan *p) {
+  if (ctx->style == CLB_KERNEL_STYLE_CPU || !ctx->info.has_int64_atomics || p->bound_numel >= CLB_SEL_LB_MAX_NUMEL)
+    return 0;
+  if (ctx->select_lookback >= 0) return ctx->select_lookback;
+  return ctx->select_single < 0 && ctx->traits.forward_progress;
+}
+
+/* The context's look-back state buffer for `tiles` tiles: the one in use if it
+ * is large enough, else a new zeroed one at least twice its size (the old one
+ * stays until the context is freed: a recorded step may still launch with it). */
+static clb_status sel_lb_state(clb_context_t ctx, const clb_sel_plan *p, int64_t tiles, cl_mem *out) {
+  if (ctx->n_sel_lb > 0 && ctx->sel_lb_tiles >= tiles) {
+    *out = ctx->sel_lb[ctx->n_sel_lb - 1];
+    return CLB_OK;
+  }
+  if (ctx->n_sel_lb == CLB_SEL_LB_BUFFERS)
+    return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: look-back state: %d buffers made already", p->op, p->what,
+                          CLB_SEL_LB_BUFFERS);
+  int64_t cap = ctx->n_sel_lb > 0 && 2 * ctx->sel_lb_tiles > tiles ? 2 * ctx->sel_lb_tiles : tiles;
+  size_t bytes = (size_t)(cap + CLB_SEL_LB_HDR) * sizeof(cl_ulong);
+  cl_int e;
+  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, bytes, NULL, &e);
+  if (e != CL_SUCCESS)
+    return clb__cl_error(ctx, e, "%s %s: look-back state of %zu bytes (%lld tiles)", p->op, p->what, bytes,
+                         (long long)cap);
+  cl_ulong zero = 0;
+  e = clEnqueueFillBuffer(ctx->queue, m, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    clReleaseMemObject(m);
+    return clb__cl_error(ctx, e, "%s %s: zeroing the look-back state (%zu bytes)", p->op, p->what, bytes);
+  }
+  ctx->sel_lb[ctx->n_sel_lb++] = m;
+  ctx->sel_lb_tiles = cap;
+  *out = m;
+  return CLB_OK;
+}
+
 clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   const int gpu = ctx->style != CLB_KERNEL_STYLE_CPU;
   const char *src_name = gpu ? "select-gpu" : "select-cpu";
@@ -67,10 +108,17 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
              clb__dtype_cl(o->dtype));
   size_t groups, local = gpu ? ctx->local_size : 1;
   sel_geometry(ctx, p->bound_numel, 1, &groups, &local);
-  const int one = sel_one_launch(ctx, p, groups);
+  const int lookback = sel_lookback(ctx, p);
+  const int one = lookback || sel_one_launch(ctx, p, groups);
+  if (lookback) {
+    size_t used = strlen(opts);
+    snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s", CLB_SEL_LB_ITEMS,
+             ctx->select_lb_test);
+  }
   static const char *const names3[] = {"sel_count", "sel_finish", "sel_write"};
   static const char *const name1[] = {"sel_single"};
-  const char *const *names = one ? name1 : names3;
+  static const char *const name_lb[] = {"sel_lookback"};
+  const char *const *names = lookback ? name_lb : one ? name1 : names3;
   const int nk = one ? 1 : 3;
   cl_kernel k[3];
   clb_status st = CLB_OK;
@@ -99,6 +147,25 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   memset(&spv, 0, sizeof spv);
   for (int d = 0; v && d < rv; d++) spv.s[d] = v->view_spec[d];
   cl_mem sv = v ? v->shape.mem : o->shape.mem;
+  if (lookback) {
+    /* tiles of the bound, and a group per tile up to the context's most */
+    int64_t tile = (int64_t)local * CLB_SEL_LB_ITEMS;
+    cl_long tiles = p->bound_numel > 0 ? (p->bound_numel + tile - 1) / tile : 1;
+    cl_mem state;
+    if ((st = sel_lb_state(ctx, p, tiles, &state)) != CLB_OK) return st;
+    cl_long cap = ctx->sel_lb_tiles;
+    size_t lgroups = (size_t)tiles < ctx->max_groups ? (size_t)tiles : ctx->max_groups;
+    const clb_buf *count_out = p->count ? &p->count->data : &o->shape; /* offset 0: a record */
+    clb_arg al[] = {CLB_ARG_DATA(x->data), CLB_ARG_DATA(m->data), CLB_ARG(x->shape.mem), CLB_ARG(rx),
+                    CLB_ARG(m->shape.mem), CLB_ARG(rm), CLB_ARG(rank), CLB_ARG(bmx), CLB_ARG(bmm), CLB_ARG(fmask),
+                    CLB_ARG(bcast), CLB_ARG_DATA(o->data), CLB_ARG(obound), CLB_ARG_DATA(s->data),
+                    CLB_ARG(s->shape.mem), CLB_ARG(rs), CLB_ARG(nz_static), CLB_ARG(fill), CLB_ARG(o->shape.mem),
+                    CLB_ARG_DATA(*count_out), CLB_ARG(sv), CLB_ARG(rv), CLB_ARG(spv), CLB_ARG(state), CLB_ARG(cap),
+                    CLB_ARG(ctx->status), CLB_ARG(zero)};
+    st = clb__launch(ctx, p->op, p->what, k[0], al, CLB_NARGS(al), CLB_NARGS(al) - 1, lgroups ? lgroups : 1, local);
+    if (st == CLB_OK) o->view_fresh = v != NULL;
+    return st;
+  }
   if (one) {
     const clb_buf *count_out = p->count ? &p->count->data : &o->shape; /* offset 0: a record */
     clb_arg a1[] = {CLB_ARG_DATA(x->data), CLB_ARG_DATA(m->data), CLB_ARG(x->shape.mem), CLB_ARG(rx),

@@ -22,6 +22,16 @@
 /* CPU style, one launch: at most this many chunks per compute unit. */
 #define CLB_SEL_SINGLE_CPU_CHUNKS_PER_CU 4
 
+/* GPU style, one pass with decoupled look-back (sel_lookback, docs/dataops.md):
+ * flags per work-item and tile (a tile is local size times this many). */
+#define CLB_SEL_LB_ITEMS 8
+/* Its state buffer: a header of this many 64-bit words, then a status word per
+ * tile (kernels/select-gpu.cl, SEL_LB_HDR). */
+#define CLB_SEL_LB_HDR 4
+/* The counts its status words carry are 40 bits: larger iteration shapes take
+ * the three launches. */
+#define CLB_SEL_LB_MAX_NUMEL ((int64_t)1 << 40)
+
 typedef enum clb_sel_kind {
   CLB_SEL_NONZERO = 0,
   CLB_SEL_SELECT = 1,
@@ -51,8 +61,8 @@ typedef struct clb_sel_plan {
  * record the next select op writing x writes too; nothing is launched. */
 clb_status clb__reshape_follow(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out);
 
-/* Enqueues sel_single, or count, finish and write, for a validated plan; no
- * host sync. */
+/* Enqueues sel_lookback, sel_single, or count, finish and write, for a
+ * validated plan; no host sync. */
 clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p);
 
 #endif /* CLB_OPS_SELECT_INTERNAL_H */

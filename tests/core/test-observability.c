@@ -133,7 +133,7 @@ int main(void) {
   /* the one parser of CLBOUND_* variables (runtime/core/env.c) names the value
    * and the known categories */
   const char *want = "clbound: warning: CLBOUND_LOG=\"bogus,syncs\": names other than comma-separated names among "
-                     "recompiles, syncs, builds, cache, gemm, record, or all are ignored\n";
+                     "recompiles, syncs, builds, cache, gemm, record, device, or all are ignored\n";
   const char *at = strstr(err, want);
   EXPECT_TRUE(at != NULL);
   EXPECT_TRUE(at && strstr(at + strlen(want), "CLBOUND_LOG") == NULL); /* once */
