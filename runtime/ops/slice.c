@@ -177,7 +177,7 @@ static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x,
   char what[192], desc[96], ktext[96];
   clb__tensor_desc(x, desc, sizeof desc);
   keys_text(nkeys, keys, ktext, sizeof ktext);
-  snprintf(what, sizeof what, "x %s [%s]", desc, ktext);
+  snprintf(what, sizeof what, "x %s, key [%s]", desc, ktext);
   slice_plan p;
   if ((st = plan_keys(ctx, op, what, x, nkeys, keys, &p)) != CLB_OK) return st;
   if (*out) {

@@ -249,7 +249,7 @@ static void test_errors(clb_context_t ctx) {
   CL_OK(ctx, clb_index(ctx, x, 0, 5, &o));
   EXPECT_EQ_I(clb_test_counter_syncs(ctx), syncs);
   EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_INDEX, "index 5 is out of range for dim 0 of actual size 3");
-  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "index x [<=8] i64 [5]") != NULL);
+  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "index x [<=8] i64, key [5]") != NULL);
   size_t got_bytes = 0;
   EXPECT_STATUS(ctx, clb_tensor_read(ctx, o, got_dims, got, sizeof got, &got_bytes), CLB_ERR_INDEX, "index 5");
   CL_OK(ctx, clb_index(ctx, x, 0, -4, &o));
