@@ -100,14 +100,16 @@ static void read_async(clb_context_t ctx, clb_tensor_t t, len_case *c) {
  * the bound of the others, dynamic and static. */
 static void test_lengths(clb_context_t ctx) {
   static const int64_t ends[] = {INT64_MIN, -7, -6, -4, -3, -2, -1, 0, 1, 2, 3, 4, 6, 7, INT64_MAX};
-  static const int64_t steps[] = {INT64_MIN, -3, -2, -1, 1, 2, 3, INT64_MAX};
+  static const int64_t steps[] = {INT64_MIN, -2, -1, 1, 3, -3, 2, INT64_MAX};
   enum { NE = sizeof ends / sizeof ends[0], NS = sizeof steps / sizeof steps[0] };
-  const int ne = clb_test_small() ? 5 : NE;
+  /* reduced sizes (Oclgrind): 5 ends, 5 steps, bounds 0, 1 and 5 */
+  const int ne = clb_test_small() ? 5 : NE, ns = clb_test_small() ? 5 : NS;
   static len_case cs[2 * NE * NE * NS];
-  int64_t bounds[] = {0, 1, 2, 3, 5};
+  static const int64_t bounds[] = {0, 1, 2, 3, 5}, bounds_small[] = {0, 1, 5};
+  const int nb = clb_test_small() ? 3 : 5;
   double v[8] = {10, 11, 12, 13, 14, 15, 16, 17};
-  for (int bi = 0; bi < 5; bi++) {
-    int64_t b = bounds[bi];
+  for (int bi = 0; bi < nb; bi++) {
+    int64_t b = clb_test_small() ? bounds_small[bi] : bounds[bi];
     uint8_t one = 1;
     clb_tensor_t x[2] = {NULL, NULL}; /* dynamic, static */
     CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, &b, &one, &x[0]));
@@ -118,7 +120,7 @@ static void test_lengths(clb_context_t ctx) {
       int nc = 0;
       for (int i = 0; i < ne; i++)
         for (int j = 0; j < ne; j++)
-          for (int s = 0; s < NS; s++)
+          for (int s = 0; s < ns; s++)
             for (int st = 0; st < (n == b ? 2 : 1); st++) {
               int64_t start = ends[i], stop = ends[j], step = steps[s], longest = 0;
               for (int64_t m = 0; m <= b; m++) {
