@@ -1,19 +1,21 @@
 /* view.cl: the shape record of a view (clb_reshape): the dim marked -1 in the
  * spec takes the elements the static sizes leave (clb_view_record, common.cl);
  * and numpy's basic indexing (clb_basic_index, runtime/ops/slice.c): slices and
- * integer indices taken from x's actual sizes, copied dense into the output. */
-__kernel void view_shape(__global const long *sx, int rank_x, __global long *so, int rank_o, long8 spec,
-                         __global int *st, uint launch) {
-  if (get_global_id(0) != 0) return;
-  clb_view_record(clb_numel(sx, rank_x), so, rank_o, spec, st, launch);
-}
+ * integer indices taken from x's actual sizes, copied dense into the output.
+ *
+ * clb_slice_len is also host C: runtime/ops/slice.c includes this file with
+ * CLB_SLICE_HOST defined (clb_i64 as int64_t), which keeps only that function,
+ * so the host's bounds and the kernel's sizes come from one definition. */
+#ifndef CLB_SLICE_HOST
+#define clb_i64 long
+#define CLB_SLICE_FN inline
+#endif
 
-#ifdef SLICE_T
 /* Python's slice.indices(n) for (start, stop, step), step != 0: the first
  * index into *first, the length returned. The host passes start and stop
  * clamped to [-bound - 1, bound + 1], where Python clamps them the same way
  * for every n <= bound, so nothing here overflows. */
-inline long clb_slice_len(long n, long start, long stop, long step, long *first) {
+CLB_SLICE_FN clb_i64 clb_slice_len(clb_i64 n, clb_i64 start, clb_i64 stop, clb_i64 step, clb_i64 *first) {
   if (start < 0) {
     start += n;
     if (start < 0) start = step < 0 ? -1 : 0;
@@ -31,6 +33,15 @@ inline long clb_slice_len(long n, long start, long stop, long step, long *first)
   return stop < start ? (stop - start + 1) / step + 1 : 0;
 }
 
+#ifndef CLB_SLICE_HOST
+__kernel void view_shape(__global const long *sx, int rank_x, __global long *so, int rank_o, long8 spec,
+                         __global int *st, uint launch) {
+  if (get_global_id(0) != 0) return;
+  clb_view_record(clb_numel(sx, rank_x), so, rank_o, spec, st, launch);
+}
+#endif
+
+#ifdef SLICE_T
 /* out = x[keys], dense at its actual sizes. Per dim d of x (rank_x): a slice
  * (start, stop, step) or, where bit d of index_mask is set, the integer index
  * start[d]. Output dim j takes the length of x's dim omap[j], or is a new axis

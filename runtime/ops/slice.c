@@ -13,24 +13,17 @@ static const clb_index_key full_key = {CLB_KEY_SLICE, INT64_MIN, INT64_MAX, 1};
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Python's slice.indices(n): the length of start:stop:step over a dim of n
- * (kernels/view.cl's clb_slice_len computes the same on the device). start and
- * stop are within [-n - 1, n + 1] or clamped so by the caller. */
+/* Python's slice.indices(n): clb_slice_len, the kernel's own definition. */
+#define CLB_SLICE_HOST
+#define clb_i64 int64_t
+#define CLB_SLICE_FN static
+#include "kernels/view.cl"
+
+/* The length of start:stop:step over a dim of n (start and stop within
+ * [-n - 1, n + 1], or clamped so by the caller). */
 static int64_t slice_len(int64_t n, int64_t start, int64_t stop, int64_t step) {
-  if (start < 0) {
-    start += n;
-    if (start < 0) start = step < 0 ? -1 : 0;
-  } else if (start >= n) {
-    start = step < 0 ? n - 1 : n;
-  }
-  if (stop < 0) {
-    stop += n;
-    if (stop < 0) stop = step < 0 ? -1 : 0;
-  } else if (stop >= n) {
-    stop = step < 0 ? n - 1 : n;
-  }
-  if (step > 0) return start < stop ? (stop - start - 1) / step + 1 : 0;
-  return stop < start ? (stop - start + 1) / step + 1 : 0;
+  int64_t first;
+  return clb_slice_len(n, start, stop, step, &first);
 }
 
 /* The longest start:stop:step can be over a dim of any size in [0, bound]
