@@ -164,9 +164,8 @@ static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x,
   clb_status st = clb__check_tensor(ctx, op, "x", x);
   if (st != CLB_OK) return st;
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  if (nkeys < 0 || (nkeys > 0 && !keys))
-    return clb__set_error(ctx, nkeys < 0 ? CLB_ERR_INVALID_ARG : CLB_ERR_NULL, "%s: %d keys at %p", op, nkeys,
-                          (const void *)keys);
+  if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
+  if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
   char what[192], desc[96], ktext[96];
   clb__tensor_desc(x, desc, sizeof desc);
   keys_text(nkeys, keys, ktext, sizeof ktext);

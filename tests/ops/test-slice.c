@@ -289,8 +289,8 @@ static void test_errors(clb_context_t ctx) {
   clb_index_key many[9];
   for (int i = 0; i < 9; i++) many[i] = (clb_index_key)K_NEW;
   EXPECT_STATUS(ctx, clb_basic_index(ctx, x, 8, many, &r), CLB_ERR_RANK, "more than 8 dims");
-  EXPECT_STATUS(ctx, clb_basic_index(ctx, x, -1, many, &r), CLB_ERR_INVALID_ARG, "");
-  EXPECT_STATUS(ctx, clb_basic_index(ctx, x, 1, NULL, &r), CLB_ERR_NULL, "");
+  EXPECT_STATUS(ctx, clb_basic_index(ctx, x, -1, many, &r), CLB_ERR_INVALID_ARG, "nkeys = -1 is negative");
+  EXPECT_STATUS(ctx, clb_basic_index(ctx, x, 1, NULL, &r), CLB_ERR_NULL, "keys is NULL");
   EXPECT_STATUS(ctx, clb_slice(ctx, x, 0, 0, 3, 1, NULL), CLB_ERR_NULL, "out is NULL");
   EXPECT_TRUE(clb_slice(NULL, x, 0, 0, 3, 1, &r) == CLB_ERR_NULL);
   EXPECT_TRUE(r == NULL);
