@@ -1,5 +1,5 @@
 /* clbound/ops.h: eager ops on bounded tensors (elementwise, comparisons, casts,
- * reductions).
+ * views, indexing, reductions).
  *
  * Every op reads the actual sizes of its inputs from their shape records on the
  * device and writes its output's actual sizes there too: no op waits for the host
@@ -106,6 +106,57 @@ CLB_API clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype,
  * an earlier clb_reshape with the same spec (a graph re-running the op). */
 CLB_API clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec,
                                clb_tensor_t *out);
+
+/* ---- Indexing -----------------------------------------------------------------
+ *
+ * numpy's basic indexing (x[2], x[1:-1], x[::-2], x[:, None]) as a dense copy:
+ * the output holds x[keys] row-major at its actual sizes, like every tensor, and
+ * shares nothing with x. Slices follow Python exactly (slice.indices): a
+ * negative start or stop counts from the end of the dim's ACTUAL size, read on
+ * the device, and a start or stop past either end clamps as Python clamps it, so
+ * INT64_MIN and INT64_MAX stand for an omitted one (x[:3] is start INT64_MIN,
+ * x[::-1] is start INT64_MAX and stop INT64_MIN). The kernel computes the
+ * output's actual sizes from x's shape record; the host computes its bounds
+ * from x's bounds: a static dim of x gives a static dim of its exact length; a
+ * dynamic dim gives a dynamic dim whose bound is the longest the slice can be
+ * for any actual size up to x's bound. An integer index drops its dim; negative
+ * counts from the end. An index outside a static dim, or outside [-bound,
+ * bound) of a dynamic one, fails at once with CLB_ERR_INDEX; one outside a
+ * dynamic dim's actual size raises CLB_ERR_INDEX at the next host sync (the
+ * message names the op, the index, the dim and the size; the output is zeros
+ * and stays marked failed): never a silent value. No host sync, and a new
+ * actual size builds nothing. *out, when given, must not share x's data. */
+
+typedef enum clb_key_kind {
+  CLB_KEY_SLICE = 0,   /* start:stop:step over one dim of x (step != 0) */
+  CLB_KEY_INDEX = 1,   /* the integer `start`: one element of one dim, dropped */
+  CLB_KEY_NEWAXIS = 2, /* a new static dim of 1 (numpy's None); takes no dim of x */
+  CLB_KEY_COUNT = 3
+} clb_key_kind;
+
+/* One entry of an index expression (clb_basic_index). */
+typedef struct clb_index_key {
+  int32_t kind;  /* clb_key_kind */
+  int64_t start; /* SLICE: the first index (INT64_MIN / INT64_MAX: omitted); INDEX: the index */
+  int64_t stop;  /* SLICE: the end, excluded (INT64_MAX / INT64_MIN: omitted) */
+  int64_t step;  /* SLICE: the stride, negative walks backwards; not 0 */
+} clb_index_key;
+
+/* out = x[keys[0], ..., keys[nkeys - 1]]: SLICE and INDEX keys take x's dims
+ * in order, NEWAXIS keys add dims of 1, and x's dims past the last key are
+ * taken whole (numpy's implicit trailing `...`). The keys may take at most
+ * x's rank dims and the output has at most 8. One launch. */
+CLB_API clb_status clb_basic_index(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys,
+                                   clb_tensor_t *out);
+
+/* out = x[..., start:stop:step, ...] at dim `dim` (negative counts from the end
+ * of x's rank); the other dims whole. */
+CLB_API clb_status clb_slice(clb_context_t ctx, clb_tensor_t x, int dim, int64_t start, int64_t stop,
+                             int64_t step, clb_tensor_t *out);
+
+/* out = x[..., index, ...] at dim `dim`, which the output drops (torch.select);
+ * x of rank 1 gives a 0-d tensor. */
+CLB_API clb_status clb_index(clb_context_t ctx, clb_tensor_t x, int dim, int64_t index, clb_tensor_t *out);
 
 /* ---- Reductions -------------------------------------------------------------
  *

@@ -36,7 +36,8 @@ extern "C" {
   X(ERR_EMPTY_REDUCE, -20, "reduction over an empty extent")                       \
   X(ERR_DIV_ZERO, -21, "integer division by zero")                                 \
   X(ERR_BUFFER_SMALL, -22, "caller's buffer too small")                            \
-  X(ERR_INTERNAL, -23, "internal error")
+  X(ERR_INTERNAL, -23, "internal error")                                           \
+  X(ERR_INDEX, -24, "index out of range")
 
 typedef enum clb_status {
 #define CLB__STATUS_ENUM(name, value, msg) CLB_##name = value,

@@ -43,8 +43,8 @@ import numpy as np
 from . import _lib as L
 from ._errors import (STATUS_CLASSES, BoundExceededError, ClboundError, ClboundIOError, DeviceCheckError,
                       DeviceError, DivisionByZeroError, DTypeError, EmptyReductionError, FreedError, GuardError,
-                      InvalidArgumentError, OutOfMemoryError, ParseError, ShapeError, ShortSourceError,
-                      UnsupportedError)
+                      IndexOutOfRangeError, InvalidArgumentError, OutOfMemoryError, ParseError, ShapeError,
+                      ShortSourceError, UnsupportedError)
 from ._lib import library_path
 from ._tensor import Tensor
 from ._tensor import convert as _convert
@@ -53,8 +53,8 @@ __all__ = ["Context", "Tensor", "Graph", "ClboundError", "DeviceInfo", "library_
            "op_names", "cache_info", "cache_clear", "cache_wait", "cache_pending", "default_cache_dir",
            "__version__", "STATUS_CLASSES", "BoundExceededError", "ClboundIOError", "DeviceCheckError",
            "DeviceError", "DivisionByZeroError", "DTypeError", "EmptyReductionError", "FreedError", "GuardError",
-           "InvalidArgumentError", "OutOfMemoryError", "ParseError", "ShapeError", "ShortSourceError",
-           "UnsupportedError"]
+           "IndexOutOfRangeError", "InvalidArgumentError", "OutOfMemoryError", "ParseError", "ShapeError",
+           "ShortSourceError", "UnsupportedError"]
 
 #: The version of the C library loaded (clb_version()), which is the package's version.
 __version__: str = L.version().decode()
@@ -745,6 +745,47 @@ class Context:
         dims, rank = L.shape(spec, "spec", lo=-1)
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reshape(self._h, ha, rank, dims, o))
+
+    # ---- indexing ----
+
+    def getitem(self, a: Tensor, key: Any, *, out: Optional[Tensor] = None) -> Tensor:
+        """``a[key]`` for numpy's basic indexing (clb_basic_index), always a copy on
+        the device: integers (which drop their dim), slices with Python's
+        semantics (negative values count from the end of the ACTUAL size, read on
+        the device), ``...`` and None, with no host sync::
+
+            x.write(np.arange(5.0, dtype=np.float32))   # 5 of up to 1000
+            ctx.getitem(x, slice(-2, None)).numpy()     # [3., 4.]: the last 2 of 5
+            x.write(np.arange(3.0, dtype=np.float32))   # now 3
+            ctx.getitem(x, -1).numpy()                  # 2.0
+
+        A dynamic dim gives a dynamic dim whose bound is the longest the slice can
+        be; a static dim a static one. An integer past a static dim (or past a
+        dynamic dim's bound) raises IndexOutOfRangeError (an IndexError) at once;
+        one past a dynamic dim's actual size raises it at the next host sync.
+        ``a[key]`` is this call, except that ``a[...]`` and ``a[:]`` give a
+        itself and a bool mask Tensor gives masked_select."""
+        ha = self._arg(a, "a")
+        parsed = L.index_keys(key, a.rank)
+        keys, n = parsed if parsed is not None else ((L.IndexKey * 1)(), 0)
+        return self._out(out, lambda o: L.basic_index(self._h, ha, n, keys, o))
+
+    def slice(self, a: Tensor, dim: int, start: Optional[int] = None, stop: Optional[int] = None,
+              step: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor:
+        """``a[..., start:stop:step, ...]`` at dim `dim` (clb_slice; negative dims
+        count from the end), the other dims whole: getitem with one slice."""
+        ha = self._arg(a, "a")
+        d = L.index(dim, "dim", ctype=L.INT)
+        _, first, end, stride = L.slice_key(slice(start, stop, step))
+        return self._out(out, lambda o: L.slice_(self._h, ha, d, first, end, stride, o))
+
+    def index(self, a: Tensor, dim: int, index: int, *, out: Optional[Tensor] = None) -> Tensor:
+        """``a[..., index, ...]`` at dim `dim` (clb_index, torch.select), which the
+        result drops: getitem with one integer."""
+        ha = self._arg(a, "a")
+        d = L.index(dim, "dim", ctype=L.INT)
+        i = L.index(index, "index")
+        return self._out(out, lambda o: L.index_(self._h, ha, d, i, o))
 
     # ---- reductions ----
 

@@ -63,6 +63,13 @@ class ParseError(ClboundError, ValueError):
     """ERR_PARSE: text the library cannot parse."""
 
 
+class IndexOutOfRangeError(ClboundError, IndexError):
+    """ERR_INDEX: an integer index outside its dim (numpy and PyTorch raise
+    IndexError): at once for a static dim or past a dynamic dim's bound, at the
+    next host sync for one past a dynamic dim's actual size; also too many
+    indices."""
+
+
 class DTypeError(ClboundError, TypeError):
     """ERR_DTYPE: a dtype clbound lacks, or one the op does not take."""
 
@@ -116,6 +123,7 @@ STATUS_CLASSES: Dict[str, Type[ClboundError]] = {
     "ERR_NO_DEVICE": DeviceError,
     "ERR_INTERNAL": DeviceError,
     "ERR_IO": ClboundIOError,
+    "ERR_INDEX": IndexOutOfRangeError,
 }
 
 #: clb_status values of the names (clbound/status.h), for errors the binding
@@ -126,6 +134,7 @@ STATUS_CODES: Dict[str, int] = {
     "ERR_NO_DEVICE": -11, "ERR_BOUND_EXCEEDED": -12, "ERR_SHORT_SOURCE": -13, "ERR_DEVICE_CHECK": -14,
     "ERR_UNSUPPORTED": -15, "ERR_PARSE": -16, "ERR_CONTRADICTION": -17, "ERR_GUARD": -18, "ERR_IO": -19,
     "ERR_EMPTY_REDUCE": -20, "ERR_DIV_ZERO": -21, "ERR_BUFFER_SMALL": -22, "ERR_INTERNAL": -23,
+    "ERR_INDEX": -24,
 }
 
 

@@ -143,6 +143,85 @@ def flags(values: Any, rank: int, what: str = "dynamic") -> Any:
     return (ctypes.c_uint8 * max(rank, 1))(*[1 if v else 0 for v in vals])
 
 
+class IndexKey(ctypes.Structure):
+    """clb_index_key: one entry of an index expression (clb_basic_index)."""
+    _fields_ = [("kind", ctypes.c_int32), ("start", ctypes.c_int64), ("stop", ctypes.c_int64),
+                ("step", ctypes.c_int64)]
+
+
+KEY_SLICE, KEY_INDEX, KEY_NEWAXIS = 0, 1, 2
+
+
+def _is_integer(k: Any) -> bool:
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(k)
+        return True
+    except TypeError:
+        return False
+
+
+def _clamped(v: Any, what: str) -> int:
+    """A slice's start, stop or step as an int64: Python clamps a slice's ends,
+    so any value past int64 acts as the int64 limit on its side."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError(f"slice indices must be integers or None, not {type(v).__name__} ({what})") from None
+    return max(I64[0], min(I64[1], i))
+
+
+def slice_key(k: slice) -> Tuple[int, int, int, int]:
+    """A Python slice as a clb_index_key's fields (KEY_SLICE, start, stop, step):
+    an omitted start or stop is the int64 limit that clamps to it (ops.h). A step
+    of 0 is passed on: the library refuses it (InvalidArgumentError, a
+    ValueError, as Python's)."""
+    step = 1 if k.step is None else _clamped(k.step, "step")
+    lo, hi = (I64[0], I64[1]) if step >= 0 else (I64[1], I64[0])
+    start = lo if k.start is None else _clamped(k.start, "start")
+    stop = hi if k.stop is None else _clamped(k.stop, "stop")
+    return (KEY_SLICE, start, stop, step)
+
+
+def index_keys(key: Any, rank: int) -> Optional[Any]:
+    """numpy's basic index `key` (integers, slices, ``...``, None, or a tuple of
+    them) over a tensor of rank `rank` as (a C clb_index_key array, its length);
+    None when the key takes the whole tensor as it is (``...``, ``:``, or only
+    those). IndexError for anything else, as numpy: too many indices, two
+    ellipses, a bool, a float, a list or array, a Tensor inside a tuple."""
+    keys = key if isinstance(key, tuple) else (key,)
+    taken, ellipses = 0, 0
+    for k in keys:
+        if k is Ellipsis:
+            ellipses += 1
+        elif isinstance(k, slice) or _is_integer(k):
+            taken += 1
+        elif k is not None:
+            raise IndexError(f"clbound tensors take integers, slices (`:`), ellipsis (`...`), None and a bool "
+                             f"mask Tensor as indices, not {type(k).__name__} {k!r}")
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if taken > rank:
+        raise IndexError(f"too many indices for tensor: tensor is {rank}-dimensional, but {taken} were indexed")
+    if all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in keys):
+        return None
+    out = []
+    for k in keys:
+        if k is Ellipsis:
+            out += [(KEY_SLICE, I64[0], I64[1], 1)] * (rank - taken)
+        elif k is None:
+            out.append((KEY_NEWAXIS, 0, 0, 0))
+        elif isinstance(k, slice):
+            out.append(slice_key(k))
+        else:
+            i = operator.index(k)
+            if not I64[0] <= i <= I64[1]:
+                raise IndexError(f"index {i} is out of bounds: it does not fit in int64")
+            out.append((KEY_INDEX, i, 0, 1))
+    return (IndexKey * max(len(out), 1))(*out), len(out)
+
+
 # ---- dtypes and enums -------------------------------------------------------------
 
 DTYPES: Dict[np.dtype, int] = {
@@ -276,6 +355,9 @@ fill = fn("clb_fill", c_int, p, p, ctypes.c_double)
 reduce_all = fn("clb_reduce_all", c_int, p, c_int, p, pp)
 reduce_dim = fn("clb_reduce_dim", c_int, p, c_int, p, c_int, c_int, pp)
 reshape = fn("clb_reshape", c_int, p, p, c_int, i64p, pp)
+basic_index = fn("clb_basic_index", c_int, p, p, c_int, ctypes.POINTER(IndexKey), pp)
+slice_ = fn("clb_slice", c_int, p, p, c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, pp)
+index_ = fn("clb_index", c_int, p, p, c_int, ctypes.c_int64, pp)
 nonzero = fn("clb_nonzero", c_int, p, p, pp)
 nonzero_static = fn("clb_nonzero_static", c_int, p, p, ctypes.c_int64, ctypes.c_int64, pp, pp)
 masked_select = fn("clb_masked_select", c_int, p, p, p, pp)

@@ -11,7 +11,7 @@ repr(), numpy() and DLPack exports (each a counted host sync).
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -369,22 +369,30 @@ class Tensor:
         return self.ctx.unary("sigmoid", self)
 
     def __getitem__(self, key: Any) -> "Tensor":
-        """Indexing on the device: a bool Tensor selects like numpy's ``x[mask]``
+        """numpy's indexing, on the device with no host sync: integers, slices
+        (``t[2]``, ``t[1:-1]``, ``t[::-2]``, ``t[:, 0]``), ``...`` and None are
+        Context.getitem, a copy whose actual sizes the device computes from t's
+        (negative values count from the end of the ACTUAL size; a dynamic dim
+        stays dynamic, bounded by the longest the slice can be); ``t[...]`` and
+        ``t[:]`` are t itself; a bool Tensor selects like numpy's ``x[mask]``
         (masked_select: a 1-D tensor whose size the device computes; the mask
-        broadcasts against x); ``...`` and ``:`` give the tensor itself. Integers
-        and slices raise IndexError (clbound has no slice op yet)."""
+        broadcasts against x). An integer past the actual size raises
+        IndexOutOfRangeError (an IndexError): at once for a static dim, at the
+        next host sync for a dynamic one."""
         if isinstance(key, Tensor):
             if key.dtype != np.bool_:
                 raise IndexError(f"a tensor index must be a bool mask, not {key.dtype} (integer-array "
                                  "indexing is not supported)")
             return self.ctx.masked_select(self, key)
-        keys = key if isinstance(key, tuple) else (key,)
-        if all(k is Ellipsis or k == slice(None) for k in keys if not isinstance(k, Tensor)) and \
-                not any(isinstance(k, Tensor) for k in keys):
+        if L.index_keys(key, self.rank) is None:
             return self
-        raise IndexError(f"clbound tensors take a bool mask tensor, ... or : as an index, not {key!r}: integer "
-                         "and slice indexing need a slice op the library lacks (read with numpy() and index "
-                         "that, or use nonzero_static / masked_select)")
+        return self.ctx.getitem(self, key)
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        """The sub-tensors along dim 0, as numpy: len(t) (one host sync), then
+        t[i] for each i, each a copy on the device; TypeError for a 0-d tensor."""
+        for i in range(len(self)):
+            yield self[i]
 
     # ---- operators: Context.binary / compare, no host sync ---------------------------------
 

@@ -42,6 +42,10 @@ static clb_status describe(clb_context_t ctx, const cl_int *slot, char *msg, siz
   case CLB_STF_INDEX_RANGE:
     snprintf(msg, cap, "%s: index %lld is outside [0, %lld); its row adds nothing", who, a, b);
     return CLB_ERR_BOUND_EXCEEDED;
+  case CLB_STF_INDEX_OUT: /* kernels/view.cl: the dim in the top byte of v2 */
+    snprintf(msg, cap, "%s: index %lld is out of range for dim %lld of actual size %lld", who, a, b >> 56,
+             b & (((long long)1 << 56) - 1));
+    return CLB_ERR_INDEX;
   case CLB_STF_DEVICE_CHECK:
     snprintf(msg, cap, "%s: deferred check failed on the device: sizes %lld and %lld must be equal", who, a, b);
     return CLB_ERR_DEVICE_CHECK;

@@ -29,6 +29,7 @@ static const struct op_caps {
     {"nonzero_static", TAKES_ALL}, {"masked_select", TAKES_ALL}, {"masked_scatter", TAKES_ALL},
     {"eq", TAKES_ALL},          {"ne", TAKES_ALL},               {"lt", TAKES_ALL},
     {"le", TAKES_ALL},          {"gt", TAKES_ALL},               {"ge", TAKES_ALL},
+    {"slice", TAKES_ALL},       {"index", TAKES_ALL},
 };
 #define N_OPS (sizeof OPS / sizeof OPS[0])
 
