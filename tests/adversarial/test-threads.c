@@ -1,12 +1,16 @@
 /* test-threads.c: the documented model, one context per thread, with the first
  * contexts of the process made from 8 threads at once: 8 threads x 20 cycles of
  * create, run two ops, check the result exactly, free. Before device discovery
- * was done once per process this crashed inside the driver or said "no device". */
+ * was done once per process this crashed inside the driver or said "no device".
+ * The program cache starts empty and stores in its default mode (the first
+ * contexts build and store while the others run the same kernels, issue 34). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "cl-test.h"
+#include "temp-dir.h"
 
 #define THREADS 8
 #define CYCLES 20
@@ -67,11 +71,19 @@ static void *worker(void *arg) {
 
 int main(void) {
   pthread_t th[THREADS];
+  char dir[1024];
+  clb_test_temp_dir(dir, sizeof dir, "threads");
+  setenv("CLBOUND_CACHE_DIR", dir, 1);
+  unsetenv("CLBOUND_CACHE_STORE"); /* the default mode */
   REQUIRE_TRUE(pthread_barrier_init(&start, NULL, THREADS) == 0);
   for (int t = 0; t < THREADS; t++) REQUIRE_TRUE(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0);
   for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
   pthread_barrier_destroy(&start);
   clb_test_checks += THREADS * CYCLES;
+  uint64_t entries = 0;
+  clb_cache_info(dir, &entries, NULL); /* waits for the background store */
+  clb_cache_clear(dir);
+  rmdir(dir);
   if (atomic_load(&no_device) == THREADS * CYCLES) {
     /* no thread ever found a device: the machine has none (the helper's rule) */
     clb_context_t ctx = clb_test_context(NULL);
@@ -79,5 +91,6 @@ int main(void) {
   }
   int f = atomic_load(&failures);
   if (f) CLB_FAIL_AT("%d of %d cycles failed", f, THREADS * CYCLES);
+  else if (entries == 0) CLB_FAIL_AT("no program was stored in %s: the cache was not on", dir);
   return clb_test_finish("adversarial/threads");
 }
