@@ -96,21 +96,22 @@ static void first_iteration_note(const demo_result *r, const char *workload, con
   note[0] = 0;
   cold_file(path, sizeof path, workload, policy);
   if (!path[0] || r->first_iteration_s < 0) return;
+  /* the cache folder may hold anything under that name (a FIFO would block a
+   * plain fopen): written by rename, read with the cache's hardened reader */
   if (r->program_builds > 0) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-      fprintf(f, "%.6f\n", r->first_iteration_s);
-      fclose(f);
-    }
+    char text[64];
+    int n = snprintf(text, sizeof text, "%.6f\n", r->first_iteration_s);
+    if (n > 0 && (size_t)n < sizeof text) clb_file_write(path, text, (size_t)n);
     snprintf(note, len, "first step done %.3f s after start (%llu programs built from source)", r->first_iteration_s,
              (unsigned long long)r->program_builds);
     return;
   }
   double cold = -1;
-  FILE *f = fopen(path, "r");
-  if (f) {
-    if (fscanf(f, "%lf", &cold) != 1 || !isfinite(cold)) cold = -1;
-    fclose(f);
+  char text[64];
+  if (clb_file_read(path, text, sizeof text, NULL) == CLB_OK) {
+    char *end = NULL;
+    cold = strtod(text, &end);
+    if (end == text || !isfinite(cold)) cold = -1;
   }
   if (cold > 0)
     snprintf(note, len, "first step done %.3f s after start, %.3f s sooner than the cold run (%.3f s): all %llu programs from the disk cache",

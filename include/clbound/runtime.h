@@ -198,6 +198,20 @@ CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
 CLB_API uint64_t clb_cache_pending(void);
 CLB_API clb_status clb_cache_wait(void);
 
+/* Small files kept in a folder that others may write (the cache folder), read
+ * and written the way the cache's entries are. clb_file_read reads the whole of
+ * a regular file into buf[cap] (NUL-terminated; *len, may be NULL, gets its
+ * length): it never follows a symbolic link, never blocks on a FIFO or device
+ * and refuses a folder, link, FIFO, socket or device (CLB_ERR_IO, the message
+ * says which; nothing is removed) and a file of cap bytes or more
+ * (CLB_ERR_BUFFER_SMALL); a missing file is CLB_ERR_IO "no such file".
+ * clb_file_write writes len bytes to a temporary file (mode 0600) in the same
+ * folder, syncs it and renames it over path (whatever path was: a FIFO there
+ * is replaced, never opened), so a reader sees the old file or the whole new
+ * one; CLB_ERR_IO names the step that failed. Both set clb_last_errmsg(). */
+CLB_API clb_status clb_file_read(const char *path, char *buf, size_t cap, size_t *len);
+CLB_API clb_status clb_file_write(const char *path, const void *data, size_t len);
+
 /* Removes every entry of a cache folder (NULL: the default folder), after the
  * stores still under way. */
 CLB_API clb_status clb_cache_clear(const char *dir);

@@ -4,6 +4,8 @@
  * program must expose the identity kernel its key names (program-cache.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -94,6 +96,28 @@ static void remove_stale_temps(clb_context_t ctx) {
   closedir(d);
 }
 
+/* Prints a warning about the cache folder on stderr once per process for each
+ * text (every context opens the folder: the first says it, the others log it). */
+static void warn_once(const char *fmt, ...) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char said[8][1400];
+  static int nsaid;
+  char text[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&lock);
+  int seen = 0;
+  for (int i = 0; i < nsaid && !seen; i++) seen = strcmp(said[i], text) == 0;
+  if (!seen) {
+    snprintf(said[nsaid % 8], sizeof said[0], "%s", text); /* the last 8 texts */
+    if (nsaid < 8) nsaid++;
+    fputs(text, stderr);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   ctx->cache_dir[0] = 0;
   if (option) {
@@ -105,8 +129,8 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
     }
   } else if (clb_cache_default_dir(ctx->cache_dir, sizeof ctx->cache_dir) != CLB_OK) {
     ctx->cache_dir[0] = 0;
-    fprintf(stderr, "clbound: warning: the program cache folder's name (CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME) "
-                    "is longer than %zu characters; the persistent cache is off\n", sizeof ctx->cache_dir - 1);
+    warn_once("clbound: warning: the program cache folder's name (CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME) "
+              "is longer than %zu characters; the persistent cache is off\n", sizeof ctx->cache_dir - 1);
     clb__log(ctx, CLB_LOG_CACHE, "cache folder name longer than %zu characters: persistent cache off",
              sizeof ctx->cache_dir - 1);
     return;
@@ -119,22 +143,23 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   struct stat sb;
   if (make_dirs(ctx->cache_dir) == 0) {
     /* the cache holds code the driver runs: a folder others may write is not used */
-    if (stat(ctx->cache_dir, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+    if (stat(ctx->cache_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+      why = "not a folder";
+    } else if (stat(ctx->cache_dir, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
       why = sb.st_uid != geteuid() ? "owned by another user" : "writable by other users";
     } else {
       fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
     }
   }
   if (why) {
-    fprintf(stderr, "clbound: warning: program cache folder %s is %s; the persistent cache is off\n",
-            ctx->cache_dir, why);
+    warn_once("clbound: warning: program cache folder %s is %s; the persistent cache is off\n", ctx->cache_dir, why);
     clb__log(ctx, CLB_LOG_CACHE, "folder %s %s: persistent cache off", ctx->cache_dir, why);
     ctx->cache_dir[0] = 0;
     return;
   }
   if (fd < 0) {
-    fprintf(stderr, "clbound: warning: program cache folder %s is not writable (%s); the persistent cache is off\n",
-            ctx->cache_dir, strerror(errno));
+    warn_once("clbound: warning: program cache folder %s is not writable (%s); the persistent cache is off\n",
+              ctx->cache_dir, strerror(errno));
     clb__log(ctx, CLB_LOG_CACHE, "folder %s not writable: persistent cache off", ctx->cache_dir);
     ctx->cache_dir[0] = 0;
     return;
@@ -153,56 +178,6 @@ static void entry_path_in(const char *dir, const char *key, char *buf, size_t ca
 
 static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
   entry_path_in(ctx->cache_dir, key, buf, cap);
-}
-
-unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, size_t *len, const char **why) {
-  *why = NULL;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NULL;
-    if (errno == ELOOP) {
-      *why = unlink(path) == 0 ? "a symbolic link, not an entry (removed)" : "a symbolic link, not an entry";
-    } else {
-      *why = "unreadable";
-    }
-    return NULL;
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    close(fd);
-    *why = "unreadable";
-    return NULL;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    if (S_ISDIR(sb.st_mode))
-      *why = rmdir(path) == 0 ? "a folder, not an entry (removed)" : "a folder, not an entry (not empty: remove it by hand)";
-    else
-      *why = unlink(path) == 0 ? "not a regular file (a FIFO, socket or device; removed)" : "not a regular file";
-    return NULL;
-  }
-  if ((uint64_t)sb.st_size > max_bytes) {
-    close(fd);
-    *why = "too large";
-    return NULL;
-  }
-  size_t n = (size_t)sb.st_size, got = 0;
-  unsigned char *buf = malloc(n + 1);
-  while (buf && got < n) {
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!buf || got != n) {
-    free(buf);
-    *why = buf ? "shorter than its size (changed while read)" : "out of host memory";
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = n;
-  return buf;
 }
 
 /* The entry's checksum: the key, then the payload. */
@@ -276,7 +251,7 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
   entry_path(ctx, key, path, sizeof path);
   size_t len = 0, plen = 0;
   const char *why = NULL;
-  unsigned char *buf = clb__cache_read_file(path, MAX_ENTRY_BYTES, &len, &why);
+  unsigned char *buf = clb__cache_read_file(path, MAX_ENTRY_BYTES, 1, &len, &why);
   if (!buf) {
     if (why) clb__log(ctx, CLB_LOG_CACHE, "entry %s rejected: %s; rebuilding", path, why);
     return;
@@ -316,47 +291,6 @@ void clb__program_identity(const char *key, char *buf, size_t cap) {
   size_t len = strlen(key);
   snprintf(buf, cap, "clb_id_%016llx%016llx", (unsigned long long)clb__fnv1a(CLB_FNV_SEED, key, len),
            (unsigned long long)clb__fnv1a(0x84222325cbf29ce4ull ^ len, key, len));
-}
-
-/* Writes all of buf; 0, or the errno of the failure (ENOSPC for a write that
- * stops short without one: a full disk). */
-static int write_all(int fd, const void *buf, size_t n) {
-  const unsigned char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return errno ? errno : EIO;
-    if (w == 0) return ENOSPC;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-int clb__cache_write_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
-                            const char **step) {
-  char tmp[1300];
-  static atomic_uint counter;
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1)) >= (int)sizeof tmp) {
-    *step = "naming the temporary";
-    return ENAMETOOLONG;
-  }
-  /* err: the first failure's errno, kept before any other call can change it */
-  int err = 0;
-  *step = "creating the temporary";
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return errno;
-  *step = "writing the temporary";
-  for (int i = 0; i < nparts && !err; i++) err = write_all(fd, parts[i], lens[i]);
-  if (!err && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && !err) err = errno;
-  /* rename is atomic: readers see the old file or the whole new one */
-  if (!err) {
-    *step = "renaming the temporary";
-    if (rename(tmp, path) != 0) err = errno;
-  }
-  if (err) unlink(tmp);
-  return err;
 }
 
 void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why) {
