@@ -14,7 +14,7 @@ case_=$1 tool=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "cache-cli $case_: $*" >&2; exit 1; }
-demo() { timeout 300 "$tool" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet "$@"; }
+demo() { timeout 180 "$tool" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet "$@"; }
 case $case_ in
 fifo)
   export CLBOUND_CACHE_DIR="$dir/cache"
