@@ -97,6 +97,12 @@ int clb_cmd_cache(int argc, char **argv) {
   if (strcmp(argv[0], "info") == 0) {
     printf("cache folder  %s\nentries       %llu\nbytes         %llu (%.1f MiB)\n", dir, (unsigned long long)n,
            (unsigned long long)bytes, (double)bytes / (1024.0 * 1024.0));
+    uint64_t limit = clb_cache_limit_bytes();
+    if (limit)
+      printf("limit         %llu (%.1f MiB; CLBOUND_CACHE_MAX_SIZE): past it, the least recently used entries are removed\n",
+             (unsigned long long)limit, (double)limit / (1024.0 * 1024.0));
+    else
+      printf("limit         none (CLBOUND_CACHE_MAX_SIZE=0)\n");
     return 0;
   }
   st = clb_cache_clear(dir);

@@ -182,6 +182,13 @@ CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
  * missing folder counts as empty. */
 CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
 
+/* The most bytes the entries of a cache folder may hold: after each store, the
+ * least recently used entries (the oldest written or loaded) are removed until
+ * they fit, never the entry just written. CLBOUND_CACHE_MAX_SIZE sets it in
+ * bytes, or with a suffix K, M or G (powers of 1024); 0 is no limit; unset or
+ * unreadable: 256 MiB. Read at each store. */
+CLB_API uint64_t clb_cache_limit_bytes(void);
+
 /* Stores now, in the calling thread, every program this context built from
  * source and has not stored yet (it happens anyway when the context is freed;
  * never on the path of a launch). Failures to write are logged, not returned. */

@@ -34,6 +34,11 @@
  * that died between writing and renaming (kill -9, power loss): a store takes
  * well under a second, so the next context that opens the folder removes it. */
 #define STALE_TEMP_SECONDS (10 * 60)
+/* The entries' size limit unless CLBOUND_CACHE_MAX_SIZE sets one: an hour of
+ * the demo and the benchmarks made 541 entries, 70 MB. */
+#define CACHE_DEFAULT_LIMIT_MIB 256
+
+static void evict(const char *dir, const char *keep, const clb__logger *lg);
 
 /* One warning on stderr per process for a cache that cannot be written. */
 static atomic_int store_warned;
@@ -284,6 +289,9 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
     unlink(path);
     return;
   }
+  /* used now: its mtime orders the least-recently-used eviction (atime is not
+   * kept on most mounts) */
+  utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
   *out = p;
 }
 
@@ -334,6 +342,7 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
   int err = clb__cache_write_atomic(path, parts, lens, 3, &step);
   if (!err) {
     clb__log_to(lg, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
+    evict(dir, path, lg);
   } else {
     clb__log_to(lg, CLB_LOG_CACHE, "could not store %s (%s: %s)", path, step, strerror(err));
     if (atomic_exchange(&store_warned, 1) == 0)
@@ -341,6 +350,83 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
               path, step, strerror(err));
   }
   free(bin);
+}
+
+uint64_t clb_cache_limit_bytes(void) {
+  const char *s = getenv("CLBOUND_CACHE_MAX_SIZE");
+  if (s && *s >= '0' && *s <= '9') {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift) end++;
+    if (!*end && errno == 0 && v <= (UINT64_MAX >> shift)) return (uint64_t)v << shift;
+  }
+  return (uint64_t)CACHE_DEFAULT_LIMIT_MIB << 20;
+}
+
+typedef struct lru_entry {
+  struct timespec used; /* the entry's mtime: written, or last loaded */
+  uint64_t bytes;
+  char name[256];
+} lru_entry;
+
+static int older_first(const void *a, const void *b) {
+  const lru_entry *x = a, *y = b;
+  if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+  if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Removes the least recently used entries of dir (oldest mtime first: written,
+ * or touched by a load) until the entries hold at most the limit, never the
+ * entry `keep` (the one just written). Runs after each store; other processes
+ * may remove the same files (a missing one is skipped). */
+static void evict(const char *dir, const char *keep, const clb__logger *lg) {
+  uint64_t limit = clb_cache_limit_bytes();
+  if (limit == 0) return; /* no limit */
+  DIR *d = opendir(dir);
+  if (!d) return;
+  lru_entry *v = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  size_t sl = strlen(CACHE_SUFFIX);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= sl || len >= sizeof v->name || strcmp(e->d_name + len - sl, CACHE_SUFFIX) != 0) continue;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (n == cap) {
+      size_t ncap = cap ? 2 * cap : 64;
+      lru_entry *nv = realloc(v, ncap * sizeof *nv);
+      if (!nv) break; /* out of memory: evict among those seen */
+      v = nv;
+      cap = ncap;
+    }
+    v[n].used = sb.st_mtim;
+    v[n].bytes = (uint64_t)sb.st_size;
+    memcpy(v[n].name, e->d_name, len + 1);
+    total += v[n].bytes;
+    n++;
+  }
+  closedir(d);
+  if (total > limit) {
+    qsort(v, n, sizeof *v, older_first);
+    for (size_t i = 0; i < n && total > limit; i++) {
+      char path[1400];
+      snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+      if (strcmp(path, keep) == 0) continue;
+      if (unlink(path) != 0 && errno != ENOENT) continue;
+      total -= v[i].bytes;
+      clb__log_to(lg, CLB_LOG_CACHE, "removed %s (%llu bytes, the least recently used): the entries held more than "
+                  "the limit of %llu bytes (CLBOUND_CACHE_MAX_SIZE)", path, (unsigned long long)v[i].bytes,
+                  (unsigned long long)limit);
+    }
+  }
+  free(v);
 }
 
 clb_status clb__cache_walk(const char *dir, int remove_entries, uint64_t *entries, uint64_t *bytes) {
