@@ -26,6 +26,7 @@
 
 #include "cl-test.h"
 #include "temp-dir.h"
+#include "thread-test.h"
 
 extern char **environ;
 
@@ -34,14 +35,7 @@ extern char **environ;
 #define COLS 16
 
 static int iterations = 20;
-static atomic_int failures;
-static atomic_int no_device;
 static pthread_barrier_t start;
-
-static void fail(int t, int i, const char *what, clb_status st, const char *msg) {
-  fprintf(stderr, "thread %d iteration %d: %s: %s: %s\n", t, i, what, clb_status_name(st), msg);
-  atomic_fetch_add(&failures, 1);
-}
 
 /* x[r][c] = ((r * 5 + c * 3 + id) mod 7) - 3 and w[c] = (c mod 5) - 2: small
  * integers, so every product and the sum of their relu are exact in f32. */
@@ -62,7 +56,7 @@ static void *worker(void *arg) {
   clb_status st = clb_context_new(NULL, &ctx);
   if (st != CLB_OK) {
     if (st == CLB_ERR_NO_DEVICE) atomic_fetch_add(&no_device, 1);
-    fail(id, -1, "clb_context_new", st, clb_last_errmsg());
+    thread_fail(id, "iteration", -1, "clb_context_new", st, clb_last_errmsg());
     return NULL;
   }
   int64_t xb[2] = {ROWS, COLS}, wb[1] = {COLS};
@@ -75,7 +69,7 @@ static void *worker(void *arg) {
   if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 2, xb, xdyn, &x)) != CLB_OK ||
       (st = clb_tensor_new(ctx, CLB_DTYPE_F32, 1, wb, NULL, &w)) != CLB_OK ||
       (st = clb_tensor_write(ctx, w, wb, wv, sizeof wv)) != CLB_OK) {
-    fail(id, -1, "set-up", st, clb_context_errmsg(ctx));
+    thread_fail(id, "iteration", -1, "set-up", st, clb_context_errmsg(ctx));
     clb_context_free(ctx);
     return NULL;
   }
@@ -86,14 +80,14 @@ static void *worker(void *arg) {
     if ((st = clb_tensor_write(ctx, x, dims, xv, (size_t)rows * COLS * sizeof(float))) != CLB_OK ||
         (st = clb_mul(ctx, x, w, &p)) != CLB_OK || (st = clb_unary(ctx, CLB_UNARY_RELU, p, &r)) != CLB_OK ||
         (st = clb_reduce_all(ctx, CLB_REDUCE_SUM, r, &s)) != CLB_OK) {
-      fail(id, i, "ops", st, clb_context_errmsg(ctx));
+      thread_fail(id, "iteration", i, "ops", st, clb_context_errmsg(ctx));
     } else {
       float got = 0;
       size_t bytes = 0;
       st = clb_tensor_read(ctx, s, NULL, &got, sizeof got, &bytes);
       double want = host_sum(rows, id);
       if (st != CLB_OK) {
-        fail(id, i, "clb_tensor_read", st, clb_context_errmsg(ctx));
+        thread_fail(id, "iteration", i, "clb_tensor_read", st, clb_context_errmsg(ctx));
       } else if (bytes != sizeof got || (double)got != want) {
         fprintf(stderr, "thread %d iteration %d: sum over %d rows: got %.1f, want %.1f\n", id, i, rows, (double)got, want);
         atomic_fetch_add(&failures, 1);
@@ -149,7 +143,7 @@ static int window_reduce(clb_context_t ctx, clb_tensor_t t[RANKS], int k, int ch
     }
   }
   clb_tensor_free(s);
-  if (st != CLB_OK) fail(id, -1, "window reduce", st, clb_context_errmsg(ctx));
+  if (st != CLB_OK) thread_fail(id, "iteration", -1, "window reduce", st, clb_context_errmsg(ctx));
   return st == CLB_OK;
 }
 
@@ -166,7 +160,8 @@ static void *launcher(void *arg) {
   clb_context_t ctx = NULL;
   clb_tensor_t t[RANKS] = {0};
   int ok = ones && clb_context_new(&o, &ctx) == CLB_OK && window_tensors(ctx, t, WIN_NUMEL, ones);
-  if (!ok) fail(id, -1, "window set-up", CLB_ERR_INTERNAL, ctx ? clb_context_errmsg(ctx) : clb_last_errmsg());
+  if (!ok)
+    thread_fail(id, "iteration", -1, "window set-up", CLB_ERR_INTERNAL, ctx ? clb_context_errmsg(ctx) : clb_last_errmsg());
   for (int k = 0; ok && k < PROGRAMS; k++) ok = window_reduce(ctx, t, k, 1, id); /* all built before */
   pthread_barrier_wait(&window_start);
   for (long n = 0; ok && !atomic_load(&stop_launching); n++) ok = window_reduce(ctx, t, atomic_load(&current), n % 16 == 0, id);
@@ -196,7 +191,8 @@ static void window(int w, const char *dir) {
     clb_context_t ctx = NULL;
     clb_tensor_t t[RANKS] = {0};
     int ok = clb_context_new(&o, &ctx) == CLB_OK && window_tensors(ctx, t, 1, &one) && window_reduce(ctx, t, k, 1, -1);
-    if (!ok) fail(-1, k, "window store context", CLB_ERR_INTERNAL, ctx ? clb_context_errmsg(ctx) : clb_last_errmsg());
+    if (!ok)
+      thread_fail(-1, "program", k, "window store context", CLB_ERR_INTERNAL, ctx ? clb_context_errmsg(ctx) : clb_last_errmsg());
     for (int r = 0; r < RANKS; r++) clb_tensor_free(t[r]);
     clb_context_free(ctx);
     clb_cache_wait();

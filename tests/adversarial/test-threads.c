@@ -11,18 +11,12 @@
 
 #include "cl-test.h"
 #include "temp-dir.h"
+#include "thread-test.h"
 
 #define THREADS 8
 #define CYCLES 20
 
-static atomic_int failures;
-static atomic_int no_device;
 static pthread_barrier_t start;
-
-static void fail(int t, int c, const char *what, clb_status st, const char *msg) {
-  fprintf(stderr, "thread %d cycle %d: %s: %s: %s\n", t, c, what, clb_status_name(st), msg);
-  atomic_fetch_add(&failures, 1);
-}
 
 /* One cycle: y = relu(x) summed; x = -n/2 .. n/2-1 as i32, so the sum is exact. */
 static void cycle(int t, int c) {
@@ -30,7 +24,7 @@ static void cycle(int t, int c) {
   clb_status st = clb_context_new(NULL, &ctx);
   if (st != CLB_OK) {
     if (st == CLB_ERR_NO_DEVICE) atomic_fetch_add(&no_device, 1);
-    fail(t, c, "clb_context_new", st, clb_last_errmsg());
+    thread_fail(t, "cycle", c, "clb_context_new", st, clb_last_errmsg());
     return;
   }
   int n = 17 + t * 5 + c;
@@ -47,14 +41,14 @@ static void cycle(int t, int c) {
       (st = clb_tensor_write(ctx, tx, dims, x, (size_t)n * sizeof x[0])) != CLB_OK ||
       (st = clb_unary(ctx, CLB_UNARY_RELU, tx, &ty)) != CLB_OK ||
       (st = clb_reduce_all(ctx, CLB_REDUCE_SUM, ty, &ts)) != CLB_OK) {
-    fail(t, c, "ops", st, clb_context_errmsg(ctx));
+    thread_fail(t, "cycle", c, "ops", st, clb_context_errmsg(ctx));
     clb_context_free(ctx);
     return;
   }
   int64_t got = 0; /* the sum of an integer tensor is i64, as in PyTorch */
   size_t bytes = 0;
   st = clb_tensor_read(ctx, ts, NULL, &got, sizeof got, &bytes);
-  if (st != CLB_OK) fail(t, c, "clb_tensor_read", st, clb_context_errmsg(ctx));
+  if (st != CLB_OK) thread_fail(t, "cycle", c, "clb_tensor_read", st, clb_context_errmsg(ctx));
   else if (bytes != sizeof got || got != want) {
     fprintf(stderr, "thread %d cycle %d: sum of relu over %d values: got %lld, want %lld\n", t, c, n, (long long)got, want);
     atomic_fetch_add(&failures, 1);
