@@ -105,8 +105,8 @@ static void remove_stale_temps(clb_context_t ctx) {
  * text (every context opens the folder: the first says it, the others log it). */
 static void warn_once(const char *fmt, ...) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-  static char said[8][1400];
-  static int nsaid;
+  static char said[8][1400]; /* the last 8 texts said, a ring */
+  static int nsaid, next;
   char text[1400];
   va_list ap;
   va_start(ap, fmt);
@@ -116,7 +116,8 @@ static void warn_once(const char *fmt, ...) {
   int seen = 0;
   for (int i = 0; i < nsaid && !seen; i++) seen = strcmp(said[i], text) == 0;
   if (!seen) {
-    snprintf(said[nsaid % 8], sizeof said[0], "%s", text); /* the last 8 texts */
+    snprintf(said[next], sizeof said[0], "%s", text);
+    next = (next + 1) % 8;
     if (nsaid < 8) nsaid++;
     fputs(text, stderr);
   }
@@ -148,9 +149,10 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   struct stat sb;
   if (make_dirs(ctx->cache_dir) == 0) {
     /* the cache holds code the driver runs: a folder others may write is not used */
-    if (stat(ctx->cache_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+    int known = stat(ctx->cache_dir, &sb) == 0;
+    if (known && !S_ISDIR(sb.st_mode)) {
       why = "not a folder";
-    } else if (stat(ctx->cache_dir, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+    } else if (known && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
       why = sb.st_uid != geteuid() ? "owned by another user" : "writable by other users";
     } else {
       fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
