@@ -759,7 +759,8 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *
   return rc;
 }
 
-int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen) {
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *dir, size_t dirlen,
+              char *err, size_t errlen) {
   clb_context_t ctx;
   demo_graph dg;
   clb_status st;
@@ -773,6 +774,8 @@ int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t
   counters(ctx, &c);
   *built = c.program_builds;
   *loaded = c.program_cache_hits_disk;
+  const char *cd = clb_context_cache_dir(ctx);
+  snprintf(dir, dirlen, "%s", cd ? cd : "");
   free_graph(&dg);
   clb_context_free(ctx);
   return rc;

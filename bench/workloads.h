@@ -106,8 +106,10 @@ int demo_time_whole_step(demo_workload w, int reps, int batch, demo_step_times *
 
 /* `clbound cache warm`: builds (or finds on disk) and stores the program of
  * workload w's first plan under `policy`, running nothing (clb_graph_warm).
- * *built: programs built from source, *loaded: found in the disk cache. */
-int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *err, size_t errlen);
+ * *built: programs built from source, *loaded: found in the disk cache; dir
+ * gets the cache folder they were stored in ("" when the cache was off). */
+int demo_warm(demo_workload w, clb_policy_kind policy, uint64_t *built, uint64_t *loaded, char *dir, size_t dirlen,
+              char *err, size_t errlen);
 
 
 /* ---- per-rank batches (data parallelism: clbound demo --data-parallel, tests/dist) ----

@@ -148,13 +148,26 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
 
+/* A kernel's required work-group size, so that a GPU compiler fits its
+ * register use to it. CPU devices build every program with -D CLB_NO_REQD_WG
+ * (runtime/cache/program-cache.c) and get no attribute: a CPU compiler gains
+ * nothing from it (PoCL specializes each work-group function for the local size
+ * launched anyway), and PoCL before 7.0 aborts a process that takes the binary
+ * of a program with such a kernel while another thread runs it
+ * (docs/failure-behaviour.md, "PoCL's cache of loaded kernels"). */
+#ifdef CLB_NO_REQD_WG
+#define CLB_REQD_WG(x, y, z)
+#else
+#define CLB_REQD_WG(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
+#endif
+
 /* Kernels built for one work-group size (-D LOCAL=N: __local arrays and tree
- * reductions of that size) declare it, so a GPU compiler fits its register use
- * to N work-items; the runtime lowers N when the kernel still allows fewer
- * (CL_KERNEL_WORK_GROUP_SIZE, runtime/cache/program-cache.c). Written between
- * `__kernel` and `void`, without parentheses, for plan-program.c's scanner. */
+ * reductions of that size) declare it (CLB_REQD_WG); the runtime lowers N when
+ * the kernel still allows fewer (CL_KERNEL_WORK_GROUP_SIZE,
+ * runtime/cache/program-cache.c). Written between `__kernel` and `void`,
+ * without parentheses, for plan-program.c's scanner. */
 #ifdef LOCAL
-#define CLB_FIXED_LOCAL __attribute__((reqd_work_group_size(LOCAL, 1, 1)))
+#define CLB_FIXED_LOCAL CLB_REQD_WG(LOCAL, 1, 1)
 #endif
 
 /* Whether an op's first work-item may store its output's shape record `so`: not

@@ -133,7 +133,7 @@ __kernel void gemm_cpu(CLB_DATA(const T, a), __global const long *sa, CLB_DATA(c
 #endif
 
 #ifdef GEMM_GPU
-#define GEMM_GPU_WG __attribute__((reqd_work_group_size(TS * TS, 1, 1)))
+#define GEMM_GPU_WG CLB_REQD_WG(TS * TS, 1, 1)
 /* One work-group of TS * TS work-items per TS x TS tile of C, tiles taken in a
  * grid-stride loop over the tiles the actual M and N have (uniform per group, so
  * the barriers are reached by all its work-items). */

@@ -1,5 +1,6 @@
 /* cmd-cache.c: `clbound cache info|clear [DIR]`: the persistent program cache. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/args.h"
@@ -16,11 +17,29 @@ static int usage(FILE *f) {
   return clb_arg_usage_rc(f);
 }
 
+/* Says why the persistent cache is off, as clb_cache_default_dir decides (a
+ * folder that cannot be used is the library's warning on stderr). */
+static void print_off_reason(void) {
+  char def[1024];
+  clb_status st = clb_cache_default_dir(def, sizeof def);
+  const char *env = clb_env_text("CLBOUND_CACHE_DIR");
+  if (st == CLB_ERR_BUFFER_SMALL)
+    printf("the persistent program cache is off: the folder's name (from %s) is longer than %zu characters\n",
+           env && *env ? "CLBOUND_CACHE_DIR" : getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME") ? "XDG_CACHE_HOME" : "HOME",
+           sizeof def - 1);
+  else if (!def[0] && env && *env)
+    printf("the persistent program cache is off (CLBOUND_CACHE_DIR=%s)\n", env);
+  else if (!def[0])
+    printf("the persistent program cache is off (no CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME)\n");
+  else
+    printf("the persistent program cache is off: folder %s cannot be used (see the warning above)\n", def);
+}
+
 /* `clbound cache warm [--workload xla-mlp|wide-mlp|all] [--policy dynamic|automatic]`:
  * builds and stores the demo graphs' plan programs ahead of time, so the next
  * run starts with 0 builds from source. */
 static int cache_warm(int argc, char **argv) {
-  int wl_all = 1;
+  int wl_all = 1, off = 0;
   demo_workload wl = DEMO_XLA_MLP;
   clb_policy_kind pol = CLB_POLICY_DYNAMIC;
   for (int i = 0; i < argc; i++) {
@@ -41,15 +60,23 @@ static int cache_warm(int argc, char **argv) {
   for (int w = 0; w < DEMO_WORKLOAD_COUNT; w++) {
     if (!wl_all && w != (int)wl) continue;
     uint64_t built = 0, loaded = 0;
-    char err[1024];
-    if (demo_warm((demo_workload)w, pol, &built, &loaded, err, sizeof err) != 0) {
+    char err[1024], dir[1024];
+    if (demo_warm((demo_workload)w, pol, &built, &loaded, dir, sizeof dir, err, sizeof err) != 0) {
       fprintf(stderr, "clbound cache warm: %s: %s\n", demo_workload_name((demo_workload)w), err);
       return 1;
     }
-    printf("%-9s %-9s %llu program(s) built and stored, %llu already in the cache\n", demo_workload_name((demo_workload)w),
-           demo_policy_name(pol), (unsigned long long)built, (unsigned long long)loaded);
+    if (dir[0]) {
+      printf("%-9s %-9s %llu program(s) built and stored, %llu already in the cache (%s)\n",
+             demo_workload_name((demo_workload)w), demo_policy_name(pol), (unsigned long long)built,
+             (unsigned long long)loaded, dir);
+    } else {
+      printf("%-9s %-9s %llu program(s) built, none stored: ", demo_workload_name((demo_workload)w),
+             demo_policy_name(pol), (unsigned long long)built);
+      print_off_reason();
+      off = 1;
+    }
   }
-  return 0;
+  return off ? 1 : 0;
 usage:
   return usage(stderr);
 }
@@ -65,7 +92,7 @@ int clb_cmd_cache(int argc, char **argv) {
   if (!dir) {
     clb_cache_default_dir(def, sizeof def);
     if (!def[0]) {
-      printf("the persistent program cache is off (CLBOUND_CACHE_DIR=off, or no HOME)\n");
+      print_off_reason();
       return 0;
     }
     dir = def;
@@ -79,6 +106,12 @@ int clb_cmd_cache(int argc, char **argv) {
   if (strcmp(argv[0], "info") == 0) {
     printf("cache folder  %s\nentries       %llu\nbytes         %llu (%.1f MiB)\n", dir, (unsigned long long)n,
            (unsigned long long)bytes, (double)bytes / (1024.0 * 1024.0));
+    uint64_t limit = clb_cache_limit_bytes();
+    if (limit)
+      printf("limit         %llu (%.1f MiB; CLBOUND_CACHE_MAX_SIZE): past it, the least recently used entries are removed\n",
+             (unsigned long long)limit, (double)limit / (1024.0 * 1024.0));
+    else
+      printf("limit         none (CLBOUND_CACHE_MAX_SIZE=0)\n");
     return 0;
   }
   st = clb_cache_clear(dir);

@@ -170,19 +170,20 @@ static void first_iteration_note(const demo_result *r, demo_cache mode, double f
   cold_file(path, sizeof path, workload, policy);
   if (!path[0]) return;
   if (loaded == 0 && built > 0) {
-    FILE *f = fopen(path, "w");
-    if (f) {
-      fprintf(f, "%.6f\n", first);
-      fclose(f);
-    }
+    /* the cache folder may hold anything under that name (a FIFO would block a
+     * plain fopen): written by rename, read with the cache's hardened reader */
+    char stamp[64];
+    int n = snprintf(stamp, sizeof stamp, "%.6f\n", first);
+    if (n > 0 && (size_t)n < sizeof stamp) clb_file_write(path, stamp, (size_t)n);
     return;
   }
   if (built > 0) return;
   double cold = -1;
-  FILE *f = fopen(path, "r");
-  if (f) {
-    if (fscanf(f, "%lf", &cold) != 1 || !isfinite(cold)) cold = -1;
-    fclose(f);
+  char text[64];
+  if (clb_file_read(path, text, sizeof text, NULL) == CLB_OK) {
+    char *end = NULL;
+    cold = strtod(text, &end);
+    if (end == text || !isfinite(cold)) cold = -1;
   }
   size_t used = strlen(note);
   if (cold > 0 && used < len)

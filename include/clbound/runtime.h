@@ -218,6 +218,13 @@ CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
  * missing folder counts as empty. */
 CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
 
+/* The most bytes the entries of a cache folder may hold: after each store, the
+ * least recently used entries (the oldest written or loaded) are removed until
+ * they fit, never the entry just written. CLBOUND_CACHE_MAX_SIZE sets it in
+ * bytes, or with a suffix K, M or G (powers of 1024); 0 is no limit; unset or
+ * unreadable: 256 MiB. Read at each store. */
+CLB_API uint64_t clb_cache_limit_bytes(void);
+
 /* Stores now, in the calling thread, every program this context built from
  * source and has not stored yet (it happens anyway when the context is freed;
  * never on the path of a launch). Failures to write are logged, not returned. */
@@ -233,6 +240,20 @@ CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
  * none. */
 CLB_API uint64_t clb_cache_pending(void);
 CLB_API clb_status clb_cache_wait(void);
+
+/* Small files kept in a folder that others may write (the cache folder), read
+ * and written the way the cache's entries are. clb_file_read reads the whole of
+ * a regular file into buf[cap] (NUL-terminated; *len, may be NULL, gets its
+ * length): it never follows a symbolic link, never blocks on a FIFO or device
+ * and refuses a folder, link, FIFO, socket or device (CLB_ERR_IO, the message
+ * says which; nothing is removed) and a file of cap bytes or more
+ * (CLB_ERR_BUFFER_SMALL); a missing file is CLB_ERR_IO "no such file".
+ * clb_file_write writes len bytes to a temporary file (mode 0600) in the same
+ * folder, syncs it and renames it over path (whatever path was: a FIFO there
+ * is replaced, never opened), so a reader sees the old file or the whole new
+ * one; CLB_ERR_IO names the step that failed. Both set clb_last_errmsg(). */
+CLB_API clb_status clb_file_read(const char *path, char *buf, size_t cap, size_t *len);
+CLB_API clb_status clb_file_write(const char *path, const void *data, size_t len);
 
 /* Removes every entry of a cache folder (NULL: the default folder), after the
  * stores still under way. */

@@ -95,11 +95,14 @@ void clb__store_cache_closed(void);
 /* Whether contexts store in the background (CLBOUND_CACHE_STORE, default yes). */
 int clb__store_in_background(void);
 
+/* ---- files.c: files in folders others may write ---------------------------- */
+
 /* Reads a whole regular file of at most max_bytes (NUL-terminated past *len):
  * no symbolic link is followed and a FIFO or device never blocks; a name that
- * is not a regular file is removed when it can be, else reported. NULL with
- * *why NULL: simply absent; else *why says what was wrong. */
-unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, size_t *len, const char **why);
+ * is not a regular file is refused (and removed when remove_odd and it can
+ * be). NULL with *why NULL: simply absent; else *why says what was wrong
+ * ("too large" for a file over max_bytes). */
+unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, int remove_odd, size_t *len, const char **why);
 /* Writes the pieces to path atomically: a temporary file (mode 0600, never
  * through a link) written, synced and renamed over path. 0, or the errno of
  * the failure with *step naming it; the temporary is removed on failure. */

@@ -4,6 +4,8 @@
  * program must expose the identity kernel its key names (program-cache.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,6 +34,11 @@
  * that died between writing and renaming (kill -9, power loss): a store takes
  * well under a second, so the next context that opens the folder removes it. */
 #define STALE_TEMP_SECONDS (10 * 60)
+/* The entries' size limit unless CLBOUND_CACHE_MAX_SIZE sets one: an hour of
+ * the demo and the benchmarks made 541 entries, 70 MB. */
+#define CACHE_DEFAULT_LIMIT_MIB 256
+
+static void evict(const char *dir, const char *keep, const clb__logger *lg);
 
 /* One warning on stderr per process for a cache that cannot be written. */
 static atomic_int store_warned;
@@ -94,6 +101,29 @@ static void remove_stale_temps(clb_context_t ctx) {
   closedir(d);
 }
 
+/* Prints a warning about the cache folder on stderr once per process for each
+ * text (every context opens the folder: the first says it, the others log it). */
+static void warn_once(const char *fmt, ...) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char said[8][1400]; /* the last 8 texts said, a ring */
+  static int nsaid, next;
+  char text[1400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&lock);
+  int seen = 0;
+  for (int i = 0; i < nsaid && !seen; i++) seen = strcmp(said[i], text) == 0;
+  if (!seen) {
+    snprintf(said[next], sizeof said[0], "%s", text);
+    next = (next + 1) % 8;
+    if (nsaid < 8) nsaid++;
+    fputs(text, stderr);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
 void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   ctx->cache_dir[0] = 0;
   if (option) {
@@ -105,8 +135,8 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
     }
   } else if (clb_cache_default_dir(ctx->cache_dir, sizeof ctx->cache_dir) != CLB_OK) {
     ctx->cache_dir[0] = 0;
-    fprintf(stderr, "clbound: warning: the program cache folder's name (CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME) "
-                    "is longer than %zu characters; the persistent cache is off\n", sizeof ctx->cache_dir - 1);
+    warn_once("clbound: warning: the program cache folder's name (CLBOUND_CACHE_DIR, XDG_CACHE_HOME or HOME) "
+              "is longer than %zu characters; the persistent cache is off\n", sizeof ctx->cache_dir - 1);
     clb__log(ctx, CLB_LOG_CACHE, "cache folder name longer than %zu characters: persistent cache off",
              sizeof ctx->cache_dir - 1);
     return;
@@ -119,22 +149,24 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   struct stat sb;
   if (make_dirs(ctx->cache_dir) == 0) {
     /* the cache holds code the driver runs: a folder others may write is not used */
-    if (stat(ctx->cache_dir, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+    int known = stat(ctx->cache_dir, &sb) == 0;
+    if (known && !S_ISDIR(sb.st_mode)) {
+      why = "not a folder";
+    } else if (known && (sb.st_uid != geteuid() || (sb.st_mode & 022))) {
       why = sb.st_uid != geteuid() ? "owned by another user" : "writable by other users";
     } else {
       fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600);
     }
   }
   if (why) {
-    fprintf(stderr, "clbound: warning: program cache folder %s is %s; the persistent cache is off\n",
-            ctx->cache_dir, why);
+    warn_once("clbound: warning: program cache folder %s is %s; the persistent cache is off\n", ctx->cache_dir, why);
     clb__log(ctx, CLB_LOG_CACHE, "folder %s %s: persistent cache off", ctx->cache_dir, why);
     ctx->cache_dir[0] = 0;
     return;
   }
   if (fd < 0) {
-    fprintf(stderr, "clbound: warning: program cache folder %s is not writable (%s); the persistent cache is off\n",
-            ctx->cache_dir, strerror(errno));
+    warn_once("clbound: warning: program cache folder %s is not writable (%s); the persistent cache is off\n",
+              ctx->cache_dir, strerror(errno));
     clb__log(ctx, CLB_LOG_CACHE, "folder %s not writable: persistent cache off", ctx->cache_dir);
     ctx->cache_dir[0] = 0;
     return;
@@ -153,56 +185,6 @@ static void entry_path_in(const char *dir, const char *key, char *buf, size_t ca
 
 static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
   entry_path_in(ctx->cache_dir, key, buf, cap);
-}
-
-unsigned char *clb__cache_read_file(const char *path, size_t max_bytes, size_t *len, const char **why) {
-  *why = NULL;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NULL;
-    if (errno == ELOOP) {
-      *why = unlink(path) == 0 ? "a symbolic link, not an entry (removed)" : "a symbolic link, not an entry";
-    } else {
-      *why = "unreadable";
-    }
-    return NULL;
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    close(fd);
-    *why = "unreadable";
-    return NULL;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    close(fd);
-    if (S_ISDIR(sb.st_mode))
-      *why = rmdir(path) == 0 ? "a folder, not an entry (removed)" : "a folder, not an entry (not empty: remove it by hand)";
-    else
-      *why = unlink(path) == 0 ? "not a regular file (a FIFO, socket or device; removed)" : "not a regular file";
-    return NULL;
-  }
-  if ((uint64_t)sb.st_size > max_bytes) {
-    close(fd);
-    *why = "too large";
-    return NULL;
-  }
-  size_t n = (size_t)sb.st_size, got = 0;
-  unsigned char *buf = malloc(n + 1);
-  while (buf && got < n) {
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  if (!buf || got != n) {
-    free(buf);
-    *why = buf ? "shorter than its size (changed while read)" : "out of host memory";
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = n;
-  return buf;
 }
 
 /* The entry's checksum: the key, then the payload. */
@@ -276,7 +258,7 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
   entry_path(ctx, key, path, sizeof path);
   size_t len = 0, plen = 0;
   const char *why = NULL;
-  unsigned char *buf = clb__cache_read_file(path, MAX_ENTRY_BYTES, &len, &why);
+  unsigned char *buf = clb__cache_read_file(path, MAX_ENTRY_BYTES, 1, &len, &why);
   if (!buf) {
     if (why) clb__log(ctx, CLB_LOG_CACHE, "entry %s rejected: %s; rebuilding", path, why);
     return;
@@ -309,6 +291,9 @@ void clb__disk_cache_load(clb_context_t ctx, const char *key, cl_program *out) {
     unlink(path);
     return;
   }
+  /* used now: its mtime orders the least-recently-used eviction (atime is not
+   * kept on most mounts) */
+  utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW);
   *out = p;
 }
 
@@ -316,47 +301,6 @@ void clb__program_identity(const char *key, char *buf, size_t cap) {
   size_t len = strlen(key);
   snprintf(buf, cap, "clb_id_%016llx%016llx", (unsigned long long)clb__fnv1a(CLB_FNV_SEED, key, len),
            (unsigned long long)clb__fnv1a(0x84222325cbf29ce4ull ^ len, key, len));
-}
-
-/* Writes all of buf; 0, or the errno of the failure (ENOSPC for a write that
- * stops short without one: a full disk). */
-static int write_all(int fd, const void *buf, size_t n) {
-  const unsigned char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return errno ? errno : EIO;
-    if (w == 0) return ENOSPC;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-int clb__cache_write_atomic(const char *path, const void *const *parts, const size_t *lens, int nparts,
-                            const char **step) {
-  char tmp[1300];
-  static atomic_uint counter;
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1)) >= (int)sizeof tmp) {
-    *step = "naming the temporary";
-    return ENAMETOOLONG;
-  }
-  /* err: the first failure's errno, kept before any other call can change it */
-  int err = 0;
-  *step = "creating the temporary";
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return errno;
-  *step = "writing the temporary";
-  for (int i = 0; i < nparts && !err; i++) err = write_all(fd, parts[i], lens[i]);
-  if (!err && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && !err) err = errno;
-  /* rename is atomic: readers see the old file or the whole new one */
-  if (!err) {
-    *step = "renaming the temporary";
-    if (rename(tmp, path) != 0) err = errno;
-  }
-  if (err) unlink(tmp);
-  return err;
 }
 
 void clb__disk_cache_drop(clb_context_t ctx, const char *key, const char *why) {
@@ -400,6 +344,7 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
   int err = clb__cache_write_atomic(path, parts, lens, 3, &step);
   if (!err) {
     clb__log_to(lg, CLB_LOG_CACHE, "stored %zu bytes in %s", blen, path);
+    evict(dir, path, lg);
   } else {
     clb__log_to(lg, CLB_LOG_CACHE, "could not store %s (%s: %s)", path, step, strerror(err));
     if (atomic_exchange(&store_warned, 1) == 0)
@@ -407,6 +352,84 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
               path, step, strerror(err));
   }
   free(bin);
+}
+
+uint64_t clb_cache_limit_bytes(void) {
+  const char *s = clb__env_text(CLB_ENV_CACHE_MAX_SIZE);
+  if (s && *s >= '0' && *s <= '9') {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift) end++;
+    if (!*end && errno == 0 && v <= (UINT64_MAX >> shift)) return (uint64_t)v << shift;
+  }
+  if (s) clb__env_warn(CLB_ENV_CACHE_MAX_SIZE, s, "256M");
+  return (uint64_t)CACHE_DEFAULT_LIMIT_MIB << 20;
+}
+
+typedef struct lru_entry {
+  struct timespec used; /* the entry's mtime: written, or last loaded */
+  uint64_t bytes;
+  char name[256];
+} lru_entry;
+
+static int older_first(const void *a, const void *b) {
+  const lru_entry *x = a, *y = b;
+  if (x->used.tv_sec != y->used.tv_sec) return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+  if (x->used.tv_nsec != y->used.tv_nsec) return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Removes the least recently used entries of dir (oldest mtime first: written,
+ * or touched by a load) until the entries hold at most the limit, never the
+ * entry `keep` (the one just written). Runs after each store; other processes
+ * may remove the same files (a missing one is skipped). */
+static void evict(const char *dir, const char *keep, const clb__logger *lg) {
+  uint64_t limit = clb_cache_limit_bytes();
+  if (limit == 0) return; /* no limit */
+  DIR *d = opendir(dir);
+  if (!d) return;
+  lru_entry *v = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  size_t sl = strlen(CACHE_SUFFIX);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= sl || len >= sizeof v->name || strcmp(e->d_name + len - sl, CACHE_SUFFIX) != 0) continue;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+    if (n == cap) {
+      size_t ncap = cap ? 2 * cap : 64;
+      lru_entry *nv = realloc(v, ncap * sizeof *nv);
+      if (!nv) break; /* out of memory: evict among those seen */
+      v = nv;
+      cap = ncap;
+    }
+    v[n].used = sb.st_mtim;
+    v[n].bytes = (uint64_t)sb.st_size;
+    memcpy(v[n].name, e->d_name, len + 1);
+    total += v[n].bytes;
+    n++;
+  }
+  closedir(d);
+  if (total > limit) {
+    qsort(v, n, sizeof *v, older_first);
+    for (size_t i = 0; i < n && total > limit; i++) {
+      char path[1400];
+      snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+      if (strcmp(path, keep) == 0) continue;
+      if (unlink(path) != 0 && errno != ENOENT) continue;
+      total -= v[i].bytes;
+      clb__log_to(lg, CLB_LOG_CACHE, "removed %s (%llu bytes, the least recently used): the entries held more than "
+                  "the limit of %llu bytes (CLBOUND_CACHE_MAX_SIZE)", path, (unsigned long long)v[i].bytes,
+                  (unsigned long long)limit);
+    }
+  }
+  free(v);
 }
 
 clb_status clb__cache_walk(const char *dir, int remove_entries, uint64_t *entries, uint64_t *bytes) {

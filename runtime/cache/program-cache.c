@@ -238,6 +238,12 @@ clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const cha
   return CLB_OK;
 }
 
+/* Build options every program of the device gets after its own: on CPU
+ * devices, no reqd_work_group_size attribute (kernels/common.cl, CLB_REQD_WG;
+ * PoCL before 7.0 aborts when the disk cache takes the binary of a program with
+ * one while another thread runs its kernels: docs/failure-behaviour.md). */
+static const char *device_options(clb_context_t ctx) { return ctx->info.is_cpu ? " -D CLB_NO_REQD_WG" : ""; }
+
 /* The full key of a program: everything its binary depends on. `label` names
  * the source (a kernel file, or "plan" for a merged program). */
 static char *full_key(clb_context_t ctx, const char *label, int ntexts, const char *const *texts, const size_t *lens,
@@ -248,9 +254,9 @@ static char *full_key(clb_context_t ctx, const char *label, int ntexts, const ch
   size_t cap = 1024 + strlen(options);
   char *key = malloc(cap);
   if (key)
-    snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s",
-             clb_version(), label, (unsigned long long)h, options, d->name, d->vendor, d->device_version,
-             d->driver_version, d->platform_name);
+    snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s%s\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s",
+             clb_version(), label, (unsigned long long)h, options, device_options(ctx), d->name, d->vendor,
+             d->device_version, d->driver_version, d->platform_name);
   return key;
 }
 
@@ -304,15 +310,14 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   /* -w: the compiler's warnings (PoCL prints "N warnings generated" on stderr
    * for vector ABI notes about its own builtins) are not the caller's business;
    * errors still fail the build and come back with the build log. */
-  size_t olen = strlen(options);
+  size_t olen = strlen(options) + strlen(device_options(ctx));
   char *build_opts = malloc(olen + 4);
   if (!build_opts) {
     clReleaseProgram(p);
     free(key);
     return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: build options of %s.cl", op, label);
   }
-  memcpy(build_opts, options, olen);
-  memcpy(build_opts + olen, " -w", 4);
+  snprintf(build_opts, olen + 4, "%s%s -w", options, device_options(ctx));
   /* logged before too: a build that never returns is the last line */
   clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source", label, options, op);
   double tb = now_ms();

@@ -21,6 +21,7 @@
   X(DEVICE, TEXT, "a decimal index or a name substring (any case)", 0, "the first device", "the device of contexts whose options name none (an API argument overrides it)") \
   X(CACHE_DIR, TEXT, "a folder, or `off` (also `0`, `none`)", 0, "`$XDG_CACHE_HOME/clbound`, else `~/.cache/clbound`", "the persistent program cache (`off` turns it off)") \
   X(CACHE_STORE, ENUM, "background,release,sync", 0, "background", "when built programs are written to the cache: `background` (a thread of the process), `release` or `sync` (in `clb_context_free`)") \
+  X(CACHE_MAX_SIZE, TEXT, "bytes as a whole number, optionally followed by K, M or G; 0: no limit", 0, "256M", "the persistent program cache's size limit: past it, the least recently used entries are removed after each store (`clbound cache info` shows it)") \
   X(METRICS_FILE, TEXT, "a file", 0, "none", "the counters of every context the process frees, summed, written as JSON at each context free (`scope`: `process`)") \
   X(LOG, LIST, "recompiles,syncs,builds,cache,gemm,record,device", 0, "none", "one line per event of these categories, with its reason (`all`: every category)") \
   X(GEMM, ENUM, "auto,host-blas,kernel,device,clblast-bound,clblast,sync-exact", 0, "auto", "forces the GEMM strategy of contexts left at AUTO (`device` is `kernel`, `clblast` is `clblast-bound`; `docs/gemm.md`)") \

@@ -391,7 +391,7 @@ clb_tuning_state clb_tuning_load(cl_device_id dev, const char *path, clb_tuning_
   }
   size_t len = 0;
   const char *rwhy = NULL;
-  unsigned char *buf = clb__cache_read_file(path, TUNING_MAX_BYTES, &len, &rwhy);
+  unsigned char *buf = clb__cache_read_file(path, TUNING_MAX_BYTES, 1, &len, &rwhy);
   if (!buf) {
     if (!rwhy) return CLB_TUNING_ABSENT;
     snprintf(why, whycap, "%s", rwhy);

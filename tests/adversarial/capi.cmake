@@ -1,5 +1,6 @@
 # tests/adversarial/capi.cmake: the C API under abuse: contexts from many threads
-# at once, forged and odd program cache entries, argument edges, failed outputs.
+# at once (storing programs while others run them), forged and odd program
+# cache entries, argument edges, failed outputs.
 find_package(Threads REQUIRED)
 clb_add_test(adversarial/threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-threads.c
   LIBS clbound Threads::Threads LABELS opencl TIMEOUT 900)
@@ -34,3 +35,8 @@ if(CLB_VALGRIND)
       ENVIRONMENT "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;CLBOUND_CACHE_DIR=${PROJECT_BINARY_DIR}/clbound-cache")
   endforeach()
 endif()
+# The program store beside kernels launched in other threads (issue 34): fresh
+# processes, each with fresh cache folders and the default store mode.
+clb_add_test(adversarial/store-threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-store-threads.c
+  LIBS clbound Threads::Threads LABELS opencl TIMEOUT 900)
+set_tests_properties(adversarial/store-threads PROPERTIES SKIP_RETURN_CODE 77)

@@ -227,7 +227,7 @@ static void test_not_regular(const char *kind) {
   struct stat sb;
   REQUIRE_TRUE(lstat(prelu, &sb) == 0);
   if (strcmp(kind, "full folder") == 0) {
-    expect_log(kind, "a folder, not an entry (not empty");
+    expect_log(kind, "a folder, not a file (not empty");
     expect_log(kind, "could not store");
     EXPECT_TRUE(S_ISDIR(sb.st_mode)); /* someone's files: left alone */
     unlink(inner);
