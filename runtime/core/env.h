@@ -36,6 +36,7 @@
   X(GEOMETRY, TEXT, "`gpu` or `cpu`, then `local=N`, `per_cu=N`, `cu=N` (comma-separated, N from 1 to 1048576)", 0, "the device's", "forces a launch geometry on any device, e.g. `gpu,cu=132` (`docs/portability.md`)") \
   X(SELECT_SINGLE, BOOL, "auto=-1", -1, "auto", "on / off: nonzero, masked_select and masked_scatter always / never in one launch (auto: one launch for small masks; `docs/dataops.md`)") \
   X(TEST_KERNEL_WG_LIMIT, INT, "1..1048576", 0, "none", "testing only: every kernel allows at most N work-items per group, as a GPU driver's `CL_KERNEL_WORK_GROUP_SIZE` can (`docs/portability.md`)") \
+  X(TEST_TUNING_UNCHECKED, BOOL, "", 0, "off", "testing only: on applies a CLBlast tuning file's entries without checking them against CLBlast's constraints, so that an entry which fails to build reaches CLBlast (`docs/failure-behaviour.md`)") \
   X(TEST_RECORD, BOOL, "", 1, "on", "testing only: off makes tests/graph/test-record.c run as on a device without `cl_khr_command_buffer`") \
   X(TEST_SMALL, BOOL, "", 0, "off", "testing only: the tests' reduced sizes (the `oclgrind` label sets it)") \
   X(REQUIRE_DEVICE, BOOL, "", 0, "off", "testing only: a missing OpenCL device fails the tests instead of skipping them (as `CI` does)") \

@@ -2,7 +2,9 @@
  * parsed into the best configuration, the file written and read back, a
  * damaged, cut-off or foreign file ignored and never applied, and a file for
  * this device applied by a context (CLBlastOverrideParameters succeeds for each
- * kernel) with CLBlast's GEMM still matching a double-precision reference.
+ * kernel) with CLBlast's GEMM still matching a double-precision reference; a
+ * forged entry (COPY_DIMX 0) dropped by the checks, or, with them skipped,
+ * failing CLBlast's build and put back to CLBlast's own parameters.
  * The tuner outputs are canned (tuner-xgemm.txt, tuner-copy.txt: CLBlast
  * 1.5.3's tuners on PoCL, cut short; row 9 of the Xgemm output is edited to
  * fail its check with the smallest time, row 10 is cut off mid-line). */
@@ -88,6 +90,26 @@ static unsigned long long fnv(const char *s, size_t n) {
   unsigned long long h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
   return h;
+}
+
+/* The checksum of a file's text in buf[cap] recomputed, as a forger would. */
+static void resum(char *buf, size_t cap) {
+  char *sum = strstr(buf, "\"sum\": ");
+  REQUIRE_TRUE(sum != NULL);
+  snprintf(sum + 7, cap - (size_t)(sum + 7 - buf), "\"%016llx\"}\n", fnv(buf, (size_t)(sum + 7 - buf)));
+}
+
+/* good's text with "COPY_DIMX": 0 and the checksum recomputed, into buf[cap]
+ * (issue 30, item 4: CLBlast's GEMM program does not build with it). */
+static void forge_copy_dimx0(const char *good, char *buf, size_t cap) {
+  REQUIRE_TRUE(strlen(good) < cap);
+  memcpy(buf, good, strlen(good) + 1);
+  char *cx = strstr(buf, "\"COPY_DIMX\": ");
+  REQUIRE_TRUE(cx != NULL);
+  char *digits = cx + strlen("\"COPY_DIMX\": "), *after = digits + strspn(digits, "0123456789");
+  memmove(digits + 1, after, strlen(after) + 1);
+  digits[0] = '0';
+  resum(buf, cap);
 }
 
 /* A context on `dir` running one CLBlast matmul of n x n x n (static sizes,
@@ -216,9 +238,7 @@ int main(void) {
   char *dv = strstr(bad, "\"device\": \"");
   REQUIRE_TRUE(dv != NULL);
   dv[11] = dv[11] == 'X' ? 'Y' : 'X';
-  char *sum = strstr(bad, "\"sum\": ");
-  REQUIRE_TRUE(sum != NULL);
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  resum(bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OTHER_DEVICE);
   clb_test_checks++;
@@ -237,15 +257,7 @@ int main(void) {
    * applied, then every CLBlast GEMM failed to build). The Copy entry breaks
    * CLBlast's constraints: dropped with a line naming the file and the kernel,
    * never applied, and the file rewritten without it; GEMMs stay right. */
-  memcpy(bad, good, len + 1);
-  char *cx = strstr(bad, "\"COPY_DIMX\": ");
-  REQUIRE_TRUE(cx != NULL);
-  char *digits = cx + strlen("\"COPY_DIMX\": "), *after = digits + strspn(digits, "0123456789");
-  memmove(digits + 1, after, strlen(after) + 1);
-  digits[0] = '0';
-  sum = strstr(bad, "\"sum\": ");
-  REQUIRE_TRUE(sum != NULL);
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  forge_copy_dimx0(good, bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
   EXPECT_EQ_I(run_context(dir, 512), 1); /* Xgemm only */
@@ -265,12 +277,38 @@ int main(void) {
   REQUIRE_TRUE(k2 != NULL);
   memmove(k2 + 7, k2 + 6, strlen(k2 + 6) + 1); /* "Copy" -> "Xgemm": one byte longer */
   memcpy(k2, "\"Xgemm\"", 7);
-  sum = strstr(bad, "\"sum\": ");
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  resum(bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_DAMAGED);
   clb_test_checks++;
   if (!strstr(why, "appears twice")) CLB_FAIL_AT("why: %s", why);
+
+  /* forged the same way with the checks skipped, so the entry reaches CLBlast
+   * and its GEMM program fails to build (CL_BUILD_PROGRAM_FAILURE; before: every
+   * CLBlast GEMM failed for good). CLBlast's own parameters are put back for the
+   * file's entries in force (Xgemm and Copy: one program holds all of GEMM's
+   * kernels), each is dropped with a line naming the file and the kernel, the
+   * file loses them, and the product, tried once more, is right. */
+  forge_copy_dimx0(good, bad, sizeof bad);
+  spit(path, bad, strlen(bad));
+  setenv("CLBOUND_TEST_TUNING_UNCHECKED", "1", 1);
+  EXPECT_EQ_I(run_context(dir, 96), 0); /* 2 applied, both put back */
+  expect_log("applied 2 of 2 kernels");
+  expect_log("kernel Copy (precision 32) dropped, CLBlast's own parameters put back");
+  expect_log("kernel Xgemm (precision 32) dropped, CLBlast's own parameters put back");
+  expect_log("CL_BUILD_PROGRAM_FAILURE");
+  expect_log(path);
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
+  /* the same entries again (say the rewrite had failed): this process does not
+   * apply them again, nor build with them */
+  spit(path, bad, strlen(bad));
+  EXPECT_EQ_I(run_context(dir, 96), 0);
+  expect_log("failed with these parameters earlier in this process");
+  expect_log("applied 0 of 0 kernels");
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
+  unsetenv("CLBOUND_TEST_TUNING_UNCHECKED");
   spit(path, good, len);
 
   /* CLBOUND_CLBLAST_TUNING=off: nothing applied */
