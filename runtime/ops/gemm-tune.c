@@ -749,7 +749,7 @@ void clb__tuning_apply(clb_context_t ctx) {
   int kept = 0, unchecked = (int)clb__env_int(CLB_ENV_TEST_TUNING_UNCHECKED);
   for (int i = 0; i < n; i++) {
     if (failed_before(ctx->device, &e[i]))
-      snprintf(why, sizeof why, "CLBlast's GEMM failed with these parameters earlier in this process");
+      snprintf(why, sizeof why, "earlier in this process, CLBlast's GEMM failed with these parameters in force");
     else if (unchecked || entry_valid(&e[i], ctx->info.max_work_group_size, why, sizeof why)) {
       e[kept++] = e[i];
       continue;

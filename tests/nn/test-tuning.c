@@ -112,10 +112,14 @@ static void forge_copy_dimx0(const char *good, char *buf, size_t cap) {
   resum(buf, cap);
 }
 
+/* The error of the last run_context whose matmul had to fail. */
+static char gemm_error[4096];
+
 /* A context on `dir` running one CLBlast matmul of n x n x n (static sizes,
- * clblast-bound: CLBlast exactly) checked against a double reference; returns
- * how many kernels its tuning set. */
-static int run_context(const char *dir, int64_t n) {
+ * clblast-bound: CLBlast exactly) checked against a double reference, or, with
+ * must_fail, failing with CLB_ERR_CL (its message into gemm_error); returns how
+ * many kernels its tuning set. */
+static int run_context(const char *dir, int64_t n, int must_fail) {
   clb_context_t ctx = cached_context(dir);
   clb_context_set_log(ctx, CLB_LOG_GEMM, capture, NULL);
   EXPECT_EQ_I(clb_context_clblast_tuned(ctx), -1);
@@ -133,6 +137,17 @@ static int run_context(const char *dir, int64_t n) {
   }
   clb_test_write(ctx, a, dims, va);
   clb_test_write(ctx, b, dims, vb);
+  if (must_fail) {
+    clb_test_checks++;
+    if (clb_matmul(ctx, a, 0, b, 0, &c) != CLB_ERR_CL) CLB_FAIL_AT("the matmul did not fail");
+    snprintf(gemm_error, sizeof gemm_error, "%s", clb_context_errmsg(ctx));
+    int tuned = clb_context_clblast_tuned(ctx);
+    free(va);
+    free(vb);
+    free(got);
+    clb_context_free(ctx);
+    return tuned;
+  }
   CL_OK(ctx, clb_matmul(ctx, a, 0, b, 0, &c));
   int64_t od[2];
   clb_test_read(ctx, c, od, got, (int64_t)nn);
@@ -187,7 +202,7 @@ int main(void) {
   clb_tuning_entry back[CLB_TUNING_MAX_ENTRIES];
   int n = -1;
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_ABSENT);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("no file");
 
   /* written and read back whole */
@@ -228,7 +243,7 @@ int main(void) {
     if (clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why) != CLB_TUNING_DAMAGED)
       CLB_FAIL_AT("%s: not found damaged", cases[c].label);
     if (c == 0) { /* a context too (each compiles CLBlast's kernels: seconds) */
-      EXPECT_EQ_I(run_context(dir, 96), 0);
+      EXPECT_EQ_I(run_context(dir, 96, 0), 0);
       expect_log("ignored, never applied");
     }
   }
@@ -243,15 +258,15 @@ int main(void) {
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OTHER_DEVICE);
   clb_test_checks++;
   if (!strstr(why, "written for device")) CLB_FAIL_AT("why: %s", why);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("ignored, never applied");
 
   /* the whole file again: applied (Xgemm and Copy), and CLBlast's GEMM (the
    * indirect Xgemm with its copy kernels at 512, the direct one at 96) matches */
   spit(path, good, len);
-  EXPECT_EQ_I(run_context(dir, 512), 2);
+  EXPECT_EQ_I(run_context(dir, 512, 0), 2);
   expect_log("applied 2 of 2 kernels");
-  EXPECT_EQ_I(run_context(dir, 96), 2);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 2);
 
   /* forged: COPY_DIMX 0 with the checksum recomputed (issue 30, item 4; before:
    * applied, then every CLBlast GEMM failed to build). The Copy entry breaks
@@ -260,11 +275,11 @@ int main(void) {
   forge_copy_dimx0(good, bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
-  EXPECT_EQ_I(run_context(dir, 512), 1); /* Xgemm only */
+  EXPECT_EQ_I(run_context(dir, 512, 0), 1); /* Xgemm only */
   expect_log(path);
   expect_log("kernel Copy (precision 32) dropped");
   expect_log("COPY_DIMX = 0");
-  EXPECT_EQ_I(run_context(dir, 96), 1);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 1);
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
   EXPECT_EQ_I(n, 1);
   EXPECT_EQ_S(back[0].kernel, "Xgemm");
@@ -292,7 +307,7 @@ int main(void) {
   forge_copy_dimx0(good, bad, sizeof bad);
   spit(path, bad, strlen(bad));
   setenv("CLBOUND_TEST_TUNING_UNCHECKED", "1", 1);
-  EXPECT_EQ_I(run_context(dir, 96), 0); /* 2 applied, both put back */
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0); /* 2 applied, both put back */
   expect_log("applied 2 of 2 kernels");
   expect_log("kernel Copy (precision 32) dropped, CLBlast's own parameters put back");
   expect_log("kernel Xgemm (precision 32) dropped, CLBlast's own parameters put back");
@@ -303,17 +318,34 @@ int main(void) {
   /* the same entries again (say the rewrite had failed): this process does not
    * apply them again, nor build with them */
   spit(path, bad, strlen(bad));
-  EXPECT_EQ_I(run_context(dir, 96), 0);
-  expect_log("failed with these parameters earlier in this process");
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
+  expect_log("earlier in this process, CLBlast's GEMM failed with these parameters in force");
   expect_log("applied 0 of 0 kernels");
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
   EXPECT_EQ_I(n, 0);
   unsetenv("CLBOUND_TEST_TUNING_UNCHECKED");
+  /* every CLBlast build broken (CLBLAST_BUILD_OPTIONS makes its `real` type
+   * invalid): with the file's Copy in force the GEMM fails, Copy is put back and
+   * dropped, the retry fails too, and the error names both failures, the
+   * kernel and the file (Xgemm, which failed before, is not applied) */
+  spit(path, good, len);
+  setenv("CLBLAST_BUILD_OPTIONS", "-D real=int", 1);
+  EXPECT_EQ_I(run_context(dir, 96, 1), 0);
+  unsetenv("CLBLAST_BUILD_OPTIONS");
+  const char *const err_parts[] = {"CLBlastSgemm(m=96, n=96, k=96", "(CL_BUILD_PROGRAM_FAILURE, -11) with the tuning file's",
+                                   "then again (CL_BUILD_PROGRAM_FAILURE, -11) with CLBlast's own", "dropped: Copy of tuning file",
+                                   path};
+  for (size_t i = 0; i < sizeof err_parts / sizeof err_parts[0]; i++) {
+    clb_test_checks++;
+    if (!strstr(gemm_error, err_parts[i])) CLB_FAIL_AT("the error lacks \"%s\": %s", err_parts[i], gemm_error);
+  }
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
   spit(path, good, len);
 
   /* CLBOUND_CLBLAST_TUNING=off: nothing applied */
   setenv("CLBOUND_CLBLAST_TUNING", "off", 1);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("CLBOUND_CLBLAST_TUNING=off");
   unsetenv("CLBOUND_CLBLAST_TUNING");
 
