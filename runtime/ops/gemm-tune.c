@@ -582,9 +582,8 @@ static int entry_valid(const clb_tuning_entry *e, size_t max_wg, char *why, size
  * build gets them back (clb__tuning_revert), and a file dropping an entry puts
  * them back for any other context's entry of that kernel still in force. */
 
-/* 6 kernels x 2 precisions on up to 2 devices x 2 (device ids of released
- * platforms are not reused by PoCL, but may be by other drivers): beyond it an
- * entry is not applied (logged), as it could not be undone. */
+/* 6 kernels x 2 precisions x 2 devices: beyond it an entry is not applied
+ * (logged), as it could not be undone. */
 #define MAX_KERNELS 24
 
 typedef struct in_force {
@@ -624,7 +623,7 @@ static in_force *record(cl_device_id dev, const clb_tuning_entry *e, char *why, 
   for (int i = 0; i < nkernels; i++)
     if (kernels[i].dev == dev && kernels[i].own.precision == e->precision && strcmp(kernels[i].own.kernel, e->kernel) == 0)
       return &kernels[i];
-  if (nkernels == MAX_KERNELS) return snprintf(why, cap, "%d kernels of CLBlast already tuned in this process", MAX_KERNELS), NULL;
+  if (nkernels == MAX_KERNELS) return snprintf(why, cap, "%d (device, kernel, precision) already tuned in this process", MAX_KERNELS), NULL;
   in_force *f = &kernels[nkernels];
   memset(f, 0, sizeof *f);
   int rc = clb__clblast_params(dev, e->kernel, e->precision, f->own.names, f->own.values, CLB_TUNING_MAX_PARAMS,
@@ -655,18 +654,17 @@ static CLBlastStatusCode put_back(in_force *f) {
 /* For an entry a file no longer applies: CLBlast's own parameters, where another
  * context put that kernel's entry in force. */
 static void put_back_entry(clb_context_t ctx, const char *path, const clb_tuning_entry *e) {
+  CLBlastStatusCode rc = CLBlastSuccess;
   pthread_mutex_lock(&in_force_lock);
   for (int i = 0; i < nkernels; i++) {
     in_force *f = &kernels[i];
-    if (f->dev != ctx->device || f->cur.nparams == 0 || f->own.precision != e->precision ||
-        strcmp(f->own.kernel, e->kernel) != 0)
-      continue;
-    CLBlastStatusCode rc = put_back(f);
-    if (rc != CLBlastSuccess)
-      clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters failed "
-               "(%d): the entry applied earlier in this process stays in force", path, e->kernel, e->precision, (int)rc);
+    if (f->dev == ctx->device && f->cur.nparams && f->own.precision == e->precision && strcmp(f->own.kernel, e->kernel) == 0)
+      rc = put_back(f);
   }
   pthread_mutex_unlock(&in_force_lock);
+  if (rc != CLBlastSuccess) /* logged outside the lock: the log callback may call clbound */
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters failed "
+             "(%d): the entry applied earlier in this process stays in force", path, e->kernel, e->precision, (int)rc);
 }
 
 /* An entry this process saw fail, with these very parameters. */
@@ -701,15 +699,17 @@ static int apply_entry(clb_context_t ctx, const char *path, const clb_tuning_ent
   return f && rc == CLBlastSuccess;
 }
 
-/* Rewrites `path` without its entries equal to gone[0..n). */
-static void drop_from_file(clb_context_t ctx, const char *path, const clb_tuning_entry *gone, int n) {
+static int same_path(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+/* Rewrites `path` without its entries equal to a gone[j] whose paths[j] is path. */
+static void drop_from_file(clb_context_t ctx, const char *path, const clb_tuning_entry *gone, char *const *paths, int n) {
   clb_tuning_entry e[CLB_TUNING_MAX_ENTRIES];
   char why[400];
   int ne = 0, kept = 0;
   if (clb_tuning_load(ctx->device, path, e, CLB_TUNING_MAX_ENTRIES, &ne, why, sizeof why) != CLB_TUNING_OK) return;
   for (int i = 0; i < ne; i++) {
     int drop = 0;
-    for (int j = 0; j < n; j++) drop |= same_params(&e[i], &gone[j]);
+    for (int j = 0; j < n; j++) drop |= same_path(paths[j], path) && same_params(&e[i], &gone[j]);
     if (!drop) e[kept++] = e[i];
   }
   if (kept < ne && clb_tuning_save(ctx->device, path, e, kept) != CLB_OK)
@@ -781,9 +781,10 @@ static int parameters_can_cause(int rc) {
 int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_name, char *what, size_t cap) {
   if (cap) what[0] = 0;
   if (!parameters_can_cause(rc)) return 0;
-  clb_tuning_entry gone[MAX_KERNELS];
+  clb_tuning_entry gone[MAX_KERNELS], stuck = {.nparams = 0};
   char *paths[MAX_KERNELS];
   int ng = 0;
+  CLBlastStatusCode stuck_rc = CLBlastSuccess;
   pthread_mutex_lock(&in_force_lock);
   for (int i = 0; i < nkernels; i++) {
     in_force *f = &kernels[i];
@@ -791,11 +792,11 @@ int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_
     clb_tuning_entry cur = f->cur;
     char *path = f->path;
     f->path = NULL;
-    CLBlastStatusCode orc = put_back(f);
-    if (orc != CLBlastSuccess) {
+    CLBlastStatusCode prc = put_back(f);
+    if (prc != CLBlastSuccess) {
       f->path = path;
-      clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters "
-               "failed (%d): the entry stays in force", path ? path : "(a tuning file)", cur.kernel, precision, (int)orc);
+      stuck = cur;
+      stuck_rc = prc;
       continue;
     }
     f->bad = cur;
@@ -803,6 +804,9 @@ int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_
     paths[ng++] = path;
   }
   pthread_mutex_unlock(&in_force_lock);
+  if (stuck.nparams) /* logged outside the lock: the log callback may call clbound */
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters failed "
+             "(%d): the tuning file's entry stays in force", stuck.kernel, precision, (int)stuck_rc);
   /* CLBlast builds all of GEMM's kernels into one program: the failure cannot
    * be pinned on one entry, so each one in force goes */
   size_t u = 0;
@@ -815,20 +819,14 @@ int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_
             "with the file's parameters (%s, %d); CLBlast's own parameters put back\n", p, gone[i].kernel, precision, rc_name,
             rc);
     int first = 1; /* each file once: "Xgemm, Copy of FILE; Pad of FILE2" */
-    for (int j = 0; j < i; j++) first &= !(paths[j] && paths[i] && strcmp(paths[j], paths[i]) == 0);
+    for (int j = 0; j < i; j++) first &= !same_path(paths[j], paths[i]);
     if (!first) continue;
     for (int j = i; j < ng; j++)
-      if (j == i || (paths[j] && paths[i] && strcmp(paths[j], paths[i]) == 0))
+      if (j == i || same_path(paths[j], paths[i]))
         u += (size_t)snprintf(what + (u < cap ? u : cap), u < cap ? cap - u : 0, "%s%s", j == i ? (u ? "; " : "") : ", ",
                               gone[j].kernel);
     u += (size_t)snprintf(what + (u < cap ? u : cap), u < cap ? cap - u : 0, " of tuning file %s", p);
-    if (paths[i]) {
-      clb_tuning_entry same[MAX_KERNELS];
-      int ns = 0;
-      for (int j = i; j < ng; j++)
-        if (paths[j] && strcmp(paths[j], paths[i]) == 0) same[ns++] = gone[j];
-      drop_from_file(ctx, paths[i], same, ns);
-    }
+    if (paths[i]) drop_from_file(ctx, paths[i], gone, paths, ng);
   }
   for (int i = 0; i < ng; i++) free(paths[i]);
   if (ng) ctx->clblast_tuned = ctx->clblast_tuned - ng > 1 ? ctx->clblast_tuned - ng : 1;
