@@ -57,8 +57,10 @@ CLB_API clb_tuning_state clb_tuning_load(cl_device_id dev, const char *path, clb
                                          int *n, char *why, size_t whycap);
 
 /* The CLBlast kernels this context's tuning file set (CLBlastOverrideParameters
- * returned success for each): -1 before the context's first CLBlast call, 0
- * when no file applied (none, damaged, another device, CLBOUND_CLBLAST_TUNING=off). */
+ * returned success for each), less those this context put back to CLBlast's own
+ * parameters after a GEMM failed with them (docs/failure-behaviour.md): -1
+ * before the context's first CLBlast call, 0 when no file applied (none,
+ * damaged, another device, CLBOUND_CLBLAST_TUNING=off). */
 CLB_API int clb_context_clblast_tuned(clb_context_t ctx);
 
 #endif /* CLB_TUNING_H */

@@ -39,6 +39,7 @@
   X(SELECT_LOOKBACK, BOOL, "auto=-1", -1, "auto", "on / off: nonzero, masked_select and masked_scatter in one pass with decoupled look-back / never (auto: where the device gives forward progress across work-groups and 64-bit atomics, in the GPU kernel style; `docs/dataops.md`)") \
   X(TEST_SELECT_LOOKBACK, TEXT, "reverse, interleave, agg-only, spin=N (0 to 1000000), epochs=N (1 to 4194303), comma-separated", 0, "ticket order", "testing only: the one-pass select's tiles in adversarial orders (`docs/portability.md`)") \
   X(TEST_KERNEL_WG_LIMIT, INT, "1..1048576", 0, "none", "testing only: every kernel allows at most N work-items per group, as a GPU driver's `CL_KERNEL_WORK_GROUP_SIZE` can (`docs/portability.md`)") \
+  X(TEST_TUNING_UNCHECKED, BOOL, "", 0, "off", "testing only: on applies a CLBlast tuning file's entries without checking them against CLBlast's constraints, so that an entry which fails to build reaches CLBlast (`docs/failure-behaviour.md`)") \
   X(TEST_RECORD, BOOL, "", 1, "on", "testing only: off makes tests/graph/test-record.c run as on a device without `cl_khr_command_buffer`") \
   X(TEST_SMALL, BOOL, "", 0, "off", "testing only: the tests' reduced sizes (the `oclgrind` label sets it)") \
   X(REQUIRE_DEVICE, BOOL, "", 0, "off", "testing only: a missing OpenCL device fails the tests instead of skipping them (as `CI` does)") \

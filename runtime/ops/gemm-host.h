@@ -72,4 +72,16 @@ int clb__gemm_host_sgd_join(clb_context_t ctx, const char *what, int n, const cl
  * (CLBOUND_LOG=gemm) and nothing is set. Once per context. */
 void clb__tuning_apply(clb_context_t ctx);
 
+/* runtime/ops/gemm-tune.c: after a CLBlast GEMM at `precision` (32 or 64) on
+ * ctx's device failed with `rc` (named rc_name): when rc is a failure that
+ * kernel parameters can cause (CL_BUILD_PROGRAM_FAILURE, a work-group or local
+ * memory too large) and tuning-file entries of that precision are in force on
+ * the device, puts CLBlast's own parameters back for each (one program holds
+ * all of GEMM's kernels, so the failure cannot be pinned on one), drops them
+ * from their files (rewritten) and from this process, logs each (CLBOUND_LOG=gemm
+ * and a warning on stderr naming the file and the kernel), writes "Xgemm, Copy
+ * of tuning file F" into what[cap], and returns how many: the caller retries
+ * once. 0 (nothing done) otherwise. */
+int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_name, char *what, size_t cap);
+
 #endif /* CLB_OPS_GEMM_HOST_H */

@@ -15,10 +15,14 @@
  *
  * A context reads it before its first CLBlast call (clb__tuning_apply) and sets
  * each kernel with CLBlastOverrideParameters; a file that fails any check is
- * ignored with a log line and never applied (docs/failure-behaviour.md). */
+ * ignored with a log line and never applied (docs/failure-behaviour.md). An
+ * entry that passes the checks and still fails in CLBlast is undone after the
+ * failure (clb__tuning_revert): CLBlast's own parameters, read before the
+ * file's were applied, are put back and the GEMM is tried once more. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,7 @@
 
 #include "clbound/tuning.h"
 #include "runtime/cache/cache.h"
+#include "runtime/ops/clblast-params.h"
 #include "runtime/ops/gemm-host.h"
 
 #define TUNING_FORMAT "clbound-tuning 1"
@@ -568,6 +573,150 @@ static int entry_valid(const clb_tuning_entry *e, size_t max_wg, char *why, size
   return 1;
 }
 
+/* ---- What is in force, process-wide ----------------------------------------
+ *
+ * CLBlast keeps overridden parameters per (device, kernel, precision) for the
+ * whole process, and its C API cannot remove one. So before a file's entry is
+ * first applied, the parameters in force then (CLBlast's own for the device) are
+ * read through its C++ API and kept here: a kernel whose file entry fails to
+ * build gets them back (clb__tuning_revert), and a file dropping an entry puts
+ * them back for any other context's entry of that kernel still in force. */
+
+/* 6 kernels x 2 precisions x 2 devices: beyond it an entry is not applied
+ * (logged), as it could not be undone. */
+#define MAX_KERNELS 24
+
+typedef struct in_force {
+  cl_device_id dev;
+  clb_tuning_entry own; /* kernel, precision and CLBlast's parameters before any file's */
+  clb_tuning_entry cur; /* the file entry in force (nparams 0: none) */
+  clb_tuning_entry bad; /* an entry that failed in this process (nparams 0: none): never applied again */
+  char *path;           /* the file of `cur` (owned; NULL when it could not be copied) */
+} in_force;
+
+static pthread_mutex_t in_force_lock = PTHREAD_MUTEX_INITIALIZER;
+static in_force kernels[MAX_KERNELS];
+static int nkernels;
+
+static int same_params(const clb_tuning_entry *a, const clb_tuning_entry *b) {
+  if (strcmp(a->kernel, b->kernel) != 0 || a->precision != b->precision || a->nparams != b->nparams) return 0;
+  for (int k = 0; k < a->nparams; k++)
+    if (strcmp(a->names[k], b->names[k]) != 0 || a->values[k] != b->values[k]) return 0;
+  return 1;
+}
+
+/* CLBlastOverrideParameters with e's parameters on dev. */
+static CLBlastStatusCode override(cl_device_id dev, const clb_tuning_entry *e) {
+  const char *names[CLB_TUNING_MAX_PARAMS];
+  size_t values[CLB_TUNING_MAX_PARAMS];
+  for (int k = 0; k < e->nparams; k++) {
+    names[k] = e->names[k];
+    values[k] = (size_t)e->values[k];
+  }
+  return CLBlastOverrideParameters(dev, e->kernel, e->precision == 64 ? CLBlastPrecisionDouble : CLBlastPrecisionSingle,
+                                   (size_t)e->nparams, names, values);
+}
+
+/* The record of e's kernel on dev, made with CLBlast's parameters in force now
+ * when there is none; NULL with the reason in why. Under in_force_lock. */
+static in_force *record(cl_device_id dev, const clb_tuning_entry *e, char *why, size_t cap) {
+  for (int i = 0; i < nkernels; i++)
+    if (kernels[i].dev == dev && kernels[i].own.precision == e->precision && strcmp(kernels[i].own.kernel, e->kernel) == 0)
+      return &kernels[i];
+  if (nkernels == MAX_KERNELS) return snprintf(why, cap, "%d (device, kernel, precision) already tuned in this process", MAX_KERNELS), NULL;
+  in_force *f = &kernels[nkernels];
+  memset(f, 0, sizeof *f);
+  int rc = clb__clblast_params(dev, e->kernel, e->precision, f->own.names, f->own.values, CLB_TUNING_MAX_PARAMS,
+                               &f->own.nparams);
+  if (rc != CLBlastSuccess || f->own.nparams < 1)
+    return snprintf(why, cap, "CLBlast's own parameters could not be read to undo it (clblast::RetrieveParameters: %d)", rc),
+           NULL;
+  f->dev = dev;
+  memcpy(f->own.kernel, e->kernel, sizeof f->own.kernel);
+  f->own.kernel[sizeof f->own.kernel - 1] = 0;
+  f->own.precision = e->precision;
+  nkernels++;
+  return f;
+}
+
+/* Puts CLBlast's own parameters back for f's kernel; the file's entry is then
+ * no longer in force. Under in_force_lock. */
+static CLBlastStatusCode put_back(in_force *f) {
+  CLBlastStatusCode rc = override(f->dev, &f->own);
+  if (rc == CLBlastSuccess) {
+    f->cur.nparams = 0;
+    free(f->path);
+    f->path = NULL;
+  }
+  return rc;
+}
+
+/* For an entry a file no longer applies: CLBlast's own parameters, where another
+ * context put that kernel's entry in force. */
+static void put_back_entry(clb_context_t ctx, const char *path, const clb_tuning_entry *e) {
+  CLBlastStatusCode rc = CLBlastSuccess;
+  pthread_mutex_lock(&in_force_lock);
+  for (int i = 0; i < nkernels; i++) {
+    in_force *f = &kernels[i];
+    if (f->dev == ctx->device && f->cur.nparams && f->own.precision == e->precision && strcmp(f->own.kernel, e->kernel) == 0)
+      rc = put_back(f);
+  }
+  pthread_mutex_unlock(&in_force_lock);
+  if (rc != CLBlastSuccess) /* logged outside the lock: the log callback may call clbound */
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters failed "
+             "(%d): the entry applied earlier in this process stays in force", path, e->kernel, e->precision, (int)rc);
+}
+
+/* An entry this process saw fail, with these very parameters. */
+static int failed_before(cl_device_id dev, const clb_tuning_entry *e) {
+  int bad = 0;
+  pthread_mutex_lock(&in_force_lock);
+  for (int i = 0; i < nkernels; i++)
+    if (kernels[i].dev == dev && kernels[i].bad.nparams && same_params(&kernels[i].bad, e)) bad = 1;
+  pthread_mutex_unlock(&in_force_lock);
+  return bad;
+}
+
+/* Sets e (from `path`) in force on the context's device; the parameters CLBlast
+ * used before are read first, once per process. */
+static int apply_entry(clb_context_t ctx, const char *path, const clb_tuning_entry *e) {
+  char why[200];
+  pthread_mutex_lock(&in_force_lock);
+  in_force *f = record(ctx->device, e, why, sizeof why);
+  CLBlastStatusCode rc = f ? override(ctx->device, e) : CLBlastSuccess;
+  if (f && rc == CLBlastSuccess) {
+    f->cur = *e;
+    free(f->path);
+    f->path = strdup(path);
+  }
+  pthread_mutex_unlock(&in_force_lock);
+  if (!f)
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: kernel %s (precision %d) not applied: %s", path, e->kernel,
+             e->precision, why);
+  else if (rc != CLBlastSuccess)
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) failed (%d): that kernel keeps "
+             "CLBlast's parameters", path, e->kernel, e->precision, (int)rc);
+  return f && rc == CLBlastSuccess;
+}
+
+static int same_path(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+/* Rewrites `path` without its entries equal to a gone[j] whose paths[j] is path. */
+static void drop_from_file(clb_context_t ctx, const char *path, const clb_tuning_entry *gone, char *const *paths, int n) {
+  clb_tuning_entry e[CLB_TUNING_MAX_ENTRIES];
+  char why[400];
+  int ne = 0, kept = 0;
+  if (clb_tuning_load(ctx->device, path, e, CLB_TUNING_MAX_ENTRIES, &ne, why, sizeof why) != CLB_TUNING_OK) return;
+  for (int i = 0; i < ne; i++) {
+    int drop = 0;
+    for (int j = 0; j < n; j++) drop |= same_path(paths[j], path) && same_params(&e[i], &gone[j]);
+    if (!drop) e[kept++] = e[i];
+  }
+  if (kept < ne && clb_tuning_save(ctx->device, path, e, kept) != CLB_OK)
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: could not rewrite it without the dropped kernels: %s", path,
+             clb_last_errmsg());
+}
+
 /* ---- Applying it ----------------------------------------------------------- */
 
 void clb__tuning_apply(clb_context_t ctx) {
@@ -595,11 +744,13 @@ void clb__tuning_apply(clb_context_t ctx) {
     clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s ignored, never applied: %s", path, why);
     return;
   }
-  /* entries that break CLBlast's constraints are never applied, and leave the
-   * file (rewritten without them) */
-  int kept = 0;
+  /* entries that break CLBlast's constraints, or failed in this process, are
+   * never applied, and leave the file (rewritten without them) */
+  int kept = 0, unchecked = (int)clb__env_int(CLB_ENV_TEST_TUNING_UNCHECKED);
   for (int i = 0; i < n; i++) {
-    if (entry_valid(&e[i], ctx->info.max_work_group_size, why, sizeof why)) {
+    if (failed_before(ctx->device, &e[i]))
+      snprintf(why, sizeof why, "earlier in this process, CLBlast's GEMM failed with these parameters in force");
+    else if (unchecked || entry_valid(&e[i], ctx->info.max_work_group_size, why, sizeof why)) {
       e[kept++] = e[i];
       continue;
     }
@@ -607,28 +758,79 @@ void clb__tuning_apply(clb_context_t ctx) {
              e[i].kernel, e[i].precision, why);
     fprintf(stderr, "clbound: warning: CLBlast tuning file %s: kernel %s (precision %d) dropped: %s\n", path, e[i].kernel,
             e[i].precision, why);
+    put_back_entry(ctx, path, &e[i]);
   }
   if (kept < n && clb_tuning_save(ctx->device, path, e, kept) != CLB_OK)
     clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: could not rewrite it without the dropped kernels: %s", path, clb_last_errmsg());
   n = kept;
   int applied = 0;
-  for (int i = 0; i < n; i++) {
-    const char *names[CLB_TUNING_MAX_PARAMS];
-    size_t values[CLB_TUNING_MAX_PARAMS];
-    for (int k = 0; k < e[i].nparams; k++) {
-      names[k] = e[i].names[k];
-      values[k] = (size_t)e[i].values[k];
-    }
-    CLBlastStatusCode rc = CLBlastOverrideParameters(ctx->device, e[i].kernel,
-                                                     e[i].precision == 64 ? CLBlastPrecisionDouble : CLBlastPrecisionSingle,
-                                                     (size_t)e[i].nparams, names, values);
-    if (rc == CLBlastSuccess) applied++;
-    else
-      clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: CLBlastOverrideParameters(%s, %d) failed (%d): that kernel keeps "
-               "CLBlast's parameters", path, e[i].kernel, e[i].precision, (int)rc);
-  }
+  for (int i = 0; i < n; i++) applied += apply_entry(ctx, path, &e[i]);
   ctx->clblast_tuned = 1 + applied;
   clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: applied %d of %d kernels from %s", applied, n, path);
+}
+
+/* ---- An entry that fails in CLBlast ------------------------------------------ */
+
+/* Failures that a kernel's parameters can cause: the program does not build,
+ * or its work-group or local memory is larger than the device allows. */
+static int parameters_can_cause(int rc) {
+  return rc == CLBlastOpenCLBuildProgramFailure || rc == CLBlastInvalidLocalThreadsTotal ||
+         rc == CLBlastInvalidLocalThreadsDim || rc == CLBlastInvalidLocalMemUsage;
+}
+
+int clb__tuning_revert(clb_context_t ctx, int precision, int rc, const char *rc_name, char *what, size_t cap) {
+  if (cap) what[0] = 0;
+  if (!parameters_can_cause(rc)) return 0;
+  clb_tuning_entry gone[MAX_KERNELS], stuck = {.nparams = 0};
+  char *paths[MAX_KERNELS];
+  int ng = 0;
+  CLBlastStatusCode stuck_rc = CLBlastSuccess;
+  pthread_mutex_lock(&in_force_lock);
+  for (int i = 0; i < nkernels; i++) {
+    in_force *f = &kernels[i];
+    if (f->dev != ctx->device || f->own.precision != precision || f->cur.nparams == 0) continue;
+    clb_tuning_entry cur = f->cur;
+    char *path = f->path;
+    f->path = NULL;
+    CLBlastStatusCode prc = put_back(f);
+    if (prc != CLBlastSuccess) {
+      f->path = path;
+      stuck = cur;
+      stuck_rc = prc;
+      continue;
+    }
+    f->bad = cur;
+    gone[ng] = cur;
+    paths[ng++] = path;
+  }
+  pthread_mutex_unlock(&in_force_lock);
+  if (stuck.nparams) /* logged outside the lock: the log callback may call clbound */
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: CLBlastOverrideParameters(%s, %d) with CLBlast's own parameters failed "
+             "(%d): the tuning file's entry stays in force", stuck.kernel, precision, (int)stuck_rc);
+  /* CLBlast builds all of GEMM's kernels into one program: the failure cannot
+   * be pinned on one entry, so each one in force goes */
+  size_t u = 0;
+  for (int i = 0; i < ng; i++) {
+    const char *p = paths[i] ? paths[i] : "(a tuning file)";
+    clb__log(ctx, CLB_LOG_GEMM, "CLBlast tuning: %s: kernel %s (precision %d) dropped, CLBlast's own parameters put back: "
+             "CLBlast's GEMM failed with the file's parameters in force (%s, %d); retrying once", p, gone[i].kernel,
+             precision, rc_name, rc);
+    fprintf(stderr, "clbound: warning: CLBlast tuning file %s: kernel %s (precision %d) dropped: CLBlast's GEMM failed "
+            "with the file's parameters (%s, %d); CLBlast's own parameters put back\n", p, gone[i].kernel, precision, rc_name,
+            rc);
+    int first = 1; /* each file once: "Xgemm, Copy of FILE; Pad of FILE2" */
+    for (int j = 0; j < i; j++) first &= !same_path(paths[j], paths[i]);
+    if (!first) continue;
+    for (int j = i; j < ng; j++)
+      if (j == i || same_path(paths[j], paths[i]))
+        u += (size_t)snprintf(what + (u < cap ? u : cap), u < cap ? cap - u : 0, "%s%s", j == i ? (u ? "; " : "") : ", ",
+                              gone[j].kernel);
+    u += (size_t)snprintf(what + (u < cap ? u : cap), u < cap ? cap - u : 0, " of tuning file %s", p);
+    if (paths[i]) drop_from_file(ctx, paths[i], gone, paths, ng);
+  }
+  for (int i = 0; i < ng; i++) free(paths[i]);
+  if (ng) ctx->clblast_tuned = ctx->clblast_tuned - ng > 1 ? ctx->clblast_tuned - ng : 1;
+  return ng;
 }
 
 int clb_context_clblast_tuned(clb_context_t ctx) {

@@ -79,31 +79,51 @@ static clb_status clblast_use(clb_context_t ctx) {
   return st;
 }
 
-/* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. Each
- * matrix starts at its buffer's offset (a graph's arena: CLBlast takes offsets
- * in elements; they are multiples of the arena's alignment, so whole elements). */
-static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt, int ta, int tb, size_t m,
-                               size_t n, size_t k, const clb_buf *a, size_t lda, const clb_buf *b, size_t ldb,
-                               const clb_buf *c, size_t ldc) {
+/* One CLBlast GEMM: C[m, n] (ld ldc) = op(A) op(B), row-major. Each matrix
+ * starts at its buffer's offset (a graph's arena: CLBlast takes offsets in
+ * elements; they are multiples of the arena's alignment, so whole elements). */
+static CLBlastStatusCode clblast_call(clb_context_t ctx, clb_dtype dt, int ta, int tb, size_t m, size_t n, size_t k,
+                                      const clb_buf *a, size_t lda, const clb_buf *b, size_t ldb, const clb_buf *c,
+                                      size_t ldc) {
   CLBlastTranspose cta = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
   CLBlastTranspose ctb = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   size_t es = clb_dtype_size(dt);
   size_t oa = (size_t)a->offset / es, ob = (size_t)b->offset / es, oc = (size_t)c->offset / es;
+  if (dt == CLB_DTYPE_F64)
+    return CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a->mem, oa, lda, b->mem, ob, ldb, 0.0, c->mem, oc,
+                        ldc, &ctx->queue, NULL);
+  return CLBlastSgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0f, a->mem, oa, lda, b->mem, ob, ldb, 0.0f, c->mem, oc,
+                      ldc, &ctx->queue, NULL);
+}
+
+/* C[m, n] (ld ldc) = op(A) op(B) in row-major storage; every size > 0. A
+ * failure that the tuning file's parameters can cause puts CLBlast's own back
+ * (the file's entries dropped, gemm-tune.c) and the product is tried once more. */
+static clb_status clblast_gemm(clb_context_t ctx, const char *what, clb_dtype dt, int ta, int tb, size_t m,
+                               size_t n, size_t k, const clb_buf *a, size_t lda, const clb_buf *b, size_t ldb,
+                               const clb_buf *c, size_t ldc) {
   if (ctx->collect) return CLB_OK; /* a plan walked to collect its kernels launches nothing */
-  CLBlastStatusCode rc;
   clb_status st = clblast_use(ctx);
   if (st == CLB_OK) st = clb__merge_flush(ctx); /* CLBlast enqueues on the same queue */
   if (st != CLB_OK) return st;
-  if (dt == CLB_DTYPE_F64)
-    rc = CLBlastDgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0, a->mem, oa, lda, b->mem, ob, ldb, 0.0, c->mem, oc, ldc,
-                      &ctx->queue, NULL);
-  else
-    rc = CLBlastSgemm(CLBlastLayoutRowMajor, cta, ctb, m, n, k, 1.0f, a->mem, oa, lda, b->mem, ob, ldb, 0.0f, c->mem, oc, ldc,
-                      &ctx->queue, NULL);
+  char dg = dt == CLB_DTYPE_F64 ? 'D' : 'S', dropped[1024];
+  size_t es = clb_dtype_size(dt);
+  size_t oa = (size_t)a->offset / es, ob = (size_t)b->offset / es, oc = (size_t)c->offset / es;
+  CLBlastStatusCode rc = clblast_call(ctx, dt, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  if (rc != CLBlastSuccess &&
+      clb__tuning_revert(ctx, dt == CLB_DTYPE_F64 ? 64 : 32, (int)rc, clblast_name(rc), dropped, sizeof dropped) > 0) {
+    CLBlastStatusCode again = clblast_call(ctx, dt, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    if (again != CLBlastSuccess)
+      return clb__set_error(ctx, CLB_ERR_CL, "matmul %s: CLBlast%cgemm(m=%zu, n=%zu, k=%zu, lda=%zu, ldb=%zu, ldc=%zu, "
+                            "offsets %zu, %zu, %zu) failed (%s, %d) with the tuning file's parameters in force, then "
+                            "again (%s, %d) with CLBlast's own put back (dropped: %s)", what, dg, m, n, k, lda, ldb, ldc,
+                            oa, ob, oc, clblast_name(rc), (int)rc, clblast_name(again), (int)again, dropped);
+    rc = again;
+  }
   if (rc != CLBlastSuccess)
     return clb__set_error(ctx, CLB_ERR_CL, "matmul %s: CLBlast%cgemm(m=%zu, n=%zu, k=%zu, lda=%zu, ldb=%zu, ldc=%zu, "
                           "offsets %zu, %zu, %zu) failed (%s, %d)",
-                          what, dt == CLB_DTYPE_F64 ? 'D' : 'S', m, n, k, lda, ldb, ldc, oa, ob, oc, clblast_name(rc), (int)rc);
+                          what, dg, m, n, k, lda, ldb, ldc, oa, ob, oc, clblast_name(rc), (int)rc);
   ctx->counters.kernel_launches++;
   return CLB_OK;
 }

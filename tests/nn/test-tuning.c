@@ -2,7 +2,9 @@
  * parsed into the best configuration, the file written and read back, a
  * damaged, cut-off or foreign file ignored and never applied, and a file for
  * this device applied by a context (CLBlastOverrideParameters succeeds for each
- * kernel) with CLBlast's GEMM still matching a double-precision reference.
+ * kernel) with CLBlast's GEMM still matching a double-precision reference; a
+ * forged entry (COPY_DIMX 0) dropped by the checks, or, with them skipped,
+ * failing CLBlast's build and put back to CLBlast's own parameters.
  * The tuner outputs are canned (tuner-xgemm.txt, tuner-copy.txt: CLBlast
  * 1.5.3's tuners on PoCL, cut short; row 9 of the Xgemm output is edited to
  * fail its check with the smallest time, row 10 is cut off mid-line). */
@@ -90,10 +92,56 @@ static unsigned long long fnv(const char *s, size_t n) {
   return h;
 }
 
+/* The checksum of a file's text in buf[cap] recomputed, as a forger would. */
+static void resum(char *buf, size_t cap) {
+  char *sum = strstr(buf, "\"sum\": ");
+  REQUIRE_TRUE(sum != NULL);
+  snprintf(sum + 7, cap - (size_t)(sum + 7 - buf), "\"%016llx\"}\n", fnv(buf, (size_t)(sum + 7 - buf)));
+}
+
+/* good's text with "COPY_DIMX": 0 and the checksum recomputed, into buf[cap]
+ * (issue 30, item 4: CLBlast's GEMM program does not build with it). */
+static void forge_copy_dimx0(const char *good, char *buf, size_t cap) {
+  REQUIRE_TRUE(strlen(good) < cap);
+  memcpy(buf, good, strlen(good) + 1);
+  char *cx = strstr(buf, "\"COPY_DIMX\": ");
+  REQUIRE_TRUE(cx != NULL);
+  char *digits = cx + strlen("\"COPY_DIMX\": "), *after = digits + strspn(digits, "0123456789");
+  memmove(digits + 1, after, strlen(after) + 1);
+  digits[0] = '0';
+  resum(buf, cap);
+}
+
+/* c (n x n) read back and checked against the double product of va and vb. */
+static void check_product(clb_context_t ctx, clb_tensor_t c, int64_t n, const double *va, const double *vb, double *got,
+                          const char *dir) {
+  size_t nn = (size_t)(n * n);
+  int64_t od[2];
+  clb_test_read(ctx, c, od, got, (int64_t)nn);
+  EXPECT_EQ_I(od[0], n);
+  EXPECT_EQ_I(od[1], n);
+  /* f32 products summed over K terms of |a b| <= 1: within K * 2^-22 of the exact sum */
+  double tol = (double)n * 2.4e-7 + 1e-6, worst = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double want = 0;
+      for (int64_t k = 0; k < n; k++) want += va[i * n + k] * vb[k * n + j];
+      double d = got[i * n + j] - want;
+      if (d < 0) d = -d;
+      if (d > worst) worst = d;
+    }
+  clb_test_checks++;
+  if (worst > tol) CLB_FAIL_AT("CLBlast %lld^3 with %s: worst error %g > %g", (long long)n, dir, worst, tol);
+}
+
+/* The error of the last run_context whose matmul had to fail. */
+static char gemm_error[4096];
+
 /* A context on `dir` running one CLBlast matmul of n x n x n (static sizes,
- * clblast-bound: CLBlast exactly) checked against a double reference; returns
- * how many kernels its tuning set. */
-static int run_context(const char *dir, int64_t n) {
+ * clblast-bound: CLBlast exactly) checked against a double reference, or, with
+ * must_fail, failing with CLB_ERR_CL (its message into gemm_error); returns how
+ * many kernels its tuning set. */
+static int run_context(const char *dir, int64_t n, int must_fail) {
   clb_context_t ctx = cached_context(dir);
   clb_context_set_log(ctx, CLB_LOG_GEMM, capture, NULL);
   EXPECT_EQ_I(clb_context_clblast_tuned(ctx), -1);
@@ -111,23 +159,14 @@ static int run_context(const char *dir, int64_t n) {
   }
   clb_test_write(ctx, a, dims, va);
   clb_test_write(ctx, b, dims, vb);
-  CL_OK(ctx, clb_matmul(ctx, a, 0, b, 0, &c));
-  int64_t od[2];
-  clb_test_read(ctx, c, od, got, (int64_t)nn);
-  EXPECT_EQ_I(od[0], n);
-  EXPECT_EQ_I(od[1], n);
-  /* f32 products summed over K terms of |a b| <= 1: within K * 2^-22 of the exact sum */
-  double tol = (double)n * 2.4e-7 + 1e-6, worst = 0;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < n; j++) {
-      double want = 0;
-      for (int64_t k = 0; k < n; k++) want += va[i * n + k] * vb[k * n + j];
-      double d = got[i * n + j] - want;
-      if (d < 0) d = -d;
-      if (d > worst) worst = d;
-    }
-  clb_test_checks++;
-  if (worst > tol) CLB_FAIL_AT("CLBlast %lld^3 with %s: worst error %g > %g", (long long)n, dir, worst, tol);
+  if (must_fail) {
+    clb_test_checks++;
+    if (clb_matmul(ctx, a, 0, b, 0, &c) != CLB_ERR_CL) CLB_FAIL_AT("the matmul did not fail");
+    snprintf(gemm_error, sizeof gemm_error, "%s", clb_context_errmsg(ctx));
+  } else {
+    CL_OK(ctx, clb_matmul(ctx, a, 0, b, 0, &c));
+    check_product(ctx, c, n, va, vb, got, dir);
+  }
   int tuned = clb_context_clblast_tuned(ctx);
   free(va);
   free(vb);
@@ -165,7 +204,7 @@ int main(void) {
   clb_tuning_entry back[CLB_TUNING_MAX_ENTRIES];
   int n = -1;
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_ABSENT);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("no file");
 
   /* written and read back whole */
@@ -206,7 +245,7 @@ int main(void) {
     if (clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why) != CLB_TUNING_DAMAGED)
       CLB_FAIL_AT("%s: not found damaged", cases[c].label);
     if (c == 0) { /* a context too (each compiles CLBlast's kernels: seconds) */
-      EXPECT_EQ_I(run_context(dir, 96), 0);
+      EXPECT_EQ_I(run_context(dir, 96, 0), 0);
       expect_log("ignored, never applied");
     }
   }
@@ -216,43 +255,33 @@ int main(void) {
   char *dv = strstr(bad, "\"device\": \"");
   REQUIRE_TRUE(dv != NULL);
   dv[11] = dv[11] == 'X' ? 'Y' : 'X';
-  char *sum = strstr(bad, "\"sum\": ");
-  REQUIRE_TRUE(sum != NULL);
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  resum(bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OTHER_DEVICE);
   clb_test_checks++;
   if (!strstr(why, "written for device")) CLB_FAIL_AT("why: %s", why);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("ignored, never applied");
 
   /* the whole file again: applied (Xgemm and Copy), and CLBlast's GEMM (the
    * indirect Xgemm with its copy kernels at 512, the direct one at 96) matches */
   spit(path, good, len);
-  EXPECT_EQ_I(run_context(dir, 512), 2);
+  EXPECT_EQ_I(run_context(dir, 512, 0), 2);
   expect_log("applied 2 of 2 kernels");
-  EXPECT_EQ_I(run_context(dir, 96), 2);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 2);
 
   /* forged: COPY_DIMX 0 with the checksum recomputed (issue 30, item 4; before:
    * applied, then every CLBlast GEMM failed to build). The Copy entry breaks
    * CLBlast's constraints: dropped with a line naming the file and the kernel,
    * never applied, and the file rewritten without it; GEMMs stay right. */
-  memcpy(bad, good, len + 1);
-  char *cx = strstr(bad, "\"COPY_DIMX\": ");
-  REQUIRE_TRUE(cx != NULL);
-  char *digits = cx + strlen("\"COPY_DIMX\": "), *after = digits + strspn(digits, "0123456789");
-  memmove(digits + 1, after, strlen(after) + 1);
-  digits[0] = '0';
-  sum = strstr(bad, "\"sum\": ");
-  REQUIRE_TRUE(sum != NULL);
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  forge_copy_dimx0(good, bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
-  EXPECT_EQ_I(run_context(dir, 512), 1); /* Xgemm only */
+  EXPECT_EQ_I(run_context(dir, 512, 0), 1); /* Xgemm only */
   expect_log(path);
   expect_log("kernel Copy (precision 32) dropped");
   expect_log("COPY_DIMX = 0");
-  EXPECT_EQ_I(run_context(dir, 96), 1);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 1);
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
   EXPECT_EQ_I(n, 1);
   EXPECT_EQ_S(back[0].kernel, "Xgemm");
@@ -265,17 +294,60 @@ int main(void) {
   REQUIRE_TRUE(k2 != NULL);
   memmove(k2 + 7, k2 + 6, strlen(k2 + 6) + 1); /* "Copy" -> "Xgemm": one byte longer */
   memcpy(k2, "\"Xgemm\"", 7);
-  sum = strstr(bad, "\"sum\": ");
-  snprintf(sum + 7, sizeof bad - (size_t)(sum + 7 - bad), "\"%016llx\"}\n", fnv(bad, (size_t)(sum + 7 - bad)));
+  resum(bad, sizeof bad);
   spit(path, bad, strlen(bad));
   EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_DAMAGED);
   clb_test_checks++;
   if (!strstr(why, "appears twice")) CLB_FAIL_AT("why: %s", why);
+
+  /* forged the same way with the checks skipped, so the entry reaches CLBlast
+   * and its GEMM program fails to build (CL_BUILD_PROGRAM_FAILURE; before: every
+   * CLBlast GEMM failed for good). CLBlast's own parameters are put back for the
+   * file's entries in force (Xgemm and Copy: one program holds all of GEMM's
+   * kernels), each is dropped with a line naming the file and the kernel, the
+   * file loses them, and the product, tried once more, is right. */
+  forge_copy_dimx0(good, bad, sizeof bad);
+  spit(path, bad, strlen(bad));
+  setenv("CLBOUND_TEST_TUNING_UNCHECKED", "1", 1);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0); /* 2 applied, both put back */
+  expect_log("applied 2 of 2 kernels");
+  expect_log("kernel Copy (precision 32) dropped, CLBlast's own parameters put back");
+  expect_log("kernel Xgemm (precision 32) dropped, CLBlast's own parameters put back");
+  expect_log("CL_BUILD_PROGRAM_FAILURE");
+  expect_log(path);
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
+  /* the same entries again (say the rewrite had failed): this process does not
+   * apply them again, nor build with them */
+  spit(path, bad, strlen(bad));
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
+  expect_log("earlier in this process, CLBlast's GEMM failed with these parameters in force");
+  expect_log("applied 0 of 0 kernels");
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
+  unsetenv("CLBOUND_TEST_TUNING_UNCHECKED");
+  /* every CLBlast build broken (CLBLAST_BUILD_OPTIONS makes its `real` type
+   * invalid): with the file's Copy in force the GEMM fails, Copy is put back and
+   * dropped, the retry fails too, and the error names both failures, the
+   * kernel and the file (Xgemm, which failed before, is not applied) */
+  spit(path, good, len);
+  setenv("CLBLAST_BUILD_OPTIONS", "-D real=int", 1);
+  EXPECT_EQ_I(run_context(dir, 96, 1), 0);
+  unsetenv("CLBLAST_BUILD_OPTIONS");
+  const char *const err_parts[] = {"CLBlastSgemm(m=96, n=96, k=96", "(CL_BUILD_PROGRAM_FAILURE, -11) with the tuning file's",
+                                   "then again (CL_BUILD_PROGRAM_FAILURE, -11) with CLBlast's own", "dropped: Copy of tuning file",
+                                   path};
+  for (size_t i = 0; i < sizeof err_parts / sizeof err_parts[0]; i++) {
+    clb_test_checks++;
+    if (!strstr(gemm_error, err_parts[i])) CLB_FAIL_AT("the error lacks \"%s\": %s", err_parts[i], gemm_error);
+  }
+  EXPECT_EQ_I(clb_tuning_load(dev, path, back, CLB_TUNING_MAX_ENTRIES, &n, why, sizeof why), CLB_TUNING_OK);
+  EXPECT_EQ_I(n, 0);
   spit(path, good, len);
 
   /* CLBOUND_CLBLAST_TUNING=off: nothing applied */
   setenv("CLBOUND_CLBLAST_TUNING", "off", 1);
-  EXPECT_EQ_I(run_context(dir, 96), 0);
+  EXPECT_EQ_I(run_context(dir, 96, 0), 0);
   expect_log("CLBOUND_CLBLAST_TUNING=off");
   unsetenv("CLBOUND_CLBLAST_TUNING");
 
