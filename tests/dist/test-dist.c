@@ -2,7 +2,7 @@
  * under `mpirun -np 2`. Each rank trains a workload on its own device (POCL_DEVICES
  * gives two) with its own masks; after 100 steps its parameters must equal a
  * single-process run of the same graph over the union of the ranks' batches
- * (within 1e-5 of each tensor's largest magnitude), with a step where one rank's
+ * (within 1e-4 of each tensor's largest magnitude), with a step where one rank's
  * batch is empty and another where the other's is. Then failures: a rank whose
  * feed is refused (over its bound), and a rank whose device raises
  * CLB_ERR_BOUND_EXCEEDED (a class index outside the classes): every rank returns
@@ -15,7 +15,14 @@
 #include "clbound/dist.h"
 
 enum { STEPS = 100, MAX_PARAMS = 16 };
-#define REL_TOL 1e-5
+/* Both runs are float32 and sum the same gradients in different orders (each
+ * rank's partial sums, then the allreduce, against one sum over the union), so
+ * after 100 SGD steps they drift apart by rounding alone: 2.9e-5 of the largest
+ * magnitude on an AVX-512 Xeon (OpenBLAS's SkylakeX kernels), under 1e-5 on the
+ * AMD EPYC this test was first written on. A weighting off by one row (each
+ * rank's odd count rounded up, counts being in the hundreds) gave 2.6e-4 there,
+ * and training moves them far more (checked below: > 0.1). */
+#define REL_TOL 1e-4
 
 static int rank, size;
 
