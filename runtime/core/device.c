@@ -105,8 +105,8 @@ static void str_info(cl_device_id d, cl_device_info what, char *buf, size_t len)
 
 clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_device_info *out) {
   size_t keep = out->struct_size;
-  memset(out, 0, keep < sizeof *out ? keep : sizeof *out);
-  if (keep < sizeof *out) return CLB_ERR_INVALID_ARG;
+  if (keep < sizeof *out) return CLB_ERR_INVALID_ARG; /* nothing written: the caller's message reads struct_size */
+  memset(out, 0, sizeof *out);
   out->struct_size = keep;
   info_str(plat, NULL, CL_PLATFORM_NAME, out->platform_name, sizeof out->platform_name);
   str_info(dev, CL_DEVICE_NAME, out->name, sizeof out->name);

@@ -63,6 +63,18 @@ int main(void) {
       if (strlen(di.device_version) > longest_version) longest_version = strlen(di.device_version);
     }
   }
+  /* a struct_size too small is refused, nothing written, and the message names
+   * the caller's value (it said "out->struct_size 0" for 1: the struct was
+   * cleared before the check) */
+  CLB_TEST_CASE("struct_size 1");
+  clb_device_info small;
+  memset(&small, 0x5a, sizeof small);
+  small.struct_size = 1;
+  EXPECT_EQ_I(clb_device_info_get(0, &small), CLB_ERR_INVALID_ARG);
+  EXPECT_EQ_I(small.struct_size, 1);
+  EXPECT_TRUE(strstr(clb_last_errmsg(), "out->struct_size 1 is below") != NULL);
+  EXPECT_EQ_I((unsigned char)small.name[0], 0x5a);
+
   /* the case that broke: a version longer than the old 64-byte field */
   printf("longest CL_DEVICE_VERSION: %zu bytes with its NUL%s\n", longest_version + 1,
          longest_version + 1 > 64 ? " (more than the 64-byte field of clbound 0.1 held)" : "");
