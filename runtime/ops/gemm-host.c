@@ -234,7 +234,7 @@ static void blas_leave(void) {
  * forks. OpenBLAS's own prepare handler (registered when it was loaded, so run
  * after ours) stops its thread pool; a count set by another thread between
  * that and the fork started threads the child does not have, and the child's
- * exit() then waited for them forever (issue 30, item 3). The child, which has
+ * exit handler then waited for them forever (issue 30, item 3). The child, which has
  * none of the native kernels that were running, gets back the count they had
  * put aside: OpenBLAS as it was before clbound touched it. That count never
  * exceeds the threads OpenBLAS has made, so the call starts none. */
