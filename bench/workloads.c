@@ -590,6 +590,7 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   res->writes_per_step = w1.host_writes - w0.host_writes;
   res->steps_replayed = c.steps_replayed;
   res->build_ms = c.build_ms;
+  res->context_new_ms = c.context_new_ms;
   res->first_launches = c.first_launches;
   res->first_launch_ms = c.first_launch_ms;
   res->first_launches_after_first = c1.first_launches - cf.first_launches;
@@ -635,9 +636,12 @@ int demo_run(const demo_config *cfg, demo_result *res, char *err, size_t errlen)
   snprintf(res->last_reason, sizeof res->last_reason, "%s", clb_graph_last_reason(dg.g));
   /* the context's release hands the programs built from source to the
    * background store (clb_cache_wait waits for it) */
+  double t_free = now_s();
   clb_tensor_free(losses);
   free_graph(&dg);
   clb_context_free(ctx);
+  res->free_s = now_s() - t_free;
+  res->store_wait_s = -1;
   clb_progress_end(pr);
   return rc;
 }

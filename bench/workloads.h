@@ -44,6 +44,12 @@ typedef struct demo_result {
    * launches at each local size (count and ms from ready to done), and first
    * launches after the first iteration (0 under one plan) */
   uint64_t build_ms, first_launches, first_launch_ms, first_launches_after_first;
+  /* the rest of a process's phases: ms in clb_context_new (OpenCL start-up, the
+   * first context of a process pays the driver's), seconds freeing the graph and
+   * the context after the run, and seconds the demo then waited for the program
+   * store (tools/cmd-demo.c sets it; -1: not waited for, no store in this mode) */
+  uint64_t context_new_ms;
+  double free_s, store_wait_s;
   uint64_t steps_recorded;     /* steps recorded into a command buffer */
   uint64_t fused_groups, fused_nodes; /* elementwise groups of the graph, one kernel each (clb_graph_stats) */
   uint64_t fused_losses;       /* 1: the loss, its activation and their gradients are one kernel */

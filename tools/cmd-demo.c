@@ -230,6 +230,9 @@ static void print_json(const demo_config *c, const demo_result *r, demo_cache mo
   json_num("compile_s", compile_s(r, c->iterations), "%.4f");
   json_num("steps_s", steps_s(r, c->iterations), "%.4f");
   json_num("step_ms", r->step_s >= 0 ? 1e3 * r->step_s : NAN, "%.4f");
+  json_u64("context_new_ms", r->context_new_ms);
+  json_num("free_s", r->free_s, "%.4f");
+  json_num("store_wait_s", r->store_wait_s >= 0 ? r->store_wait_s : NAN, "%.4f");
   printf(",\"cache\":\"%s\",\"cache_state\":\"%s\"", cache_names[mode], cache_state(r));
   json_u64("program_builds", r->program_builds);
   json_u64("cache_hits", r->cache_hits_memory + r->cache_hits_disk);
@@ -547,7 +550,11 @@ int clb_cmd_demo(int argc, char **argv) {
         rc = 1;
         continue;
       }
-      if (mode != CACHE_COLD) clb_cache_wait(); /* its store, before the next run starts */
+      if (mode != CACHE_COLD) { /* its store, before the next run starts */
+        double t_wait = clb_tool_now_ms();
+        clb_cache_wait();
+        r.store_wait_s = 1e-3 * (clb_tool_now_ms() - t_wait);
+      }
       if (ref) {
         double worst = 0;
         for (int i = 0; i < iters; i++) {

@@ -298,6 +298,12 @@ typedef struct clb_counters {
                                      kernel's compile for that size); grows as they complete */
   uint64_t steps_recorded;        /* graph steps recorded into a command buffer (docs/design.md, "Recorded steps") */
   uint64_t host_writes;           /* writes the host enqueued into device buffers (inputs, shape records) */
+  uint64_t context_new_ms;        /* milliseconds clb_context_new took: device selection, the OpenCL
+                                     context and queue, clbound's set-up; a process's first context
+                                     also pays the ICD loader's and the driver's start-up */
+  uint64_t context_free_ms;       /* milliseconds clb_context_free took before its metrics file was
+                                     written (the queue drained, programs handed to the store: PoCL
+                                     compiles their binaries then); 0 while the context lives */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

@@ -58,6 +58,7 @@ clb_status clb_context_new(const clb_context_options *opts, clb_context_t *out) 
     return clb__set_error(NULL, CLB_ERR_INVALID_ARG, "clb_context_new: options.struct_size not set (use clb_context_options_init)");
   clb_status fs = clb__fork_check(NULL, "clb_context_new");
   if (fs != CLB_OK) return fs;
+  const double t0 = clb__now_ms();
   clb_context_t ctx = calloc(1, sizeof *ctx);
   if (!ctx) return clb__set_error(NULL, CLB_ERR_HOST_OOM, "clb_context_new: out of host memory");
   clb_status st = clb__device_select(opts ? opts->platform : NULL, opts ? opts->device : NULL,
@@ -80,6 +81,7 @@ clb_status clb_context_new(const clb_context_options *opts, clb_context_t *out) 
     clb_context_free(ctx);
     return st;
   }
+  ctx->counters.context_new_ms = (uint64_t)(clb__now_ms() - t0 + 0.5);
   *out = ctx;
   return CLB_OK;
 }
@@ -128,11 +130,13 @@ clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
 void clb_context_free(clb_context_t ctx) {
   /* inherited by a forked child: any OpenCL call could wait forever */
   if (!ctx || clb__forked_child()) return;
+  const double t0 = clb__now_ms();
   if (ctx->queue) clFinish(ctx->queue);
   /* the hooks first: the program cache stores its pending programs there, and
    * the metrics file counts that time */
   for (int i = ctx->n_release_hooks - 1; i >= 0; i--) ctx->release_hooks[i](ctx);
   clb__staging_reap(ctx, 1);
+  ctx->counters.context_free_ms = (uint64_t)(clb__now_ms() - t0 + 0.5);
   if (ctx->pool) clb__metrics_write_env(ctx);
   clb__first_launch_free(ctx);
   for (size_t i = 0; i < ctx->n_recompiles; i++) free(ctx->recompile_reasons[i]);

@@ -327,6 +327,8 @@ void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id);
 cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot);
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev);
 double clb__first_launch_ms(clb_context_t ctx);
+/* A monotonic clock in milliseconds. */
+double clb__now_ms(void);
 void clb__first_launch_free(clb_context_t ctx);
 
 /* runtime/core/hostptr.c: host pointers of buffers for native kernels.

@@ -225,6 +225,8 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+double clb__now_ms(void) { return (double)now_ns() * 1e-6; }
+
 static void timer_unref(struct clb__first_timer *t) {
   if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) free(t);
 }

@@ -25,6 +25,9 @@ for w in xla-mlp wide-mlp; do
       after=$(num "$out" builds_after_first); fl_after=$(num "$out" first_launches_after_first)
       echo "$w $p $run: plans $plans, built from source $built, from the disk cache $disk, kernels compiled $kc, first launched $fl"
       [ "$plans" -ge 1 ] || fail "$w $p $run: no plan compiled"
+      # the process's phases are reported (issue 32): start-up, build, first launch, free (the store)
+      for k in context_new_ms build_ms first_launch_ms; do [ -n "$(num "$out" $k)" ] || fail "$w $p $run: no $k"; done
+      grep -q '"free_s":[0-9]' "$out" || fail "$w $p $run: no free_s"
       [ "$kc" -eq "$fl" ] || fail "$w $p $run: $kc kernels compiled for $fl first launches (a kernel compiled twice, or one never run)"
       [ "$after" -eq 0 ] && [ "$fl_after" -eq 0 ] || fail "$w $p $run: $after builds and $fl_after first launches after the first step"
       if [ "$run" = cold ]; then
