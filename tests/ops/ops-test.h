@@ -149,6 +149,38 @@ static inline void ops_roundtrip(clb_dtype dt, double *v, int64_t n) {
   }
 }
 
+/* The select ops' inputs, made and written: x [<=bound] dynamic at n, its mask m,
+ * x2 [<=rows_bound, cols] (dim 0 dynamic) at rows rows with a row mask rmask
+ * [<=rows_bound, 1], and a static source s [src_n]. */
+typedef struct ops_sel_inputs {
+  clb_tensor_t x, m, x2, rmask, s;
+} ops_sel_inputs;
+
+static inline void ops_sel_inputs_new(clb_context_t ctx, clb_dtype dt, int64_t bound, int64_t n, const double *xv,
+                                      const double *mv, int64_t rows_bound, int64_t cols, int64_t rows,
+                                      const double *x2v, const double *rm, int64_t src_n, const double *src,
+                                      ops_sel_inputs *in) {
+  int64_t b2[2] = {rows_bound, cols}, bm[2] = {rows_bound, 1}, d2[2] = {rows, cols}, dm[2] = {rows, 1};
+  uint8_t y1 = 1, y2[2] = {1, 0};
+  memset(in, 0, sizeof *in);
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 1, &bound, &y1, &in->x));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, &bound, &y1, &in->m));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 2, b2, y2, &in->x2));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 2, bm, y2, &in->rmask));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 1, &src_n, NULL, &in->s));
+  clb_test_write(ctx, in->x, &n, xv);
+  clb_test_write(ctx, in->m, &n, mv);
+  clb_test_write(ctx, in->x2, d2, x2v);
+  clb_test_write(ctx, in->rmask, dm, rm);
+  clb_test_write(ctx, in->s, &src_n, src);
+}
+
+static inline void ops_sel_inputs_free(ops_sel_inputs *in) {
+  clb_tensor_t all[] = {in->x, in->m, in->x2, in->rmask, in->s};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) clb_tensor_free(all[k]);
+  memset(in, 0, sizeof *in);
+}
+
 /* Exact equality of doubles read back, NaN equal to NaN and -0.0 to 0.0. */
 static inline int ops_same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 

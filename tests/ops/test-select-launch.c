@@ -41,19 +41,11 @@ typedef struct results {
 
 static void run_path(clb_context_t ctx, int64_t n, int64_t nr, const double *xv, const double *mv,
                      const double *tv, const double *rm, const double *src, results *r) {
-  int64_t b1 = B, d1 = n, b2[2] = {R, C}, d2[2] = {nr, C}, bm[2] = {R, 1}, dm[2] = {nr, 1}, sb = B, dims[2];
-  uint8_t y1 = 1, y2[2] = {1, 0};
-  clb_tensor_t x = NULL, m = NULL, t = NULL, rmask = NULL, s = NULL;
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b1, &y1, &x));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, &b1, &y1, &m));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, b2, y2, &t));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 2, bm, y2, &rmask));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &sb, NULL, &s));
-  clb_test_write(ctx, x, &d1, xv);
-  clb_test_write(ctx, m, &d1, mv);
-  clb_test_write(ctx, t, d2, tv);
-  clb_test_write(ctx, rmask, dm, rm);
-  clb_test_write(ctx, s, &sb, src);
+  int64_t b1 = B, dims[2];
+  uint8_t y1 = 1;
+  ops_sel_inputs in;
+  ops_sel_inputs_new(ctx, CLB_DTYPE_F32, B, n, xv, mv, R, C, nr, tv, rm, B, src, &in);
+  clb_tensor_t x = in.x, m = in.m, t = in.x2, rmask = in.rmask, s = in.s;
   int64_t ob[2] = {B, 1};
   uint8_t oy[2] = {1, 0};
   clb_tensor_t onz = NULL, osel = NULL, orows = NULL, osc = NULL;
@@ -85,11 +77,7 @@ static void run_path(clb_context_t ctx, int64_t n, int64_t nr, const double *xv,
   clb_test_canary_check(ctx, orows, (size_t)r->n_rows * 4, "masked_select (row mask) output");
   clb_test_canary_check(ctx, osc, (size_t)r->n_sc * 4, "masked_scatter output");
   for (int k = 0; k < 4; k++) clb_tensor_free(outs[k]);
-  clb_tensor_free(x);
-  clb_tensor_free(m);
-  clb_tensor_free(t);
-  clb_tensor_free(rmask);
-  clb_tensor_free(s);
+  ops_sel_inputs_free(&in);
 }
 
 static void expect_same(const char *what, int64_t ng, const double *got, int64_t nw, const double *want, int64_t n,

@@ -77,7 +77,7 @@ static void expect_one_launch(clb_context_t ctx, uint64_t l0, uint64_t s0, const
  * alone, whose element and row masks cover the look-back; each op is a program
  * of its own, and PoCL takes seconds to build one). */
 static void run_case(clb_context_t ctx, const char *mode, clb_dtype dt, int64_t n, double density, int all_ops) {
-  int64_t b1 = B, b2[2] = {B / C, C}, bm[2] = {B / C, 1}, dims[2], rows = n / C, d2[2] = {rows, C}, dm[2] = {rows, 1};
+  int64_t dims[2], rows = n / C;
   uint8_t y1 = 1, y2[2] = {1, 0};
   ops_gen(dt, n, density, xv);
   ops_roundtrip(dt, xv, n);
@@ -85,17 +85,9 @@ static void run_case(clb_context_t ctx, const char *mode, clb_dtype dt, int64_t 
   ops_gen(CLB_DTYPE_BOOL, rows, density, rm);
   ops_gen(dt, B, 1.0, src);
   ops_roundtrip(dt, src, B);
-  clb_tensor_t x = NULL, m = NULL, x2 = NULL, rmask = NULL, s = NULL;
-  CL_OK(ctx, clb_tensor_new(ctx, dt, 1, &b1, &y1, &x));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, &b1, &y1, &m));
-  CL_OK(ctx, clb_tensor_new(ctx, dt, 2, b2, y2, &x2));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 2, bm, y2, &rmask));
-  CL_OK(ctx, clb_tensor_new(ctx, dt, 1, &b1, NULL, &s));
-  clb_test_write(ctx, x, &n, xv);
-  clb_test_write(ctx, m, &n, mv);
-  clb_test_write(ctx, x2, d2, xv);
-  clb_test_write(ctx, rmask, dm, rm);
-  clb_test_write(ctx, s, &b1, src);
+  ops_sel_inputs in;
+  ops_sel_inputs_new(ctx, dt, B, n, xv, mv, B / C, C, rows, xv, rm, B, src, &in);
+  clb_tensor_t x = in.x, m = in.m, x2 = in.x2, rmask = in.rmask, s = in.s;
   int64_t ob1[2] = {B, 1}, ob2[2] = {B, 2}, sb = B, sz = S;
   clb_tensor_t nz1 = NULL, nz2 = NULL, sel = NULL, rsel = NULL, sc = NULL, st = NULL, cnt = NULL;
   CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 2, ob1, y2, &nz1));
@@ -177,7 +169,8 @@ check_select:
   ng = clb_test_read(ctx, sc, dims, got, B);
   expect_same("masked_scatter", mode, dt, n, density, ng, got, n, want);
 done:;
-  clb_tensor_t all[] = {x, m, x2, rmask, s, nz1, nz2, sel, rsel, sc, st, cnt};
+  ops_sel_inputs_free(&in);
+  clb_tensor_t all[] = {nz1, nz2, sel, rsel, sc, st, cnt};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) clb_tensor_free(all[k]);
 }
 
