@@ -1,0 +1,751 @@
+"""clbound as a TorchDynamo backend: ``torch.compile(model, backend="clbound")``.
+
+Dynamo hands the backend an FX graph; AOTAutograd turns it into a forward and
+(when training) a backward graph of aten ops, with symbolic sizes. Each graph is
+lowered once to a program of clbound ops on one Context, whose tensors carry
+bounds and keep their actual sizes on the device, so every size inside the
+bounds runs the same program: no new lowering, no OpenCL build.
+
+Bounds of a symbolic size come from ``torch._dynamo.mark_dynamic(x, dim,
+max=N)`` (Dynamo's value range for the symbol), or, for the output of a
+data-dependent op inside the graph (``nonzero``, ``masked_select``), from the op
+itself (``nonzero`` of an [n, m] input is [<= n*m, 2]). A symbolic input size
+with no upper bound is a BackendCompilerFailed naming the input and the dim.
+
+An aten op outside the supported set (``SUPPORTED``) is a graph break: the graph
+is split around it, the op runs in eager PyTorch and the rest on clbound; its
+name is logged once (logger "clbound.dynamo"). Nothing runs with a wrong result:
+what the lowering cannot express runs in eager PyTorch.
+
+Parameters and other inputs that keep their storage and version (PyTorch's
+in-place counter) across calls are uploaded once and then stay on the device.
+Outputs come back as torch tensors of the actual size.
+
+``stats()`` counts frames, lowered graphs, graph breaks, calls, uploads and the
+host syncs of the backend's Context. python/README.md, "Using clbound from
+torch.compile", has the details.
+"""
+from __future__ import annotations
+
+import logging
+import operator
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.fx
+
+from . import Context, Tensor
+
+__all__ = ["backend", "context", "stats", "reset_stats", "SUPPORTED", "UnboundedSizeError"]
+
+log = logging.getLogger("clbound.dynamo")
+aten = torch.ops.aten
+
+_lock = threading.Lock()
+_ctx: Optional[Context] = None
+_logged_breaks: set = set()
+_STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped")
+_stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
+
+
+class UnboundedSizeError(ValueError):
+    """A symbolic input size whose upper bound is unknown."""
+
+
+def context() -> Context:
+    """The Context the backend runs on (made on first use; CLBOUND_DEVICE and
+    the other environment variables choose it as for any Context)."""
+    global _ctx
+    with _lock:
+        if _ctx is None or _ctx._h is None:
+            _ctx = Context()
+        return _ctx
+
+
+def stats() -> Dict[str, Any]:
+    """The backend's counters: frames Dynamo compiled with it, graphs lowered to
+    clbound (a forward and a backward per training frame), graph breaks (aten ops
+    run in eager), calls of lowered graphs, tensor uploads and uploads skipped
+    (an input unchanged since the last call), plus the Context's host syncs,
+    program builds and kernels compiled."""
+    out: Dict[str, Any] = dict(_stats)
+    out["graph_break_ops"] = sorted(_logged_breaks)
+    if _ctx is not None and _ctx._h is not None:
+        c = _ctx.counters()
+        out["host_syncs"] = c["host_syncs"]
+        out["program_builds"] = c["program_builds"]
+        out["kernels_compiled"] = c["kernels_compiled"]
+    return out
+
+
+def reset_stats() -> None:
+    """Zeroes stats() (not the Context's counters)."""
+    for k in _STAT_KEYS:
+        _stats[k] = 0
+
+
+_TORCH_TO_NP = {
+    torch.float32: np.float32, torch.float64: np.float64, torch.int64: np.int64, torch.int32: np.int32,
+    torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8, torch.bool: np.bool_,
+}
+
+
+class Unsupported(Exception):
+    """An FX node the lowering cannot express (found before anything runs)."""
+
+
+# ---- values during a run: a clbound Tensor, maybe a lazy transpose ----
+
+class _V:
+    """A lowered value: tensor t, read as t.T when trans (2-D only; aten.t is
+    free and matmul takes the transposes)."""
+    __slots__ = ("t", "trans")
+
+    def __init__(self, t: Tensor, trans: bool = False) -> None:
+        self.t = t
+        self.trans = trans
+
+
+class _Sym:
+    """A host int (a size, or arithmetic on sizes) computed when first needed."""
+    __slots__ = ("fn", "v", "done")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn, self.v, self.done = fn, None, False
+
+    def get(self) -> Any:
+        if not self.done:
+            self.v, self.done = self.fn(), True
+        return self.v
+
+
+def _force(x: Any) -> Any:
+    return x.get() if isinstance(x, _Sym) else x
+
+
+def _meta(node: Any) -> Any:
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _is_sym(d: Any) -> bool:
+    return isinstance(d, torch.SymInt) and not d.node.is_constant()
+
+
+def _reshape_spec(shape: Sequence[Any], what: str) -> List[int]:
+    """A reshape spec for a (symbolic) shape: static sizes as they are, the one
+    symbolic size as -1 (clbound infers it from the actual element count)."""
+    spec = [-1 if _is_sym(d) else int(d) for d in shape]
+    if spec.count(-1) > 1:
+        raise Unsupported(f"{what} to {list(shape)}: more than one symbolic size")
+    return spec
+
+
+def _np_dtype(dt: torch.dtype, what: str) -> type:
+    if dt not in _TORCH_TO_NP:
+        raise Unsupported(f"{what}: dtype {dt}")
+    return _TORCH_TO_NP[dt]
+
+
+class _Lowered:
+    """One aten graph as a list of clbound steps, built once; __call__ runs it."""
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str, n_user_outputs: Optional[int] = None) -> None:
+        self.gm = gm
+        self.name = name
+        # outputs past the first n_user_outputs are saved for backward: they stay on
+        # the device and go back to PyTorch as uninitialised tensors of their shape
+        self.n_user = n_user_outputs
+        self.ctx = context()
+        self.steps: List[Tuple[torch.fx.Node, Callable[..., Any]]] = []
+        self.placeholders: List[torch.fx.Node] = []
+        self.output_node: Optional[torch.fx.Node] = None
+        # per placeholder: (bounds, dynamic) for tensors, None for others
+        self.in_specs: List[Optional[Tuple[Tuple[int, ...], Tuple[bool, ...], type]]] = []
+        self.in_cache: Dict[int, Tuple[Any, int, int, Tensor]] = {}
+        trans: Dict[torch.fx.Node, bool] = {}
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                self.placeholders.append(node)
+                self.in_specs.append(_input_spec(node))
+                trans[node] = False
+            elif node.op == "output":  # a transposed output is transposed on the host
+                self.output_node = node
+            elif node.op == "call_function":
+                fn, tr = _lower_node(node, trans)
+                trans[node] = tr
+                self.steps.append((node, fn))
+            else:
+                raise Unsupported(f"FX {node.op} {node.target}")
+        _stats["graphs_lowered"] += 1
+
+    def _upload(self, i: int, x: Any) -> Any:
+        spec = self.in_specs[i]
+        if spec is None or not isinstance(x, torch.Tensor):
+            return x
+        bounds, dynamic, npdt = spec
+        res = _resident.get(id(x))
+        if res is not None and res[0]() is x and res[1] == x._version:
+            _stats["uploads_skipped"] += 1
+            return res[2]
+        hit = self.in_cache.get(i)
+        if hit is not None and hit[0]() is x and hit[1] == x._version and hit[2] == x.data_ptr() \
+                and tuple(hit[3].bounds) == bounds and not any(dynamic):
+            _stats["uploads_skipped"] += 1
+            return _V(hit[3])
+        _stats["uploads"] += 1
+        arr = x.detach()
+        if not arr.is_contiguous():
+            arr = arr.contiguous()
+        a = arr.numpy() if arr.dtype != torch.bool else arr.numpy().view(np.bool_)
+        if hit is not None and tuple(hit[3].bounds) == bounds:
+            t = hit[3]
+            t.write(a, casting="no")
+        else:
+            t = self.ctx.from_numpy(a, bounds=bounds, dynamic=dynamic, dtype=npdt, casting="no")
+        self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
+        return _V(t)
+
+    def __call__(self, args: List[Any]) -> List[Any]:
+        _stats["calls"] += 1
+        env: Dict[Any, Any] = {"__ctx__": self.ctx}
+        given: Dict[torch.fx.Node, Any] = {}
+        sizes: Dict[Any, int] = {}
+        for i, (node, x) in enumerate(zip(self.placeholders, args)):
+            env[node] = self._upload(i, x)
+            given[node] = x
+            _bind_sizes(node, x, sizes)
+        args.clear()  # boxed calling convention: the caller's list no longer holds the inputs
+        for node, fn in self.steps:
+            env[node] = fn(self.ctx, env)
+        outs = []
+        for k, a in enumerate(_flat(self.output_node.args[0])):
+            if not isinstance(a, torch.fx.Node):
+                outs.append(a)
+            elif isinstance(env[a], _Sym):
+                outs.append(env[a].get())
+            elif a in given:  # an input handed back: the caller's own object
+                outs.append(given[a])
+            elif self.n_user is not None and k >= self.n_user and isinstance(env[a], _V):
+                outs.append(_saved(env[a], a, sizes))
+            else:
+                outs.append(_to_torch(env[a], a))
+        return outs
+
+
+# torch tensors standing for device tensors saved for backward: id -> (weakref, version, _V)
+_resident: Dict[int, Tuple[Any, int, _V]] = {}
+
+
+def _bind_sizes(node: torch.fx.Node, x: Any, sizes: Dict[Any, int]) -> None:
+    """Binds the symbols of a placeholder's symbolic sizes to this call's values."""
+    v = _meta(node)
+    if isinstance(v, torch.SymInt) and isinstance(x, int):
+        sizes[v.node.expr] = x
+    elif isinstance(v, torch.Tensor) and isinstance(x, torch.Tensor):
+        for d, s in enumerate(v.shape):
+            if _is_sym(s):
+                sizes[s.node.expr] = int(x.shape[d])
+
+
+def _saved(v: _V, node: torch.fx.Node, sizes: Dict[Any, int]) -> torch.Tensor:
+    """A tensor saved for backward: it stays on the device; PyTorch holds an
+    uninitialised tensor of its shape, which the backward graph maps back (no
+    copy either way). The shape comes from the inputs' sizes, or from the device
+    (a host sync) for a data-dependent one."""
+    m = _meta(node)
+    shape = []
+    for s in m.shape:
+        if _is_sym(s):
+            e = s.node.expr
+            r = e.xreplace(sizes)
+            if getattr(r, "free_symbols", None):
+                shape = None
+                break
+            shape.append(int(r))
+        else:
+            shape.append(int(s))
+    if shape is None:
+        shape = list(v.t.shape)
+        if v.trans:
+            shape.reverse()
+    out = torch.empty(shape, dtype=m.dtype)
+    key = id(out)
+    _resident[key] = (weakref.ref(out, lambda _r, k=key: _resident.pop(k, None)), out._version, v)
+    return out
+
+
+def _materialize(args: List[Any]) -> None:
+    """Fills, in place, the tensors saved for backward that a graph about to run
+    in eager PyTorch receives (they hold no data on the host until then)."""
+    for x in args:
+        res = _resident.get(id(x)) if isinstance(x, torch.Tensor) else None
+        if res is not None and res[0]() is x:
+            v = res[2]
+            with torch.no_grad():
+                x.copy_(_to_torch(v, None))
+            _resident.pop(id(x), None)
+
+
+def _flat(x: Any) -> List[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _vector_like(node: torch.fx.Node) -> bool:
+    v = _meta(node)
+    return v is not None and v.dim() == 2 and any(not _is_sym(d) and int(d) == 1 for d in v.shape)
+
+
+def _to_torch(v: Any, node: Any) -> Any:
+    if not isinstance(v, _V):
+        return _force(v)
+    t = v.t
+    arr = t.numpy()  # one host sync: the actual sizes and the data
+    out = torch.from_numpy(arr)
+    if v.trans:
+        out = out.t().contiguous()
+    want = _meta(node)
+    if want is not None and out.dtype != want.dtype:
+        out = out.to(want.dtype)
+    return out
+
+
+def _input_spec(node: torch.fx.Node) -> Optional[Tuple[Tuple[int, ...], Tuple[bool, ...], type]]:
+    v = _meta(node)
+    if not isinstance(v, torch.Tensor):
+        return None
+    npdt = _np_dtype(v.dtype, f"input {node.name}")
+    bounds, dynamic = [], []
+    for d, s in enumerate(v.shape):
+        if _is_sym(s):
+            bounds.append(_upper_bound(s, node, d))
+            dynamic.append(True)
+        else:
+            bounds.append(int(s))
+            dynamic.append(False)
+    return tuple(bounds), tuple(dynamic), npdt
+
+
+def _upper_bound(s: torch.SymInt, node: torch.fx.Node, dim: int) -> int:
+    expr = s.node.expr
+    upper = None
+    try:
+        upper = s.node.shape_env.bound_sympy(expr).upper
+    except Exception:  # an expression the shape env cannot bound
+        upper = None
+    try:
+        ub = int(upper)  # sympy's and torch's infinities raise (or are huge)
+    except Exception:
+        ub = None
+    if ub is not None and 0 <= ub < 2**62:
+        return ub
+    raise UnboundedSizeError(
+        f"clbound: input '{node.name}' dim {dim} has the symbolic size {expr} with no upper bound; give one with "
+        f"torch._dynamo.mark_dynamic(x, {dim}, min=2, max=N) before calling the compiled model (clbound "
+        "allocates every dynamic dim at its bound)")
+
+
+# ---- the aten ops ----
+
+def _arg(env: Dict[Any, Any], a: Any) -> Any:
+    if isinstance(a, torch.fx.Node):
+        return env[a]
+    return a
+
+
+def _t(v: Any) -> Tensor:
+    """A plain (not transposed) tensor; the lowering guarantees it."""
+    return v.t
+
+
+def _scalar(a: Any, what: str) -> Any:
+    if isinstance(a, (bool, int, float)):
+        return a
+    raise Unsupported(f"{what}: operand {a!r}")
+
+
+def _cast_to(ctx: Context, t: Tensor, node: torch.fx.Node) -> Tensor:
+    want = _meta(node)
+    if want is not None and isinstance(want, torch.Tensor):
+        npdt = np.dtype(_TORCH_TO_NP[want.dtype])
+        if t.dtype != npdt:
+            return ctx.cast(t, npdt)
+    return t
+
+
+_BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub", aten.sub.Scalar: "sub",
+           aten.mul.Tensor: "mul", aten.mul.Scalar: "mul", aten.div.Tensor: "div", aten.div.Scalar: "div",
+           aten.maximum.default: "maximum", aten.minimum.default: "minimum"}
+_RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
+_UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
+          aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg"}
+_UNARY_BW_OUT = {aten.sigmoid_backward.default: "sigmoid", aten.tanh_backward.default: "tanh"}
+_COMPARE = {aten.gt.Scalar: "gt", aten.gt.Tensor: "gt", aten.lt.Scalar: "lt", aten.lt.Tensor: "lt",
+            aten.ge.Scalar: "ge", aten.ge.Tensor: "ge", aten.le.Scalar: "le", aten.le.Tensor: "le",
+            aten.eq.Scalar: "eq", aten.eq.Tensor: "eq", aten.ne.Scalar: "ne", aten.ne.Tensor: "ne"}
+_IDENTITY = {aten.detach.default, aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default}
+_RESHAPE = {aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.squeeze.dim,
+            aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default}
+_TRANSPOSE = {aten.t.default, aten.transpose.int, aten.permute.default}
+_REDUCE = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.dim: "mean", aten.mean.default: "mean"}
+_LOSS = {aten.binary_cross_entropy.default: "bce", aten.mse_loss.default: "mse"}
+_LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_backward.default: "mse"}
+_CAST = {aten._to_copy.default, aten.to.dtype}
+_OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
+          aten.masked_select.default, aten.masked_scatter.default}
+_SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
+        operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
+        operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
+        operator.mul: operator.mul, operator.floordiv: operator.floordiv}
+
+SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
+                      | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM))
+"""The aten overloads the lowering runs on clbound; any other is a graph break."""
+
+
+def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[Callable[..., Any], bool]:
+    """(step, result is a lazy transpose) for one call_function node, or Unsupported."""
+    tgt = node.target
+    args, kw = node.args, node.kwargs
+    name = f"{node.name} ({tgt})"
+
+    def tr(a: Any) -> bool:
+        return bool(trans.get(a, False)) if isinstance(a, torch.fx.Node) else False
+
+    def plain(*xs: Any) -> None:
+        for x in xs:
+            if tr(x) and not _vector_like(x):
+                raise Unsupported(f"{name}: a transposed matrix as an elementwise operand")
+
+    def val(env: Dict[Any, Any], a: Any) -> Any:
+        """A tensor argument as a plain Tensor (a transposed vector is a reshape)."""
+        v = _arg(env, a)
+        if isinstance(v, _V):
+            if v.trans:
+                return env["__ctx__"].reshape(v.t, _reshape_spec(_meta(a).shape, name))
+            return v.t
+        return v
+
+    if tgt not in SUPPORTED:
+        raise Unsupported(str(tgt))
+
+    if tgt in _IDENTITY:
+        src = args[0]
+        return (lambda ctx, env: env[src]), tr(src)
+
+    if tgt in _SYM:
+        # sizes as host ints: computed only when an output needs one (a host sync
+        # for a data-dependent size); Dynamo's range asserts on them are not run,
+        # as clbound's ops keep every size within its bound themselves
+        if tgt is aten._assert_scalar.default:
+            return (lambda ctx, env: None), False
+        if tgt is aten.sym_size.int:
+            src, d = args[0], args[1]
+            if tr(src):
+                raise Unsupported(f"{name}: size of a transposed matrix")
+            return (lambda ctx, env: _Sym(lambda: val(env, src).shape[d])), False
+        op = _SYM[tgt]
+
+        def sym(ctx: Context, env: Dict[Any, Any]) -> Any:
+            a, b = (_force(_arg(env, x)) for x in args[:2])
+            return op(a, b)
+        return (lambda ctx, env: _Sym(lambda: sym(ctx, env))), False
+
+    for a in args:  # a tensor op: no host int among its operands
+        if isinstance(a, torch.fx.Node) and not isinstance(_meta(a), torch.Tensor):
+            raise Unsupported(f"{name}: operand {a.name} is not a tensor")
+
+    if tgt in _TRANSPOSE:
+        src = args[0]
+        m = _meta(src)
+        if tgt is aten.transpose.int and m is not None and m.dim() == 2 and sorted(
+                d % 2 for d in args[1:3]) != [0, 1]:
+            raise Unsupported(f"{name}: transpose of dims {args[1:3]}")
+        if tgt is aten.permute.default and list(args[1]) not in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
+            raise Unsupported(f"{name}: permute {args[1]}")
+        if m is None or m.dim() > 2:
+            raise Unsupported(f"{name}: transpose of a {getattr(m, 'dim', lambda: '?')()}-d tensor")
+        if m.dim() < 2:
+            return (lambda ctx, env: env[src]), False
+        return (lambda ctx, env: _V(env[src].t, not env[src].trans)), not tr(src)
+
+    if tgt in _RESHAPE:
+        src = args[0]
+        spec = _reshape_spec(_meta(node).shape, name)
+        if tr(src) and not _vector_like(src):
+            raise Unsupported(f"{name}: reshape of a transposed matrix")
+
+        def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:
+            return _V(ctx.reshape(val(env, src), spec))
+        return reshape, False
+
+    if tgt in (aten.mm.default, aten.addmm.default):
+        bias = args[0] if tgt is aten.addmm.default else None
+        a, b = (args[1], args[2]) if bias is not None else (args[0], args[1])
+        beta, alpha = kw.get("beta", 1), kw.get("alpha", 1)
+        if beta != 1 or alpha != 1:
+            raise Unsupported(f"{name}: beta={beta}, alpha={alpha}")
+        bm = _meta(bias) if bias is not None else None
+        if bias is not None:
+            plain(bias)
+        use_linear = bias is not None and bm is not None and bm.dim() == 1 and tr(b) and not tr(a)
+
+        def mm(ctx: Context, env: Dict[Any, Any]) -> _V:
+            va, vb = env[a], env[b]
+            if use_linear:  # x @ w.T + bias, one fused op
+                return _V(ctx.linear(va.t, vb.t, env[bias].t))
+            y = ctx.matmul(va.t, vb.t, trans_a=va.trans, trans_b=vb.trans)
+            if bias is not None:
+                y = ctx.add(y, val(env, bias))
+            return _V(y)
+        return mm, False
+
+    if tgt in _BINARY or tgt in _RSUB:
+        op = _BINARY.get(tgt) or _RSUB[tgt]
+        x, y = args[0], args[1]
+        alpha = kw.get("alpha", 1)
+        if alpha != 1 and op not in ("add", "sub"):
+            raise Unsupported(f"{name}: alpha")
+        if tgt in _RSUB:
+            x, y = y, x
+        for a in (x, y):
+            if not isinstance(a, torch.fx.Node):
+                _scalar(a, name)
+        plain(*[a for a in (x, y) if isinstance(a, torch.fx.Node)])
+        rounding = kw.get("rounding_mode")
+        if rounding is not None:
+            raise Unsupported(f"{name}: rounding_mode={rounding}")
+
+        def binary(ctx: Context, env: Dict[Any, Any]) -> _V:
+            vx, vy = val(env, x), val(env, y)
+            if alpha != 1:
+                vy = ctx.mul(vy, alpha) if isinstance(vy, Tensor) else vy * alpha
+            if not isinstance(vx, Tensor) and not isinstance(vy, Tensor):
+                raise Unsupported(f"{name}: two scalars")
+            return _V(_cast_to(ctx, ctx.binary(op, vx, vy), node))
+        return binary, False
+
+    if tgt in _UNARY:
+        op = _UNARY[tgt]
+        src = args[0]
+        plain(src)
+        return (lambda ctx, env: _V(ctx.unary(op, val(env, src)))), False
+
+    if tgt in _UNARY_BW_OUT:
+        op = _UNARY_BW_OUT[tgt]
+        dy, y = args[0], args[1]
+        plain(dy, y)
+        return (lambda ctx, env: _V(ctx.unary_backward(op, val(env, dy), y=val(env, y)))), False
+
+    if tgt is aten.threshold_backward.default:
+        dy, x, thr = args[0], args[1], args[2]
+        if thr != 0:
+            raise Unsupported(f"{name}: threshold {thr}")
+        plain(dy, x)
+        # relu's backward: dy where x > 0 (x is relu's input or output: the same sign test)
+        return (lambda ctx, env: _V(ctx.unary_backward("relu", val(env, dy), x=val(env, x)))), False
+
+    if tgt in _COMPARE:
+        op = _COMPARE[tgt]
+        x, y = args[0], args[1]
+        plain(*[a for a in (x, y) if isinstance(a, torch.fx.Node)])
+        if not isinstance(y, torch.fx.Node):
+            _scalar(y, name)
+        return (lambda ctx, env: _V(ctx.compare(op, val(env, x), val(env, y)))), False
+
+    if tgt in _REDUCE:
+        op = _REDUCE[tgt]
+        src = args[0]
+        plain(src)
+        m = _meta(src)
+        dims = args[1] if len(args) > 1 else kw.get("dim")
+        keepdim = bool(args[2] if len(args) > 2 else kw.get("keepdim", False))
+        if kw.get("dtype") is not None:
+            raise Unsupported(f"{name}: dtype=")
+        if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+            if keepdim:
+                spec = [1] * m.dim()
+                return (lambda ctx, env: _V(ctx.reshape(ctx.reduce_all(op, val(env, src)), spec))), False
+            return (lambda ctx, env: _V(_cast_to(ctx, ctx.reduce_all(op, val(env, src)), node))), False
+        ds = sorted({d % m.dim() for d in _flat(dims)}, reverse=True)
+
+        def reduce(ctx: Context, env: Dict[Any, Any]) -> _V:
+            t = val(env, src)
+            for d in ds:
+                t = ctx.reduce_dim(op, t, d, keepdim)
+            return _V(_cast_to(ctx, t, node))
+        return reduce, False
+
+    if tgt in _LOSS or tgt in _LOSS_BW:
+        bw = tgt in _LOSS_BW
+        kind = (_LOSS_BW if bw else _LOSS)[tgt]
+        if bw:
+            dy, pred, target = args[0], args[1], args[2]
+            rest = list(args[3:])
+        else:
+            dy, pred, target = None, args[0], args[1]
+            rest = list(args[2:])
+        weight = None
+        if kind == "bce":
+            weight = rest.pop(0) if rest else kw.get("weight")
+        reduction = rest[0] if rest else kw.get("reduction", 1)
+        if weight is not None:
+            raise Unsupported(f"{name}: weight")
+        if reduction != 1:
+            raise Unsupported(f"{name}: reduction {reduction} (only mean runs on clbound)")
+        plain(pred, target)
+        if not bw:
+            return (lambda ctx, env: _V(ctx.loss(kind, val(env, pred), val(env, target), need_grad=False)[0])), False
+
+        def loss_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            _, g = ctx.loss(kind, val(env, pred), val(env, target))
+            return _V(ctx.mul(g, val(env, dy)))
+        return loss_bw, False
+
+    if tgt in _CAST:
+        src = args[0]
+        want = _meta(node)
+        plain(src)
+        for k in kw:
+            if k not in ("dtype", "layout", "device", "pin_memory", "memory_format", "non_blocking"):
+                raise Unsupported(f"{name}: {k}=")
+        npdt = _np_dtype(want.dtype, name)
+
+        def cast(ctx: Context, env: Dict[Any, Any]) -> _V:
+            t = val(env, src)
+            return _V(t if t.dtype == np.dtype(npdt) else ctx.cast(t, npdt))
+        return cast, False
+
+    if tgt is aten.nonzero.default:
+        src = args[0]
+        plain(src)
+        return (lambda ctx, env: _V(ctx.nonzero(val(env, src)))), False
+
+    if tgt is aten.masked_select.default:
+        x, mask = args[0], args[1]
+        plain(x, mask)
+        return (lambda ctx, env: _V(ctx.masked_select(val(env, x), val(env, mask)))), False
+
+    if tgt is aten.masked_scatter.default:
+        x, mask, src = args[0], args[1], args[2]
+        plain(x, mask, src)
+        return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
+
+    raise Unsupported(str(tgt))
+
+
+# ---- compilers for AOTAutograd, with graph breaks around unsupported ops ----
+
+def _log_break(op: str, why: str) -> None:
+    _stats["graph_breaks"] += 1
+    if op not in _logged_breaks:
+        _logged_breaks.add(op)
+        log.warning("clbound: %s is not supported (%s): it runs in eager PyTorch (a graph break)", op, why)
+
+
+def _boxed(fn: Callable[[List[Any]], List[Any]]) -> Callable[[List[Any]], List[Any]]:
+    fn._boxed_call = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Any, what: str) -> Callable[..., Any]:
+    n_user = None
+    if what == "forward":
+        tc = torch._guards.TracingContext.try_get()
+        md = getattr(tc, "fw_metadata", None) if tc is not None else None
+        n_user = getattr(md, "num_forward", None)
+    try:
+        lowered = _Lowered(gm, what, n_user)
+        return _boxed(lowered)
+    except Unsupported as e:
+        first = str(e)
+    # split: the supported runs of nodes on clbound, the rest in eager PyTorch
+    split = _partition(gm)
+    if split is None:
+        _log_break(first.split(" ")[0], first)
+
+        def eager(args: List[Any]) -> List[Any]:
+            _materialize(args)
+            out = gm(*args)
+            args.clear()
+            return list(out) if isinstance(out, (list, tuple)) else [out]
+        return _boxed(eager)
+
+    def run(args: List[Any]) -> List[Any]:
+        _materialize(args)
+        out = split(*args)
+        args.clear()
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+    return _boxed(run)
+
+
+def _partition(gm: torch.fx.GraphModule) -> Optional[torch.fx.GraphModule]:
+    """gm with every maximal run of supported nodes fused into a submodule that
+    runs on clbound; None when nothing would run on clbound."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupport
+
+    ok: Dict[torch.fx.Node, bool] = {}
+    trans: Dict[torch.fx.Node, bool] = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        try:
+            _, trans[node] = _lower_node(node, trans)
+            ok[node] = True
+        except Unsupported as e:
+            ok[node] = False
+            _log_break(str(node.target), str(e))
+
+    class _Support(OperatorSupport):
+        def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
+            return ok.get(node, False)
+
+    parts = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True).propose_partitions()
+    if not parts:
+        return None
+    from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+    fused = fuse_by_partitions(gm, [{n: None for n in p.nodes} for p in parts], prefix="clbound_")
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and str(node.target).startswith("clbound_"):
+            sub = getattr(fused, node.target)
+            for ph, a in zip([n for n in sub.graph.nodes if n.op == "placeholder"], node.args):
+                if "val" not in ph.meta and isinstance(a, torch.fx.Node) and "val" in a.meta:
+                    ph.meta["val"] = a.meta["val"]
+            try:
+                lowered = _Lowered(sub, str(node.target))
+            except Unsupported as e:  # e.g. a transposed output of the part: keep it in eager
+                _log_break(str(node.target), str(e))
+                continue
+            setattr(fused, node.target, _Module(lowered, sub))
+    fused.recompile()
+    return fused
+
+
+class _Module(torch.nn.Module):
+    """A fused part of a split graph, run on clbound."""
+
+    def __init__(self, lowered: _Lowered, sub: torch.fx.GraphModule) -> None:
+        super().__init__()
+        self.lowered = lowered
+        self.single = not isinstance(next(n for n in sub.graph.nodes if n.op == "output").args[0], (list, tuple))
+
+    def forward(self, *args: Any) -> Any:
+        out = self.lowered(list(args))
+        return out[0] if self.single else tuple(out)
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
+    """The TorchDynamo backend ("clbound"): AOTAutograd's forward and backward
+    graphs lowered to clbound ops."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    if kwargs:
+        raise TypeError(f"the clbound backend takes no options, not {sorted(kwargs)}")
+    _stats["frames"] += 1
+    aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
+                       bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
+                       inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"))
+    return aot(gm, example_inputs)
