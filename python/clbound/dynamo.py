@@ -191,20 +191,14 @@ class _Lowered:
             _stats["uploads_skipped"] += 1
             return res[2]
         hit = self.in_cache.get(i)
-        if hit is not None and hit[0]() is x and hit[1] == x._version and hit[2] == x.data_ptr() \
-                and tuple(hit[3].bounds) == bounds and not any(dynamic):
+        if hit is not None and hit[0]() is x and hit[1] == x._version and hit[2] == x.data_ptr():
             _stats["uploads_skipped"] += 1
             return _V(hit[3])
         _stats["uploads"] += 1
-        arr = x.detach()
-        if not arr.is_contiguous():
-            arr = arr.contiguous()
-        a = arr.numpy() if arr.dtype != torch.bool else arr.numpy().view(np.bool_)
-        if hit is not None and tuple(hit[3].bounds) == bounds:
-            t = hit[3]
-            t.write(a, casting="no")
-        else:
-            t = self.ctx.from_numpy(a, bounds=bounds, dynamic=dynamic, dtype=npdt, casting="no")
+        # a new device tensor each time (from clbound's pool): the last one may still
+        # be held by a forward's saved tensors that a backward has yet to read
+        a = x.detach().contiguous().numpy()
+        t = self.ctx.from_numpy(a, bounds=bounds, dynamic=dynamic, dtype=npdt, casting="no")
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
 

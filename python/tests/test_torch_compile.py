@@ -263,3 +263,24 @@ def test_unchanged_parameters_are_not_uploaded_again():
         # the first call uploads the 6 parameters and x; later ones x only
         assert uploads == (n_params + 1 if i == 0 else 1), (i, uploads)
         assert after["host_syncs"] - before["host_syncs"] == 1  # the one output
+
+
+def test_two_forwards_before_their_backwards():
+    # gradient accumulation: the first forward's saved tensors must survive the second forward
+    torch.manual_seed(0)
+    model = Feedforward(2, hidden_size=10)
+    model.fc1.weight.data.normal_()
+    compiled = torch.compile(model, backend="clbound")
+    xs = [create_dynamic_test_data(5, 2, n)[0] for n in (4, 9)]
+    grads = []
+    for m in (model, compiled):
+        m.zero_grad()
+        outs = []
+        for x in xs:
+            x = x.clone()
+            torch._dynamo.mark_dynamic(x, 0, min=2, max=10)
+            outs.append(m(x).sum())
+        (outs[0] * 2 + outs[1]).backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for want, got in zip(*grads):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
