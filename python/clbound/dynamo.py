@@ -185,7 +185,7 @@ class _Lowered:
         spec = self.in_specs[i]
         if spec is None or not isinstance(x, torch.Tensor):
             return x
-        bounds, dynamic, npdt = spec
+        bounds, dynamic, _ = spec
         res = _resident.get(id(x))
         if res is not None and res[0]() is x and res[1] == x._version:
             _stats["uploads_skipped"] += 1
@@ -197,8 +197,7 @@ class _Lowered:
         _stats["uploads"] += 1
         # a new device tensor each time (from clbound's pool): the last one may still
         # be held by a forward's saved tensors that a backward has yet to read
-        a = x.detach().contiguous().numpy()
-        t = self.ctx.from_numpy(a, bounds=bounds, dynamic=dynamic, dtype=npdt, casting="no")
+        t = self.ctx.from_dlpack(x.detach().contiguous(), bounds=bounds, dynamic=dynamic)
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
 
@@ -295,9 +294,7 @@ def _vector_like(node: torch.fx.Node) -> bool:
 def _to_torch(v: Any, node: Any) -> Any:
     if not isinstance(v, _V):
         return _force(v)
-    t = v.t
-    arr = t.numpy()  # one host sync: the actual sizes and the data
-    out = torch.from_numpy(arr)
+    out = torch.from_numpy(v.t.numpy())  # a host copy at the actual sizes: one host sync
     if v.trans:
         out = out.t().contiguous()
     want = _meta(node)
