@@ -5,12 +5,23 @@
 # `import clbound` from / with no CLBOUND_LIBRARY and no PYTHONPATH; and a wheel
 # built by `python -m build` (sdist first, then the wheel from the sdist) holding
 # the library. The venv stays for the Python tests (python/ops) that follow.
+# PyTorch goes into the venv too (PyPI's `torch`, about 5 GB with its nvidia-*
+# packages, about a minute from a near mirror) when CLBOUND_TEST_TORCH=1, and by
+# default when CI=true (CLBOUND_TEST_TORCH=0 opts out): the tests that compare
+# with PyTorch need it and skip without it (python/tests/conftest.py).
 # Usage: pip-install.sh SOURCE_DIR VENV_DIR PYTHON3
 set -eu
 src=$1
 venv=$2
 python=$3
 pip_flags="--disable-pip-version-check --no-input -q"
+case "${CLBOUND_TEST_TORCH:-}" in
+  1) torch=1 ;;
+  0) torch=0 ;;
+  "") if [ "${CI:-}" = true ]; then torch=1; else torch=0; fi ;;
+  *) echo "pip-install: CLBOUND_TEST_TORCH is '$CLBOUND_TEST_TORCH'; 1 installs PyTorch for the tests, 0 does not" >&2
+     exit 1 ;;
+esac
 start=$(date +%s)
 step() { echo "== $1 ($(($(date +%s) - start)) s so far)"; }
 
@@ -24,6 +35,14 @@ fi
 step "pip install ./python pytest build"
 cd "$src"
 env -u CLBOUND_LIBRARY -u PYTHONPATH "$venv/bin/pip" install $pip_flags ./python pytest build
+
+if [ $torch = 1 ]; then
+  step "pip install torch (CLBOUND_TEST_TORCH=${CLBOUND_TEST_TORCH:-unset}, CI=${CI:-unset}: about 5 GB)"
+  env -u CLBOUND_LIBRARY -u PYTHONPATH "$venv/bin/pip" install $pip_flags --no-cache-dir torch
+  "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
+else
+  step "no torch (CLBOUND_TEST_TORCH=1 installs it for the PyTorch tests)"
+fi
 
 step "import clbound from /"
 want=$(sed -n 's/^#define CLBOUND_VERSION_STRING "\(.*\)"$/\1/p' "$src/include/clbound/version.h")
