@@ -170,8 +170,7 @@ def test_capsules_legacy_versioned_and_device(ctx):
         ctx.from_dlpack(a, copy=False)
 
 
-def test_torch_round_trips():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+def test_torch_round_trips(torch):  # more in test_torch.py
     with clbound.Context() as c:
         src = torch.arange(12, dtype=torch.float32).reshape(4, 3)
         t = c.from_dlpack(src, bounds=(10, 3), dynamic=(True, False))
