@@ -23,10 +23,13 @@ def rng(request):
 
 
 def torch_wanted():
-    """Whether this run must have PyTorch: CLBOUND_TEST_TORCH=1, or CI=true unless
-    CLBOUND_TEST_TORCH=0 (the rule tests/python/pip-install.sh installs it by)."""
-    flag = os.environ.get("CLBOUND_TEST_TORCH", "")
-    return flag == "1" or (flag == "" and os.environ.get("CI") == "true")
+    """Whether this run must have PyTorch, read as tests/python/pip-install.sh
+    reads it: CLBOUND_TEST_TORCH as a CLBOUND_* boolean, defaulting to on where
+    CI is set (not off/0/false/no, as the C tests read it)."""
+    offs, ons = ("off", "0", "false", "no"), ("on", "1", "true", "yes")
+    default = os.environ.get("CI", "").lower() not in offs + ("",)
+    flag = os.environ.get("CLBOUND_TEST_TORCH", "").lower()
+    return flag in ons or (flag not in offs and default)
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +40,7 @@ def torch():
         import torch as module
     except ImportError as e:
         if torch_wanted():
-            pytest.fail(f"CLBOUND_TEST_TORCH=1 (or CI=true) asks for the PyTorch tests, but torch does not "
+            pytest.fail(f"CLBOUND_TEST_TORCH (or CI) asks for the PyTorch tests, but torch does not "
                         f"import: {e}")
         pytest.skip("PyTorch is not installed here; `CLBOUND_TEST_TORCH=1 make test` installs it into the "
                     "test venv (about 5 GB from PyPI) and runs these tests")
