@@ -375,3 +375,67 @@ def test_loss_gradients_match_torch_autograd(ctx, torch, gen):
             got, grad = ctx.loss(kind, x, ctx.from_dlpack(target, bounds=(9, 3), dynamic=(True, False)))
             close(got, loss.detach())
             close(grad, a.grad)
+
+
+def test_backward_ops_and_sgd_match_torch(ctx, torch, gen):
+    """linear_backward, unary_backward, softmax_backward against torch.autograd,
+    sgd_step (with momentum) against torch.optim.SGD, at changing batch sizes."""
+    F = torch.nn.functional
+    w = torch.randn(3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(3, generator=gen, dtype=torch.float64, requires_grad=True)
+    cw, cb = ctx.from_dlpack(w), ctx.from_dlpack(bias)
+    vw = ctx.zeros((3, 4), torch.float64)
+    opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    for n in (5, 1, 8):
+        a = torch.randn(n, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+        dy = torch.randn(n, 3, generator=gen, dtype=torch.float64)
+        x, cdy = ctx.from_dlpack(a, bounds=(8, 4), dynamic=(True, False)), ctx.from_dlpack(dy, bounds=(8, 3),
+                                                                                            dynamic=(True, False))
+        a.grad = w.grad = bias.grad = None
+        F.linear(a, w, bias).backward(dy)
+        dx, dw, db = ctx.linear_backward(x, cw, cdy)
+        close(dx, a.grad)
+        close(dw, w.grad)
+        close(db, bias.grad)
+        for op, f, reads in (("relu", torch.relu, "x"), ("sigmoid", torch.sigmoid, "y"), ("tanh", torch.tanh, "y"),
+                             ("exp", torch.exp, "y")):
+            a.grad = None
+            y = f(a)
+            g = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+            y.backward(g)
+            cy = ctx.unary(op, x)
+            cg = ctx.from_dlpack(g, bounds=(8, 4), dynamic=(True, False))
+            got = ctx.unary_backward(op, cg, x=x) if reads == "x" else ctx.unary_backward(op, cg, y=cy)
+            close(got, a.grad)
+        for log, f in ((False, F.softmax), (True, F.log_softmax)):
+            a.grad = None
+            y = f(a, -1)
+            y.backward(torch.ones_like(y) * torch.arange(4.0, dtype=torch.float64))
+            cy = ctx.log_softmax(x) if log else ctx.softmax(x)
+            cg = ctx.from_dlpack(torch.ones(n, 4, dtype=torch.float64) * torch.arange(4.0, dtype=torch.float64),
+                                 bounds=(8, 4), dynamic=(True, False))
+            close(ctx.softmax_backward(cy, cg, log=log), a.grad)
+        ctx.sgd_step(cw, dw, 0.1, 0.9, vw)  # the same update as the optimizer's
+        opt.step()
+        close(cw, w.detach())
+
+
+def test_broadcasting_inplace_and_reads_match_torch(ctx, torch, gen):
+    a = values(torch, gen, (4, 1), torch.float32)
+    b = values(torch, gen, (1, 5), torch.float32)
+    x, y = ctx.from_dlpack(a, bounds=(8, 1), dynamic=(True, False)), ctx.from_dlpack(b)
+    close(x * y - 1.0, a * b - 1.0)
+    close(x + y * 2, a + b * 2)
+    x += 1.0
+    a += 1.0
+    close(x, a)
+    x *= x
+    a *= a
+    close(x, a)
+    assert x.shape == tuple(a.shape) and len(x) == len(a) and x.numel() == a.numel() and x.ndim == a.dim()
+    assert x.tolist() == a.tolist()
+    assert x[2, 0].item() == a[2, 0].item() and float(x.sum()) == pytest.approx(float(a.sum()), rel=1e-6)
+    m = ctx.from_dlpack(torch.tensor([True, False, True]))
+    n = ctx.from_dlpack(torch.tensor([True, True, False]))
+    close(m + n, torch.tensor([True, False, True]) + torch.tensor([True, True, False]))  # logical or, as torch
+    close(m * n, torch.tensor([True, False, True]) * torch.tensor([True, True, False]))  # logical and
