@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import clbound
+from dlpack_util import Holder, Recorder
 
 DTYPES = ["float32", "float64", "int32", "int64", "uint8", "bool"]
 
@@ -48,33 +49,6 @@ def values(torch, gen, shape, dtype):
 @pytest.fixture
 def gen(torch, request):
     return torch.Generator().manual_seed(sum(map(ord, request.node.name)))
-
-
-class Recorder:
-    """Passes __dlpack__ through to obj, recording the keywords and the capsule's name."""
-
-    def __init__(self, obj):
-        self.obj, self.kwargs, self.names = obj, [], []
-
-    def __dlpack__(self, **kwargs):
-        from clbound import _dlpack
-        self.kwargs.append(kwargs)
-        cap = self.obj.__dlpack__(**kwargs)
-        self.names.append(_dlpack._api.PyCapsule_GetName(cap))
-        return cap
-
-    def __dlpack_device__(self):
-        return self.obj.__dlpack_device__()
-
-
-class Holder:
-    """Hands out a capsule made beforehand (a legacy one, say)."""
-
-    def __init__(self, cap):
-        self.cap = cap
-
-    def __dlpack__(self, **kwargs):
-        return self.cap
 
 
 # ---------------------------------------------------------------- DLPack: clbound -> torch
