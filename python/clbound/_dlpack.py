@@ -12,7 +12,8 @@ unused calls the deleter itself.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Tuple
+import itertools
+from typing import Any, Callable, Dict, Tuple
 
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
@@ -25,8 +26,11 @@ _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _api.PyCapsule_GetName.restype = ctypes.c_char_p
 _api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-# the same function on a capsule known only by its address (in the destructor)
+_api.PyCapsule_SetContext.restype = ctypes.c_int
+_api.PyCapsule_SetContext.argtypes = [ctypes.py_object, ctypes.c_void_p]
+# the same functions on a capsule known only by its address (in the destructor)
 _raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
+_raw_get_context = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(("PyCapsule_GetContext", _api))
 
 LEGACY = b"dltensor"
 VERSIONED = b"dltensor_versioned"
@@ -64,24 +68,66 @@ _DLManagedTensorVersioned._fields_ = [("version", _DLPackVersion), ("manager_ctx
                                       ("dl_tensor", _DLTensor)]
 
 
+# Guarded exports (the kDLOpenCL ones) whose deleter has not run yet: struct
+# address -> (serial, the library's deleter), and serial -> struct address. The
+# serial is the capsule's context. A consumer may call the deleter of a capsule it
+# then refuses, leaving the capsule's name unchanged: torch.from_dlpack does so
+# for a kDLOpenCL tensor (torch 2.15), and the capsule's destructor calling the
+# deleter again would free the struct twice. The struct's deleter is therefore
+# a trampoline that runs the library's deleter once, whoever calls it first.
+_guarded: Dict[int, Tuple[int, Any]] = {}
+_serial_of: Dict[int, int] = {}
+_serials = itertools.count(1)
+
+
+def _run_guarded(addr: int) -> None:
+    entry = _guarded.pop(addr, None)
+    if entry is None:
+        return  # already deleted
+    serial, deleter = entry
+    _serial_of.pop(serial, None)
+    deleter(ctypes.cast(addr, ctypes.POINTER(_DLManagedTensorVersioned)))
+
+
+@_DeleterV
+def _guarded_deleter(m: Any) -> None:
+    _run_guarded(ctypes.cast(m, ctypes.c_void_p).value or 0)
+
+
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(capsule_addr: int) -> None:
     # Still named "dltensor" / "dltensor_versioned": nobody consumed it, so its
-    # deleter is ours to call.
+    # deleter is ours to call (a guarded one: unless a consumer already did).
     for name in (LEGACY, VERSIONED):
         if _api.PyCapsule_IsValid(capsule_addr, name):
+            serial = _raw_get_context(capsule_addr)
+            if serial:
+                addr = _serial_of.get(serial)
+                if addr is not None:
+                    _run_guarded(addr)
+                return
             ptr = _raw_get_pointer(capsule_addr, name)
             if ptr:
                 release(ptr, name == VERSIONED)
 
 
-def export(ctx: Any, t: Any, cfn: Callable[..., int], versioned: bool) -> Any:
+def export(ctx: Any, t: Any, cfn: Callable[..., int], versioned: bool, guarded: bool = False) -> Any:
     """A capsule owning the DLPack struct cfn(ctx, t) makes: clb_tensor_to_dlpack,
-    its legacy or its device form."""
+    its legacy or its device form. guarded (a versioned export only): its deleter
+    runs once even where a consumer calls it and leaves the capsule unconsumed."""
     ptr = ctypes.c_void_p()
     ctx._check(cfn(ctx._live(), t._live(), ctypes.byref(ptr)))
-    return _api.PyCapsule_New(ptr, VERSIONED if versioned else LEGACY,
-                              ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    capsule = _api.PyCapsule_New(ptr, VERSIONED if versioned else LEGACY,
+                                 ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    if guarded:
+        m = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned)).contents
+        serial = next(_serials)
+        # a function object of its own (a field's object would read the field again)
+        _guarded[ptr.value] = (serial, _DeleterV(ctypes.cast(m.deleter, ctypes.c_void_p).value))
+        _serial_of[serial] = ptr.value
+        m.deleter = _guarded_deleter
+        _api.PyCapsule_SetContext(capsule, serial)
+    return capsule
 
 
 def consume(obj: Any) -> Tuple[int, bool]:
@@ -91,6 +137,10 @@ def consume(obj: Any) -> Tuple[int, bool]:
     back to a legacy capsule for producers without it."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"{type(obj).__name__} does not speak DLPack (no __dlpack__)")
+    if getattr(obj, "requires_grad", False) is True and callable(getattr(obj, "detach", None)):
+        # torch refuses to export a tensor that requires grad (a consumer could
+        # write to it behind autograd's back); clbound only reads it, into a copy
+        obj = obj.detach()
     if hasattr(obj, "__dlpack_device__"):
         dev = obj.__dlpack_device__()
         if int(dev[0]) not in (DL_CPU, DL_CUDA_HOST):

@@ -290,7 +290,7 @@ class Tensor:
             if not versioned:
                 raise BufferError("a kDLOpenCL export needs DLPack 1.x: pass max_version=(1, 0) or later")
             src = self.ctx.unary("copy", self) if copy else self
-            return _dlpack.export(self.ctx, src, L.to_dlpack_device, versioned=True)
+            return _dlpack.export(self.ctx, src, L.to_dlpack_device, versioned=True, guarded=True)
         if device != DL_CPU or (dl_device is not None and int(dl_device[1]) != 0):
             raise BufferError(f"dl_device {tuple(dl_device)}: clbound exports to kDLCPU (1, 0), as a host copy, "
                               "or to kDLOpenCL (4, 0), its own buffer")

@@ -173,7 +173,7 @@ class Graph:
         dyn = L.flags(dynamic, rank)
         nm = _name(name)
         node = self._node(lambda o: _g_input(self._live(), nm, dt, rank, dims, dyn, o))
-        self._inputs[node] = np.dtype(dtype)
+        self._inputs[node] = L.as_dtype(dtype)
         return node
 
     def param(self, name: str, array: Any = None, trainable: bool = True, *, dtype: Any = None,
@@ -189,7 +189,7 @@ class Graph:
             nm = _name(name)
             return self._node(lambda o: _g_param(self._live(), nm, dt, rank, dims, None, 0,
                                                  int(bool(trainable)), o))
-        arr = np.asarray(array, order="C") if dtype is None else _convert(array, np.dtype(dtype), "same_kind")
+        arr = np.asarray(array, order="C") if dtype is None else _convert(array, L.as_dtype(dtype), "same_kind")
         dt = L.dtype_code(arr.dtype)
         dims, rank = L.shape(arr.shape, "array shape")
         nm = _name(name)

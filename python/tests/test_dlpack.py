@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import clbound
+from dlpack_util import Holder, Recorder, capsule_name
 
 RNG = np.random.default_rng(11)
 
@@ -86,27 +87,6 @@ needs_numpy_dlpack_1 = pytest.mark.skipif(
     "python/ops runs these in its venv's numpy")
 
 
-class Recorder:
-    """Passes __dlpack__ through to obj, recording the keywords and the capsule's name."""
-
-    def __init__(self, obj):
-        self.obj, self.kwargs, self.names = obj, [], []
-
-    def __dlpack__(self, **kwargs):
-        self.kwargs.append(kwargs)
-        cap = self.obj.__dlpack__(**kwargs)
-        self.names.append(capsule_name(cap))
-        return cap
-
-    def __dlpack_device__(self):
-        return self.obj.__dlpack_device__()
-
-
-def capsule_name(cap):
-    from clbound import _dlpack
-    return _dlpack._api.PyCapsule_GetName(cap)
-
-
 def dl_struct(cap):
     import ctypes
     from clbound import _dlpack
@@ -145,12 +125,6 @@ def test_capsules_legacy_versioned_and_device(ctx):
     m = dl_struct(v)
     assert (m.version.major, m.dl_tensor.device_type, m.dl_tensor.ndim) == (1, 1, 2)
     assert m.flags & 2  # DLPACK_FLAG_BITMASK_IS_COPIED
-    class Holder:
-        def __init__(self, cap):
-            self.cap = cap
-
-        def __dlpack__(self, **kw):
-            return self.cap
     for cap in (legacy, v):  # clbound imports both kinds
         np.testing.assert_array_equal(ctx.from_dlpack(Holder(cap)).numpy(), a)
     dev = t.__dlpack__(max_version=(1, 0), dl_device=(4, 0), copy=False)  # the cl_mem itself
@@ -170,8 +144,7 @@ def test_capsules_legacy_versioned_and_device(ctx):
         ctx.from_dlpack(a, copy=False)
 
 
-def test_torch_round_trips():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+def test_torch_round_trips(torch):  # more in test_torch.py
     with clbound.Context() as c:
         src = torch.arange(12, dtype=torch.float32).reshape(4, 3)
         t = c.from_dlpack(src, bounds=(10, 3), dynamic=(True, False))

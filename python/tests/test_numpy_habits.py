@@ -235,8 +235,7 @@ def test_constructors_take_numpy_order(ctx):
         ctx.full(np.float32, (2,))
 
 
-def test_torch_dtypes_are_accepted():
-    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+def test_torch_dtypes_are_accepted(torch):  # every entry point: test_torch.py
     with clbound.Context() as c:
         t = c.zeros((2,), torch.float64)
         assert t.dtype == np.float64 and c.cast(t, torch.int32).dtype == np.int32

@@ -43,6 +43,7 @@
   X(TEST_RECORD, BOOL, "", 1, "on", "testing only: off makes tests/graph/test-record.c run as on a device without `cl_khr_command_buffer`") \
   X(TEST_SMALL, BOOL, "", 0, "off", "testing only: the tests' reduced sizes (the `oclgrind` label sets it)") \
   X(REQUIRE_DEVICE, BOOL, "", 0, "off", "testing only: a missing OpenCL device fails the tests instead of skipping them (as `CI` does)") \
+  X(TEST_TORCH, BOOL, "", 0, "off (on where `CI` is set)", "testing only: `make test` installs PyTorch (PyPI's `torch`, about 5 GB) into the Python tests' venv, so that the tests against PyTorch run instead of skipping (`python/README.md`, Tests)") \
   X(LIBRARY, TEXT, "a path", 0, "the package's library, else the build tree's", "Python only: the `libclbound.so` that `import clbound` loads")
 
 typedef enum clb_env_id {

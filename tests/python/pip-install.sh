@@ -5,12 +5,31 @@
 # `import clbound` from / with no CLBOUND_LIBRARY and no PYTHONPATH; and a wheel
 # built by `python -m build` (sdist first, then the wheel from the sdist) holding
 # the library. The venv stays for the Python tests (python/ops) that follow.
+# PyTorch goes into the venv too (PyPI's `torch`, about 5 GB with its nvidia-*
+# packages, about a minute from a near mirror) when CLBOUND_TEST_TORCH=1, and by
+# default where CI is set (CLBOUND_TEST_TORCH=0 opts out): the tests that compare
+# with PyTorch need it and skip without it (python/tests/conftest.py reads the two
+# variables the same way).
 # Usage: pip-install.sh SOURCE_DIR VENV_DIR PYTHON3
 set -eu
 src=$1
 venv=$2
 python=$3
 pip_flags="--disable-pip-version-check --no-input -q"
+# CI as the C tests read it (tests/common/test.h: set and not off/0/false/no);
+# CLBOUND_TEST_TORCH as every CLBOUND_* boolean (README.md, "Environment").
+lower() { printf %s "$1" | tr '[:upper:]' '[:lower:]'; }
+case "$(lower "${CI:-}")" in
+  ""|off|0|false|no) torch_default=0 ;;
+  *) torch_default=1 ;;
+esac
+case "$(lower "${CLBOUND_TEST_TORCH:-}")" in
+  "") torch=$torch_default ;;
+  on|1|true|yes) torch=1 ;;
+  off|0|false|no) torch=0 ;;
+  *) echo "clbound: warning: CLBOUND_TEST_TORCH=\"$CLBOUND_TEST_TORCH\" is not on, off (or 1, 0, true, false, yes, no; any case); using the default ($torch_default)" >&2
+     torch=$torch_default ;;
+esac
 start=$(date +%s)
 step() { echo "== $1 ($(($(date +%s) - start)) s so far)"; }
 
@@ -24,6 +43,14 @@ fi
 step "pip install ./python pytest build"
 cd "$src"
 env -u CLBOUND_LIBRARY -u PYTHONPATH "$venv/bin/pip" install $pip_flags ./python pytest build
+
+if [ $torch = 1 ]; then
+  step "pip install torch (CLBOUND_TEST_TORCH=${CLBOUND_TEST_TORCH:-unset}, CI=${CI:-unset}: about 5 GB)"
+  env -u CLBOUND_LIBRARY -u PYTHONPATH "$venv/bin/pip" install $pip_flags --no-cache-dir torch
+  "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
+else
+  step "no torch (CLBOUND_TEST_TORCH=1 installs it for the PyTorch tests)"
+fi
 
 step "import clbound from /"
 want=$(sed -n 's/^#define CLBOUND_VERSION_STRING "\(.*\)"$/\1/p' "$src/include/clbound/version.h")
