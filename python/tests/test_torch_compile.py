@@ -3,14 +3,22 @@ clbound unchanged but for backend= (and a mark_dynamic bound), checked against
 eager PyTorch on the same inputs, with Dynamo's and clbound's counters.
 
 Skipped where torch is missing (CLBOUND_TEST_TORCH=1 make test installs it into
-the test venv; CI does)."""
+the test venv; CI does, and there a missing torch fails, as conftest.py's
+`torch` fixture does)."""
 import logging
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed here (CLBOUND_TEST_TORCH=1 make test "
-                            "installs it into the test venv)")
+from conftest import torch_wanted
+
+try:
+    import torch
+except ImportError as e:
+    if torch_wanted():
+        raise ImportError(f"CLBOUND_TEST_TORCH (or CI) asks for the PyTorch tests, but torch does not import: {e}")
+    pytest.skip("PyTorch is not installed here; `CLBOUND_TEST_TORCH=1 make test` installs it into the test venv "
+                "(about 5 GB from PyPI) and runs these tests", allow_module_level=True)
 import torch._dynamo  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
