@@ -168,3 +168,14 @@ def test_dropped_tensors_return_their_memory():
         y.free()
         with pytest.raises(clbound.FreedError, match="freed"):
             y.numpy()
+
+
+def test_host_export_is_one_host_sync(ctx):
+    # the sizes are read once (a counted sync); the data follows from the idle queue
+    t = ctx.from_numpy(np.arange(6, dtype=np.float32).reshape(3, 2), bounds=(10, 2), dynamic=(True, False))
+    for export in (lambda: np.from_dlpack(t), lambda: t.__dlpack__(), lambda: t.__dlpack__(max_version=(1, 0))):
+        before = ctx.counters()["host_syncs"]
+        out = export()
+        assert ctx.counters()["host_syncs"] - before == 1
+        del out
+    assert np.from_dlpack(t).tolist() == [[0, 1], [2, 3], [4, 5]]

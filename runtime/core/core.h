@@ -440,6 +440,9 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
 clb_status clb__tensor_unshare(clb_context_t ctx, const char *op, clb_tensor_t *moved, size_t n);
 /* A counted host sync that reads t's actual sizes; `why` is logged. */
 clb_status clb__sync_sizes(clb_context_t ctx, clb_tensor_t t, const char *why, int64_t *dims);
+/* The first `bytes` of t's data into host, right after clb__sync_sizes read the
+ * sizes (the queue is idle: a blocking read, not another counted sync). */
+clb_status clb__read_data(clb_context_t ctx, const char *op, clb_tensor_t t, void *host, size_t bytes);
 /* ---- fork.c ----------------------------------------------------------------- */
 
 /* Notes forks from now on (called where the process first touches OpenCL). */

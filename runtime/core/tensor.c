@@ -409,6 +409,10 @@ clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, voi
     return clb__set_error(ctx, CLB_ERR_BUFFER_SMALL, "%s: %zu bytes live, buffer holds %zu", op, bytes, cap);
   if (bytes == 0) return CLB_OK;
   if (!host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
+  return clb__read_data(ctx, op, t, host, bytes);
+}
+
+clb_status clb__read_data(clb_context_t ctx, const char *op, clb_tensor_t t, void *host, size_t bytes) {
   cl_int e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_TRUE, (size_t)t->data.offset, bytes, host, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading %zu bytes", op, bytes);
   ctx->counters.bytes_to_host += bytes;

@@ -142,8 +142,8 @@ static clb_status export_prelude(clb_context_t ctx, const char *op, clb_tensor_t
   return st;
 }
 
-/* Reads t's actual sizes (one sync), then its data (another) into 256-byte
- * aligned memory of exactly that size. */
+/* Reads t's actual sizes (one counted sync), then its data into 256-byte
+ * aligned memory of exactly that size (a blocking read of an idle queue). */
 static clb_status host_export_new(clb_context_t ctx, const char *op, clb_tensor_t t, host_export **out) {
   *out = NULL;
   int64_t dims[CLB_MAX_RANK];
@@ -159,11 +159,7 @@ static clb_status host_export_new(clb_context_t ctx, const char *op, clb_tensor_
       free(h);
       return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s of %s: %zu bytes of host memory", op, desc, bytes);
     }
-    int64_t again[CLB_MAX_RANK];
-    size_t got = 0;
-    st = clb_tensor_read(ctx, t, again, h->data, bytes, &got);
-    if (st == CLB_OK && got != bytes)
-      st = clb__set_error(ctx, CLB_ERR_INTERNAL, "%s of %s: read %zu bytes, expected %zu", op, desc, got, bytes);
+    st = clb__read_data(ctx, op, t, h->data, bytes);
     if (st != CLB_OK) {
       host_export_free(h);
       return st;
