@@ -219,8 +219,10 @@ class _Lowered:
                 outs.append(a)
             elif isinstance(env[a], _Sym):
                 outs.append(env[a].get())
-            elif a in given:  # an input handed back: the caller's own object
+            elif a in given:  # an input handed back (saved for backward): the caller's own object
                 outs.append(given[a])
+                if isinstance(given[a], torch.Tensor) and isinstance(env[a], _V):
+                    _remember(given[a], env[a], filled=True)  # the backward reuses the upload
             elif self.n_user is not None and k >= self.n_user and isinstance(env[a], _V):
                 outs.append(_saved(env[a], a, sizes))
             else:
@@ -228,8 +230,15 @@ class _Lowered:
         return outs
 
 
-# torch tensors standing for device tensors saved for backward: id -> (weakref, version, _V)
-_resident: Dict[int, Tuple[Any, int, _V]] = {}
+# torch tensors whose data is on the device already, for the graphs they are
+# passed to next: id -> (weakref, version, _V, filled); filled: the torch tensor
+# holds the data too (an input), else it is an uninitialised placeholder
+_resident: Dict[int, Tuple[Any, int, _V, bool]] = {}
+
+
+def _remember(x: torch.Tensor, v: _V, filled: bool) -> None:
+    key = id(x)
+    _resident[key] = (weakref.ref(x, lambda _r, k=key: _resident.pop(k, None)), x._version, v, filled)
 
 
 def _bind_sizes(node: torch.fx.Node, x: Any, sizes: Dict[Any, int]) -> None:
@@ -265,8 +274,7 @@ def _saved(v: _V, node: torch.fx.Node, sizes: Dict[Any, int]) -> torch.Tensor:
         if v.trans:
             shape.reverse()
     out = torch.empty(shape, dtype=m.dtype)
-    key = id(out)
-    _resident[key] = (weakref.ref(out, lambda _r, k=key: _resident.pop(k, None)), out._version, v)
+    _remember(out, v, filled=False)
     return out
 
 
@@ -275,7 +283,7 @@ def _materialize(args: List[Any]) -> None:
     in eager PyTorch receives (they hold no data on the host until then)."""
     for x in args:
         res = _resident.get(id(x)) if isinstance(x, torch.Tensor) else None
-        if res is not None and res[0]() is x:
+        if res is not None and res[0]() is x and not res[3]:
             v = res[2]
             with torch.no_grad():
                 x.copy_(_to_torch(v, None))
