@@ -32,8 +32,9 @@ Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (1: its cold compile is slow)
 --warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph --json
+--torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
-the top entries by own time and by cumulative time; --profile-steps N, 1).
+the top entries by own time and by cumulative time; --profile-steps N, 20).
 Without PyTorch it prints a line saying so and exits 77 (skipped).
 """
 from __future__ import annotations
@@ -243,10 +244,23 @@ class GraphStep:
                 "program_builds": c["program_builds"], "host_syncs": c["host_syncs"]}
 
 
-def worker(variant: str, model: str, steps: int, warmup: int) -> Dict[str, Any]:
+def counts_now(variant: str, step: Any) -> Dict[str, int]:
+    """The clbound Context's launches, host syncs and bytes each way so far."""
+    if variant == "graph":
+        m = step.ctx.metrics()
+    else:
+        import clbound.dynamo as cd
+        m = cd.context().metrics()
+    return {k: m[k] for k in ("kernel_launches", "host_syncs", "bytes_to_device", "bytes_to_host")}
+
+
+def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[int]) -> Dict[str, Any]:
     import torch
     import torch._dynamo
     from torch._dynamo.utils import counters
+
+    if threads:
+        torch.set_num_threads(threads)  # PyTorch's own threads only (OpenBLAS in clbound keeps its rule)
 
     batches = make_batches(torch, model, steps)
     registered = False
@@ -256,8 +270,11 @@ def worker(variant: str, model: str, steps: int, warmup: int) -> Dict[str, Any]:
     out: Dict[str, Any] = {"variant": variant, "model": model, "steps": steps,
                            "sizes": [int(x.shape[0]) for x, _ in batches]}
     losses, times = [], []
+    snap: Dict[str, Any] = {}
     try:
-        for x, y in batches:
+        for i, (x, y) in enumerate(batches):
+            if i == warmup and variant in ("clbound", "graph"):
+                snap = counts_now(variant, step)
             t0 = time.perf_counter()
             losses.append(step(x, y))
             times.append(time.perf_counter() - t0)
@@ -267,6 +284,9 @@ def worker(variant: str, model: str, steps: int, warmup: int) -> Dict[str, Any]:
     warm = times[warmup:] if len(times) > warmup else times[-1:]
     out.update(first_s=times[0], total_s=sum(times), warm_ms=1e3 * statistics.median(warm), losses=losses,
                torch=torch.__version__, torch_threads=torch.get_num_threads())
+    if snap:
+        end, n = counts_now(variant, step), len(batches) - warmup
+        out.update({f"{k}_per_step": (end[k] - snap[k]) / n for k in snap})
     if variant in ("clbound", "inductor"):
         out["dynamo_frames"] = int(counters["stats"]["unique_graphs"])
     if variant == "clbound":
@@ -285,7 +305,9 @@ def worker(variant: str, model: str, steps: int, warmup: int) -> Dict[str, Any]:
 
 
 def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
-    """cProfile of `steps` warm steps of the clbound variant (after `warmup`)."""
+    """cProfile of `steps` warm steps of the clbound variant (after `warmup`):
+    the top entries by own time and by cumulative time, per step. A ctypes call
+    into libclbound counts as own time of the Python function making it."""
     import cProfile
     import pstats
     import torch
@@ -296,19 +318,49 @@ def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
     step = TorchStep(torch, "clbound", model)
     for x, y in batches[:warmup]:
         step(x, y)
+    t0 = time.perf_counter()
+    for x, y in batches[warmup:]:
+        step(x, y)
+    plain = (time.perf_counter() - t0) / steps
+    import clbound.dynamo as cd
+    before = dict(cd.stats(), **cd.context().metrics())
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
     for x, y in batches[warmup:]:
         step(x, y)
     prof.disable()
-    wall = time.perf_counter() - t0
-    print(f"torch-compile.py --profile {model}: {steps} warm step(s) of torch.compile(backend=\"clbound\") "
-          f"after {warmup}, batch sizes {[int(x.shape[0]) for x, _ in batches[warmup:]]}, "
-          f"{1e3 * wall / steps:.2f} ms per step under cProfile")
-    for key in ("tottime", "cumulative"):
+    wall = (time.perf_counter() - t0) / steps
+    print(f"torch-compile.py --profile {model}: torch.compile(backend=\"clbound\"), {steps} warm step(s) after "
+          f"{warmup}: {1e3 * plain:.3f} ms a step, {1e3 * wall:.3f} ms under cProfile (times below are per step)")
+    after = dict(cd.stats(), **cd.context().metrics())
+    print("per step: " + ", ".join(f"{k} {(after[k] - before[k]) / steps:g}" for k in (
+        "calls", "uploads", "uploads_skipped", "host_syncs", "kernel_launches", "bytes_to_device", "bytes_to_host")))
+    st = pstats.Stats(prof).stats  # (file, line, fn) -> (primitive calls, calls, own, cumulative, callers)
+
+    def where(k: tuple) -> str:
+        f, line, fn = k
+        if f == "~":
+            return fn
+        parts = f.split(os.sep)
+        short = os.sep.join(parts[-2:]) if parts[-1] in ("__init__.py", "_tensor.py") else parts[-1]
+        return f"{short}:{line}({fn})"
+    groups: Dict[str, float] = {}
+    for k, v in st.items():
+        f = k[0].replace(os.sep, "/")
+        g = ("clbound.dynamo (the backend)" if f.endswith("clbound/dynamo.py") else
+             "clbound binding (ctypes calls and their waits included)" if "/clbound/" in f else
+             "torch (Python and C, eager loss and SGD included)" if "/torch/" in f or k[0] == "~" else
+             "this benchmark" if f.endswith("torch-compile.py") else "other (numpy, sympy, stdlib)")
+        groups[g] = groups.get(g, 0.0) + v[2]
+    print("own time by package, ms/step: " + "; ".join(f"{g} {1e3 * t / steps:.3f}"
+                                                       for g, t in sorted(groups.items(), key=lambda kv: -kv[1])))
+    for col, key in ((2, "own time"), (3, "cumulative time")):
         print(f"\n-- top {top} by {key} --")
-        pstats.Stats(prof, stream=sys.stdout).strip_dirs().sort_stats(key).print_stats(top)
+        print(f"{'ms/step':>9} {'own ms':>8} {'cum ms':>8} {'calls':>7}  function")
+        for k, v in sorted(st.items(), key=lambda kv: -kv[1][col])[:top]:
+            print(f"{1e3 * v[col] / steps:9.3f} {1e3 * v[2] / steps:8.3f} {1e3 * v[3] / steps:8.3f} "
+                  f"{v[1] / steps:7.1f}  {where(k)}")
 
 
 # ---- the driver: every variant in a fresh process, interleaved rounds ----
@@ -321,6 +373,8 @@ def run_worker(variant: str, model: str, args: argparse.Namespace) -> Dict[str, 
         os.makedirs(env[var])
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--model", model,
            "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if args.torch_threads:
+        cmd += ["--torch-threads", str(args.torch_threads)]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
@@ -344,6 +398,13 @@ def med(xs: List[float]) -> Optional[float]:
 
 def fmt(v: Optional[float], spec: str) -> str:
     return "-" if v is None else format(v, spec)
+
+
+def words(r: Optional[float], what: str) -> str:
+    """A ratio as words: the backend is 2.0x slower than X, or 1.5x faster."""
+    if r is None or r <= 0:
+        return ""
+    return f" (the backend is {r:.2f}x slower)" if r >= 1 else f" (the backend is {1 / r:.2f}x faster)"
 
 
 def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple) -> Dict[str, Any]:
@@ -375,6 +436,11 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                 notes.append(f"{ok[-1]['dynamo_frames']} Dynamo frame")
             if v == "graph" and ok:
                 notes.append(f"{ok[-1]['plans']} plan, {ok[-1]['program_builds']} program builds")
+            if v in ("clbound", "graph") and ok and "kernel_launches_per_step" in ok[-1]:
+                r = ok[-1]
+                notes.append(f"a warm step: {r['kernel_launches_per_step']:g} launches, "
+                             f"{r['host_syncs_per_step']:g} host syncs, {r['bytes_to_device_per_step'] / 1e3:.0f} kB in, "
+                             f"{r['bytes_to_host_per_step'] / 1e3:.0f} kB out")
             for r in by[v]:
                 if "error" in r:
                     notes.append(f"round {r['round']} failed: {r['error']}")
@@ -401,7 +467,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                     per.append(a[0]["warm_ms"] / b[0]["warm_ms"])
             ratios[other] = {"median": med(per), "rounds": per}
             target = " (issue 33's target: <= 1.2x)" if other == "graph" else ""
-            print(f"warm step, clbound backend / {what}: {fmt(med(per), '.2f')}x"
+            print(f"warm step, clbound backend / {what}: {fmt(med(per), '.2f')}x{words(med(per), what)}"
                   f" (rounds: {', '.join(format(p, '.2f') for p in per) or '-'}){target}")
         msum["ratios"] = ratios
         summary["models"][model] = msum
@@ -422,10 +488,12 @@ def main() -> int:
     ap.add_argument("--warmup", type=positive, default=10)
     ap.add_argument("--models", type=names(MODELS), default=list(MODELS))
     ap.add_argument("--variants", type=names(VARIANTS), default=list(VARIANTS))
+    ap.add_argument("--torch-threads", type=positive, default=None,
+                    help="torch.set_num_threads in every variant (default: PyTorch's own choice)")
     ap.add_argument("--timeout", type=positive, default=300, help="seconds per variant process")
     ap.add_argument("--json", action="store_true", help="also print the summary as one JSON object")
     ap.add_argument("--profile", choices=MODELS, help="profile warm steps of the clbound variant instead")
-    ap.add_argument("--profile-steps", type=positive, default=1)
+    ap.add_argument("--profile-steps", type=positive, default=20)
     ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -438,7 +506,7 @@ def main() -> int:
         return SKIPPED
 
     if args.worker:
-        print(json.dumps(worker(args.worker, args.model, args.steps, args.warmup)))
+        print(json.dumps(worker(args.worker, args.model, args.steps, args.warmup, args.torch_threads)))
         return 0
     if args.profile:
         profile(args.profile, args.warmup, args.profile_steps)
