@@ -30,12 +30,14 @@ are made before the loop, the same for every variant.
 
 Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
-Options: --steps N (100) --rounds N (3) --inductor-rounds N (1: its cold compile is slow)
+Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
 --warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
 the top entries by own time and by cumulative time; --profile-steps N, 20).
-Without PyTorch it prints a line saying so and exits 77 (skipped).
+Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
+or a variant other than inductor failed; without PyTorch it prints a line saying
+so and exits 77 (skipped).
 """
 from __future__ import annotations
 
@@ -447,7 +449,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             maxdiff = max(diffs) if diffs else None
             flag = "" if maxdiff is None or maxdiff <= LOSS_TOL else " (over 1e-5)"
             first, total, warm = (med([r[k] for r in ok]) for k in ("first_s", "total_s", "warm_ms"))
-            print(f"| {v} | {len(ok)} | {fmt(first, '.2f')} | {fmt(total, '.2f')} | {fmt(warm, '.3f')} | "
+            print(f"| {v} | {len(ok)} | {fmt(first, '.3f')} | {fmt(total, '.3f')} | {fmt(warm, '.3f')} | "
                   f"{fmt(maxdiff, '.1e')}{flag} | {'; '.join(notes)} |")
             msum[v] = {"runs": len(ok), "first_s": first, "total_s": total, "warm_ms": warm,
                        "max_loss_diff": maxdiff, "warm_ms_rounds": [r["warm_ms"] for r in ok],
@@ -482,9 +484,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=positive, default=100)
     ap.add_argument("--rounds", type=positive, default=3)
-    ap.add_argument("--inductor-rounds", type=positive, default=1,
-                    help="rounds that run inductor (the first ones; its cold compile takes 30-40 s a model on 2 "
-                    "cores), default 1")
+    ap.add_argument("--inductor-rounds", type=positive, default=None,
+                    help="rounds that run inductor (the first ones; its cold compile takes 25-40 s a model on 2 "
+                    "cores); default: every round")
     ap.add_argument("--warmup", type=positive, default=10)
     ap.add_argument("--models", type=names(MODELS), default=list(MODELS))
     ap.add_argument("--variants", type=names(VARIANTS), default=list(VARIANTS))
@@ -512,7 +514,7 @@ def main() -> int:
         profile(args.profile, args.warmup, args.profile_steps)
         return 0
 
-    ind_rounds = min(args.inductor_rounds, args.rounds)
+    ind_rounds = args.rounds if args.inductor_rounds is None else min(args.inductor_rounds, args.rounds)
     if "eager" not in args.variants:
         args.variants.insert(0, "eager")  # the loss reference
     load0 = os.getloadavg()
@@ -543,8 +545,13 @@ def main() -> int:
     summary.update(device=dev, torch=tr.get("torch"), torch_threads=tr.get("torch_threads"))
     if args.json:
         print(json.dumps(summary))
-    bad = [m for m, s in summary["models"].items() for v, x in s.items()
-           if v != "ratios" and x.get("max_loss_diff") is not None and x["max_loss_diff"] > LOSS_TOL]
+    # exit status 1: a loss off eager's by more than 1e-5, or a variant that failed
+    # (inductor excepted: it needs a working C++ compiler)
+    bad = [f"{m} {v}" for m, s in summary["models"].items() for v, x in s.items() if v != "ratios" and (
+        (x.get("max_loss_diff") is not None and x["max_loss_diff"] > LOSS_TOL) or (x["errors"] and v != "inductor"))]
+    if bad:
+        print(f"torch-compile.py: failed: {', '.join(bad)} (losses off eager's by more than {LOSS_TOL:g}, "
+              "or the variant failed)", file=sys.stderr)
     return 1 if bad else 0
 
 
