@@ -81,68 +81,44 @@ def names(allowed: tuple) -> Any:
     return parse
 
 
-# ---- the models and their data (copied from python/tests/test_torch_compile.py) ----
+# ---- the models and their data: python/tests/test_torch_compile.py's own ----
 
-def define_models(torch: Any) -> Dict[str, Any]:
-    class Feedforward(torch.nn.Module):
-        # PT/XLA's model (test/ds/test_dynamic_shape_models.py), unchanged
-        def __init__(self, input_size, hidden_size):
-            super().__init__()
-            self.input_size = input_size
-            self.hidden_size = hidden_size
-            self.fc1 = torch.nn.Linear(self.input_size, self.hidden_size)
-            self.fc1.weight.data.fill_(0.01)
-            self.fc1.bias.data.fill_(0.01)
-            self.relu = torch.nn.ReLU()
-            self.fc2 = torch.nn.Linear(self.hidden_size, 1)
-            self.fc2.weight.data.fill_(0.01)
-            self.fc2.bias.data.fill_(0.01)
-            self.sigmoid = torch.nn.Sigmoid()
-
-        def forward(self, x):
-            hidden = self.fc1(x)
-            relu = self.relu(hidden)
-            output = self.fc2(relu)
-            output = self.sigmoid(output)
-            return output
-
-    class WideMLP(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256),
-                                           torch.nn.ReLU(), torch.nn.Linear(256, 1), torch.nn.Sigmoid())
-
-        def forward(self, x):
-            return self.net(x)
-
-    return {"xla": lambda: Feedforward(2, hidden_size=10), "wide": WideMLP}
+TEST_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python", "tests",
+                         "test_torch_compile.py")
+SHARED = ("Feedforward", "create_dynamic_test_data", "batch_sizes", "WideMLP")
+_shared: Dict[str, Any] = {}
 
 
-def batch_sizes(steps: int, lo: int, hi: int) -> List[int]:
-    """A size per step, changing every step, in [lo, hi] (the test's schedule)."""
-    out, span = [], hi - lo + 1
-    for i in range(steps):
-        n = lo + (i * 7 + 3) % span
-        if out and n == out[-1]:
-            n = lo + (n - lo + 1) % span
-        out.append(n)
-    return out
+def shared(torch: Any) -> Dict[str, Any]:
+    """The tests' model classes and data helpers (SHARED), taken from the test
+    file's source (the module itself needs pytest), so that the benchmark trains
+    exactly the models the tests check against eager PyTorch."""
+    if not _shared:
+        import ast
+        with open(TEST_FILE, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), TEST_FILE)
+        body = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name in SHARED]
+        missing = sorted(set(SHARED) - {n.name for n in body})
+        if missing:
+            raise RuntimeError(f"{TEST_FILE} no longer defines {', '.join(missing)}")
+        ns: Dict[str, Any] = {"torch": torch}
+        exec(compile(ast.Module(body=body, type_ignores=[]), TEST_FILE, "exec"), ns)
+        _shared.update((k, ns[k]) for k in SHARED)
+    return _shared
+
+
+def new_model(torch: Any, model: str) -> Any:
+    d = shared(torch)
+    return d["Feedforward"](2, hidden_size=10) if model == "xla" else d["WideMLP"]()
 
 
 def make_batches(torch: Any, model: str, steps: int) -> List[Any]:
-    """[(x, y)] per step, the same for every variant."""
-    out = []
+    """[(x, y)] per step, the same for every variant: xla as the test's loop
+    (PT/XLA's generator at sizes 2..10), wide as the test's train_wide."""
+    d = shared(torch)
     if model == "xla":
-        for n in batch_sizes(steps, 2, 10):
-            # PT/XLA's create_dynamic_test_data(5, 2, n); labels nonzero(y) mod 2
-            x_test = torch.zeros(5, 2)
-            x_test.view(-1)[:n] = 1
-            y_test = torch.zeros(10)
-            y_test[:n] = 1
-            x = torch.nonzero(x_test.int()).float()
-            y = torch.remainder(torch.nonzero(y_test.int()).float().squeeze(), 2)
-            out.append((x, y))
-        return out
+        return [d["create_dynamic_test_data"](5, 2, n) for n in d["batch_sizes"](steps, 2, 10)]
+    out = []
     g = torch.Generator().manual_seed(1)
     table = torch.randn(4096, 256, generator=g)
     labels = (table[:, :8].sum(1) > 0).float()
@@ -177,7 +153,7 @@ class TorchStep:
         self.torch = torch
         self.model_name = model
         torch.manual_seed(0)
-        self.model = define_models(torch)[model]()
+        self.model = new_model(torch, model)
         self.run_model = self.model
         if variant == "clbound":
             self.run_model = torch.compile(self.model, backend="clbound")
@@ -204,7 +180,7 @@ class GraphStep:
 
     def __init__(self, torch: Any, model: str) -> None:
         torch.manual_seed(0)
-        m = define_models(torch)[model]()
+        m = new_model(torch, model)
         self.params = [p.detach().numpy().copy() for p in m.parameters()]  # w1, b1, w2, b2, ...
         self.model = model
         self.g = None
@@ -402,6 +378,10 @@ def fmt(v: Optional[float], spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def plural(n: float, word: str) -> str:
+    return f"{n:g} {word}" + ("" if n == 1 else "es" if word.endswith(("sh", "ch")) else "s")
+
+
 def words(r: Optional[float], what: str) -> str:
     """A ratio as words: the backend is 2.0x slower than X, or 1.5x faster."""
     if r is None or r <= 0:
@@ -432,16 +412,17 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             notes = []
             if v == "clbound" and ok:
                 r = ok[-1]
-                notes.append(f"{r['dynamo_frames']} Dynamo frame, {r['graphs_lowered']} graphs lowered, "
-                             f"{r['graph_breaks']} graph breaks")
+                notes.append(f"{plural(r['dynamo_frames'], 'Dynamo frame')}, "
+                             f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}")
             if v == "inductor" and ok:
-                notes.append(f"{ok[-1]['dynamo_frames']} Dynamo frame")
+                notes.append(plural(ok[-1]["dynamo_frames"], "Dynamo frame"))
             if v == "graph" and ok:
-                notes.append(f"{ok[-1]['plans']} plan, {ok[-1]['program_builds']} program builds")
+                notes.append(f"{plural(ok[-1]['plans'], 'plan')}, {plural(ok[-1]['program_builds'], 'program build')}")
             if v in ("clbound", "graph") and ok and "kernel_launches_per_step" in ok[-1]:
                 r = ok[-1]
-                notes.append(f"a warm step: {r['kernel_launches_per_step']:g} launches, "
-                             f"{r['host_syncs_per_step']:g} host syncs, {r['bytes_to_device_per_step'] / 1e3:.0f} kB in, "
+                notes.append(f"a warm step: {plural(r['kernel_launches_per_step'], 'launch')}, "
+                             f"{plural(r['host_syncs_per_step'], 'host sync')}, "
+                             f"{r['bytes_to_device_per_step'] / 1e3:.0f} kB in, "
                              f"{r['bytes_to_host_per_step'] / 1e3:.0f} kB out")
             for r in by[v]:
                 if "error" in r:
