@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""bench/torch-compile.py: torch.compile(model, backend="clbound") against eager
+PyTorch, torch.compile(backend="inductor", dynamic=True) and the same model in
+clbound's own graph API (issue 33).
+
+Two models as nn.Modules, trained for --steps steps (forward, BCELoss, backward,
+SGD, loss.item()) on a batch whose size changes every step, the batch dim marked
+with torch._dynamo.mark_dynamic(x, 0, min=2, max=bound):
+
+  xla   PyTorch/XLA's Feedforward(2, 10), batches [<=10, 2] built by nonzero
+  wide  256-512-256-1 (WideMLP), batches [<=4096, 256] picked by a random mask
+
+Variants, each in a fresh process with fresh caches (CLBOUND_CACHE_DIR,
+POCL_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR all new temporary folders), so the first
+step is a cold start:
+
+  eager     eager PyTorch on the CPU
+  clbound   torch.compile(model, backend="clbound")
+  inductor  torch.compile(model, backend="inductor", dynamic=True)
+  graph     clbound.graph.Graph(policy="dynamic"): g.linear/unary/loss/train,
+            fed the same batches (its first step includes building the graph)
+
+Per variant: the first step's time, the total of all steps, and the warm step:
+the median step after the first --warmup steps. Every variant's losses are
+compared with eager PyTorch's (max |difference|, target <= 1e-5). The rounds
+run interleaved (every model and variant once per round, the variant order
+rotating); the table holds medians over the rounds, and the ratios are taken
+within each round, then the median. Only the training step is timed: the batches
+are made before the loop, the same for every variant.
+
+Run from the repository root after `make build`:
+  CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
+Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
+--warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph --json
+--torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
+--profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
+the top entries by own time and by cumulative time; --profile-steps N, 20).
+Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
+or a variant other than inductor failed; without PyTorch it prints a line saying
+so and exits 77 (skipped).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+MODELS = ("xla", "wide")
+VARIANTS = ("eager", "clbound", "inductor", "graph")
+LOSS_TOL = 1e-5
+SKIPPED = 77
+# the learning rates of python/tests/test_torch_compile.py
+LR = {"xla": 1.0, "wide": 0.05}
+BOUND = {"xla": 10, "wide": 4096}
+
+
+def positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not >= 1")
+    return v
+
+
+def names(allowed: tuple) -> Any:
+    def parse(text: str) -> List[str]:
+        got = [t for t in text.split(",") if t]
+        bad = [t for t in got if t not in allowed]
+        if bad or not got:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {','.join(allowed)}")
+        return got
+    return parse
+
+
+# ---- the models and their data: python/tests/test_torch_compile.py's own ----
+
+TEST_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python", "tests",
+                         "test_torch_compile.py")
+SHARED = ("Feedforward", "create_dynamic_test_data", "batch_sizes", "WideMLP")
+_shared: Dict[str, Any] = {}
+
+
+def shared(torch: Any) -> Dict[str, Any]:
+    """The tests' model classes and data helpers (SHARED), taken from the test
+    file's source (the module itself needs pytest), so that the benchmark trains
+    exactly the models the tests check against eager PyTorch."""
+    if not _shared:
+        import ast
+        with open(TEST_FILE, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), TEST_FILE)
+        body = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name in SHARED]
+        missing = sorted(set(SHARED) - {n.name for n in body})
+        if missing:
+            raise RuntimeError(f"{TEST_FILE} no longer defines {', '.join(missing)}")
+        ns: Dict[str, Any] = {"torch": torch}
+        exec(compile(ast.Module(body=body, type_ignores=[]), TEST_FILE, "exec"), ns)
+        _shared.update((k, ns[k]) for k in SHARED)
+    return _shared
+
+
+def new_model(torch: Any, model: str) -> Any:
+    d = shared(torch)
+    return d["Feedforward"](2, hidden_size=10) if model == "xla" else d["WideMLP"]()
+
+
+def make_batches(torch: Any, model: str, steps: int) -> List[Any]:
+    """[(x, y)] per step, the same for every variant: xla as the test's loop
+    (PT/XLA's generator at sizes 2..10), wide as the test's train_wide."""
+    d = shared(torch)
+    if model == "xla":
+        return [d["create_dynamic_test_data"](5, 2, n) for n in d["batch_sizes"](steps, 2, 10)]
+    out = []
+    g = torch.Generator().manual_seed(1)
+    table = torch.randn(4096, 256, generator=g)
+    labels = (table[:, :8].sum(1) > 0).float()
+    for i in range(steps):
+        mask = torch.rand(4096, generator=g) < (0.02 + 0.1 * (i % 5))  # batch = masked rows
+        if int(mask.sum()) < 2:
+            mask[:2] = True  # mark_dynamic's min=2
+        out.append((table[mask], labels[mask]))
+    return out
+
+
+# ---- one variant in this process ----
+
+def ensure_backend_registered(torch: Any) -> bool:
+    """True when "clbound" was registered here (no entry point: the package is
+    not pip-installed, e.g. PYTHONPATH=python)."""
+    from torch._dynamo.backends.registry import list_backends, register_backend
+    if "clbound" in list_backends(exclude_tags=()):
+        return False
+
+    def clbound_backend(gm: Any, ex: Any, **kw: Any) -> Any:
+        from clbound.dynamo import backend
+        return backend(gm, ex, **kw)
+    register_backend(name="clbound")(clbound_backend)
+    return True
+
+
+class TorchStep:
+    """eager / clbound / inductor: the test's training loop."""
+
+    def __init__(self, torch: Any, variant: str, model: str) -> None:
+        self.torch = torch
+        self.model_name = model
+        torch.manual_seed(0)
+        self.model = new_model(torch, model)
+        self.run_model = self.model
+        if variant == "clbound":
+            self.run_model = torch.compile(self.model, backend="clbound")
+        elif variant == "inductor":
+            self.run_model = torch.compile(self.model, backend="inductor", dynamic=True)
+        self.criterion = torch.nn.BCELoss()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR[model])
+        self.model.train()
+
+    def __call__(self, x: Any, y: Any) -> float:
+        torch = self.torch
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=BOUND[self.model_name])
+        self.optimizer.zero_grad()
+        pred = self.run_model(x)
+        loss = self.criterion(pred.squeeze() if self.model_name == "xla" else pred.squeeze(1), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+class GraphStep:
+    """The same model and SGD in clbound's graph API (dynamic policy: one plan);
+    made on the first call, so the first step includes building the graph."""
+
+    def __init__(self, torch: Any, model: str) -> None:
+        torch.manual_seed(0)
+        m = new_model(torch, model)
+        self.params = [p.detach().numpy().copy() for p in m.parameters()]  # w1, b1, w2, b2, ...
+        self.model = model
+        self.g = None
+
+    def build(self) -> None:
+        import numpy as np
+        import clbound
+        from clbound.graph import Graph
+
+        self.ctx = clbound.Context()
+        g = Graph(self.ctx, policy="dynamic", name=f"{self.model}-bench")
+        feat = self.params[0].shape[1]
+        bound = BOUND[self.model]
+        self.x = g.input("x", np.float32, (bound, feat), dynamic=(True, False))
+        self.y = g.input("y", np.float32, (bound,), dynamic=(True,))
+        h = self.x
+        layers = len(self.params) // 2
+        for k in range(layers):
+            w = g.param(f"w{k + 1}", self.params[2 * k])
+            b = g.param(f"b{k + 1}", self.params[2 * k + 1])
+            h = g.linear(h, w, b)
+            h = g.unary("relu" if k + 1 < layers else "sigmoid", h)
+        self.loss = g.loss("bce", h, self.y)  # [n, 1] against [n], as examples/python/train.py
+        g.train(self.loss, lr=LR[self.model])
+        self.g = g
+
+    def __call__(self, x: Any, y: Any) -> float:
+        if self.g is None:
+            self.build()
+        self.g.feed(self.x, x.numpy())
+        self.g.feed(self.y, y.numpy())
+        self.g.run()
+        return float(self.g.value(self.loss))
+
+    def stats(self) -> Dict[str, Any]:
+        s = self.g.stats()
+        c = self.ctx.counters()
+        return {"plans": s["plans_compiled"], "graph_host_syncs": s["host_syncs"],
+                "program_builds": c["program_builds"], "host_syncs": c["host_syncs"]}
+
+
+def counts_now(variant: str, step: Any) -> Dict[str, int]:
+    """The clbound Context's launches, host syncs and bytes each way so far."""
+    if variant == "graph":
+        m = step.ctx.metrics()
+    else:
+        import clbound.dynamo as cd
+        m = cd.context().metrics()
+    return {k: m[k] for k in ("kernel_launches", "host_syncs", "bytes_to_device", "bytes_to_host")}
+
+
+def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[int]) -> Dict[str, Any]:
+    import torch
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    if threads:
+        torch.set_num_threads(threads)  # PyTorch's own threads only (OpenBLAS in clbound keeps its rule)
+
+    batches = make_batches(torch, model, steps)
+    registered = False
+    if variant == "clbound":
+        registered = ensure_backend_registered(torch)
+    step = GraphStep(torch, model) if variant == "graph" else TorchStep(torch, variant, model)
+    out: Dict[str, Any] = {"variant": variant, "model": model, "steps": steps,
+                           "sizes": [int(x.shape[0]) for x, _ in batches]}
+    losses, times = [], []
+    snap: Dict[str, Any] = {}
+    try:
+        for i, (x, y) in enumerate(batches):
+            if i == warmup and variant in ("clbound", "graph"):
+                snap = counts_now(variant, step)
+            t0 = time.perf_counter()
+            losses.append(step(x, y))
+            times.append(time.perf_counter() - t0)
+    except Exception as e:  # e.g. inductor without a working C++ compiler
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:400]
+        return out
+    warm = times[warmup:] if len(times) > warmup else times[-1:]
+    out.update(first_s=times[0], total_s=sum(times), warm_ms=1e3 * statistics.median(warm), losses=losses,
+               torch=torch.__version__, torch_threads=torch.get_num_threads())
+    if snap:
+        end, n = counts_now(variant, step), len(batches) - warmup
+        out.update({f"{k}_per_step": (end[k] - snap[k]) / n for k in snap})
+    if variant in ("clbound", "inductor"):
+        out["dynamo_frames"] = int(counters["stats"]["unique_graphs"])
+    if variant == "clbound":
+        import clbound.dynamo as cd
+        s = cd.stats()
+        out.update(graphs_lowered=s["graphs_lowered"], graph_breaks=s["graph_breaks"],
+                   graph_break_ops=s["graph_break_ops"], host_syncs=s.get("host_syncs"),
+                   program_builds=s.get("program_builds"), backend_registered_here=registered)
+    if variant == "graph":
+        out.update(step.stats())
+    if variant == "clbound":
+        out["device"] = cd.context().metrics()["device"]
+    if variant == "graph":
+        out["device"] = step.ctx.metrics()["device"]
+    return out
+
+
+def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
+    """cProfile of `steps` warm steps of the clbound variant (after `warmup`):
+    the top entries by own time and by cumulative time, per step. A ctypes call
+    into libclbound counts as own time of the Python function making it."""
+    import cProfile
+    import pstats
+    import torch
+    import torch._dynamo  # noqa: F401
+
+    ensure_backend_registered(torch)
+    batches = make_batches(torch, model, warmup + steps)
+    step = TorchStep(torch, "clbound", model)
+    for x, y in batches[:warmup]:
+        step(x, y)
+    t0 = time.perf_counter()
+    for x, y in batches[warmup:]:
+        step(x, y)
+    plain = (time.perf_counter() - t0) / steps
+    import clbound.dynamo as cd
+    before = dict(cd.stats(), **cd.context().metrics())
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    for x, y in batches[warmup:]:
+        step(x, y)
+    prof.disable()
+    wall = (time.perf_counter() - t0) / steps
+    print(f"torch-compile.py --profile {model}: torch.compile(backend=\"clbound\"), {steps} warm step(s) after "
+          f"{warmup}: {1e3 * plain:.3f} ms a step, {1e3 * wall:.3f} ms under cProfile (times below are per step)")
+    after = dict(cd.stats(), **cd.context().metrics())
+    print("per step: " + ", ".join(f"{k} {(after[k] - before[k]) / steps:g}" for k in (
+        "calls", "uploads", "uploads_skipped", "host_syncs", "kernel_launches", "bytes_to_device", "bytes_to_host")))
+    st = pstats.Stats(prof).stats  # (file, line, fn) -> (primitive calls, calls, own, cumulative, callers)
+
+    def where(k: tuple) -> str:
+        f, line, fn = k
+        if f == "~":
+            return fn
+        parts = f.split(os.sep)
+        short = os.sep.join(parts[-2:]) if parts[-1] in ("__init__.py", "_tensor.py") else parts[-1]
+        return f"{short}:{line}({fn})"
+    groups: Dict[str, float] = {}
+    for k, v in st.items():
+        f = k[0].replace(os.sep, "/")
+        g = ("clbound.dynamo (the backend)" if f.endswith("clbound/dynamo.py") else
+             "clbound binding (ctypes calls and their waits included)" if "/clbound/" in f else
+             "torch (Python and C, eager loss and SGD included)" if "/torch/" in f or k[0] == "~" else
+             "this benchmark" if f.endswith("torch-compile.py") else "other (numpy, sympy, stdlib)")
+        groups[g] = groups.get(g, 0.0) + v[2]
+    print("own time by package, ms/step: " + "; ".join(f"{g} {1e3 * t / steps:.3f}"
+                                                       for g, t in sorted(groups.items(), key=lambda kv: -kv[1])))
+    for col, key in ((2, "own time"), (3, "cumulative time")):
+        print(f"\n-- top {top} by {key} --")
+        print(f"{'ms/step':>9} {'own ms':>8} {'cum ms':>8} {'calls':>7}  function")
+        for k, v in sorted(st.items(), key=lambda kv: -kv[1][col])[:top]:
+            print(f"{1e3 * v[col] / steps:9.3f} {1e3 * v[2] / steps:8.3f} {1e3 * v[3] / steps:8.3f} "
+                  f"{v[1] / steps:7.1f}  {where(k)}")
+
+
+# ---- the driver: every variant in a fresh process, interleaved rounds ----
+
+def run_worker(variant: str, model: str, args: argparse.Namespace) -> Dict[str, Any]:
+    tmp = tempfile.mkdtemp(prefix="clb-tc-bench-")
+    env = dict(os.environ)
+    for var in ("CLBOUND_CACHE_DIR", "POCL_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        env[var] = os.path.join(tmp, var.lower())
+        os.makedirs(env[var])
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", variant, "--model", model,
+           "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if args.torch_threads:
+        cmd += ["--torch-threads", str(args.torch_threads)]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"variant": variant, "model": model, "error": f"timed out after {args.timeout} s"}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"variant": variant, "model": model, "error": f"exit status {p.returncode}: {tail}"[:400]}
+    r = json.loads(lines[-1])
+    r["process_s"] = wall
+    return r
+
+
+def med(xs: List[float]) -> Optional[float]:
+    return statistics.median(xs) if xs else None
+
+
+def fmt(v: Optional[float], spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def plural(n: float, word: str) -> str:
+    return f"{n:g} {word}" + ("" if n == 1 else "es" if word.endswith(("sh", "ch")) else "s")
+
+
+def words(r: Optional[float], what: str) -> str:
+    """A ratio as words: the backend is 2.0x slower than X, or 1.5x faster."""
+    if r is None or r <= 0:
+        return ""
+    return f" (the backend is {r:.2f}x slower)" if r >= 1 else f" (the backend is {1 / r:.2f}x faster)"
+
+
+def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple) -> Dict[str, Any]:
+    summary: Dict[str, Any] = {"bench": "torch-compile", "steps": args.steps, "warmup": args.warmup,
+                               "rounds": args.rounds, "load_before": load[0], "load_after": load[1], "models": {}}
+    for model in args.models:
+        rows = [r for r in results if r["model"] == model]
+        rounds = sorted({r["round"] for r in rows})
+        eager = {r["round"]: r for r in rows if r["variant"] == "eager" and "error" not in r}
+        by: Dict[str, List[Dict[str, Any]]] = {v: [r for r in rows if r["variant"] == v] for v in args.variants}
+        print(f"\n{model}: {MODELS_DOC[model]}, {args.steps} steps, warm = median step after the first "
+              f"{args.warmup}; medians of {len(rounds)} round(s)")
+        print("| variant | runs | first step (s) | all steps (s) | warm step (ms) | max loss diff vs eager | notes |")
+        print("|---|---|---|---|---|---|---|")
+        msum: Dict[str, Any] = {}
+        for v in args.variants:
+            ok = [r for r in by[v] if "error" not in r]
+            diffs = []
+            for r in ok:
+                e = eager.get(r["round"])
+                if e is not None:
+                    diffs.append(max(abs(a - b) for a, b in zip(r["losses"], e["losses"])))
+            notes = []
+            if v == "clbound" and ok:
+                r = ok[-1]
+                notes.append(f"{plural(r['dynamo_frames'], 'Dynamo frame')}, "
+                             f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}")
+            if v == "inductor" and ok:
+                notes.append(plural(ok[-1]["dynamo_frames"], "Dynamo frame"))
+            if v == "graph" and ok:
+                notes.append(f"{plural(ok[-1]['plans'], 'plan')}, {plural(ok[-1]['program_builds'], 'program build')}")
+            if v in ("clbound", "graph") and ok and "kernel_launches_per_step" in ok[-1]:
+                r = ok[-1]
+                notes.append(f"a warm step: {plural(r['kernel_launches_per_step'], 'launch')}, "
+                             f"{plural(r['host_syncs_per_step'], 'host sync')}, "
+                             f"{r['bytes_to_device_per_step'] / 1e3:.0f} kB in, "
+                             f"{r['bytes_to_host_per_step'] / 1e3:.0f} kB out")
+            for r in by[v]:
+                if "error" in r:
+                    notes.append(f"round {r['round']} failed: {r['error']}")
+            maxdiff = max(diffs) if diffs else None
+            flag = "" if maxdiff is None or maxdiff <= LOSS_TOL else " (over 1e-5)"
+            first, total, warm = (med([r[k] for r in ok]) for k in ("first_s", "total_s", "warm_ms"))
+            print(f"| {v} | {len(ok)} | {fmt(first, '.3f')} | {fmt(total, '.3f')} | {fmt(warm, '.3f')} | "
+                  f"{fmt(maxdiff, '.1e')}{flag} | {'; '.join(notes)} |")
+            msum[v] = {"runs": len(ok), "first_s": first, "total_s": total, "warm_ms": warm,
+                       "max_loss_diff": maxdiff, "warm_ms_rounds": [r["warm_ms"] for r in ok],
+                       "errors": [r["error"] for r in by[v] if "error" in r]}
+            if ok and v == "clbound":
+                msum[v].update({k: ok[-1][k] for k in ("dynamo_frames", "graphs_lowered", "graph_breaks",
+                                                       "graph_break_ops")})
+        ratios = {}
+        for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor")):
+            if "clbound" not in args.variants or other not in args.variants:
+                continue
+            per = []
+            for rd in rounds:
+                a = [r for r in by["clbound"] if r["round"] == rd and "error" not in r]
+                b = [r for r in by[other] if r["round"] == rd and "error" not in r]
+                if a and b:
+                    per.append(a[0]["warm_ms"] / b[0]["warm_ms"])
+            ratios[other] = {"median": med(per), "rounds": per}
+            target = " (issue 33's target: <= 1.2x)" if other == "graph" else ""
+            print(f"warm step, clbound backend / {what}: {fmt(med(per), '.2f')}x{words(med(per), what)}"
+                  f" (rounds: {', '.join(format(p, '.2f') for p in per) or '-'}){target}")
+        msum["ratios"] = ratios
+        summary["models"][model] = msum
+    return summary
+
+
+MODELS_DOC = {"xla": "PT/XLA Feedforward(2, 10), batches [<=10, 2] from nonzero",
+              "wide": "WideMLP 256-512-256-1, batches [<=4096, 256] by mask"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=positive, default=100)
+    ap.add_argument("--rounds", type=positive, default=3)
+    ap.add_argument("--inductor-rounds", type=positive, default=None,
+                    help="rounds that run inductor (the first ones; its cold compile takes 25-40 s a model on 2 "
+                    "cores); default: every round")
+    ap.add_argument("--warmup", type=positive, default=10)
+    ap.add_argument("--models", type=names(MODELS), default=list(MODELS))
+    ap.add_argument("--variants", type=names(VARIANTS), default=list(VARIANTS))
+    ap.add_argument("--torch-threads", type=positive, default=None,
+                    help="torch.set_num_threads in every variant (default: PyTorch's own choice)")
+    ap.add_argument("--timeout", type=positive, default=300, help="seconds per variant process")
+    ap.add_argument("--json", action="store_true", help="also print the summary as one JSON object")
+    ap.add_argument("--profile", choices=MODELS, help="profile warm steps of the clbound variant instead")
+    ap.add_argument("--profile-steps", type=positive, default=20)
+    ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.warmup >= args.steps and not args.profile:
+        args.warmup = args.steps - 1 if args.steps > 1 else 0
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("torch-compile.py: skipping: PyTorch is not installed (pip install torch); nothing was measured")
+        return SKIPPED
+
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.model, args.steps, args.warmup, args.torch_threads)))
+        return 0
+    if args.profile:
+        profile(args.profile, args.warmup, args.profile_steps)
+        return 0
+
+    ind_rounds = args.rounds if args.inductor_rounds is None else min(args.inductor_rounds, args.rounds)
+    if "eager" not in args.variants:
+        args.variants.insert(0, "eager")  # the loss reference
+    load0 = os.getloadavg()
+    print(f"torch-compile.py: {args.rounds} round(s) of {','.join(args.models)} x {','.join(args.variants)} "
+          f"(inductor in {ind_rounds}), {args.steps} steps each, every variant in a fresh process with fresh "
+          f"caches; load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, {os.cpu_count()} CPUs",
+          flush=True)
+    t_start = time.perf_counter()
+    results: List[Dict[str, Any]] = []
+    for rd in range(args.rounds):
+        for model in args.models:
+            order = args.variants[rd % len(args.variants):] + args.variants[:rd % len(args.variants)]
+            for v in order:
+                if v == "inductor" and rd >= ind_rounds:
+                    continue
+                r = run_worker(v, model, args)
+                r["round"] = rd
+                results.append(r)
+                what = r.get("error") or (f"first step {r['first_s']:.2f} s, warm {r['warm_ms']:.3f} ms, "
+                                          f"process {r['process_s']:.1f} s")
+                print(f"  round {rd + 1} {model} {v}: {what}", file=sys.stderr, flush=True)
+    load1 = os.getloadavg()
+    summary = report(results, args, (load0, load1))
+    dev = next((r.get("device") for r in results if r.get("device")), None)
+    tr = next((r for r in results if "torch" in r), {})
+    print(f"\ntorch {tr.get('torch')} ({tr.get('torch_threads')} threads); clbound device: {dev or 'unknown'}; "
+          f"load average {load0[0]:.2f} before, {load1[0]:.2f} after; {time.perf_counter() - t_start:.0f} s in all")
+    summary.update(device=dev, torch=tr.get("torch"), torch_threads=tr.get("torch_threads"))
+    if args.json:
+        print(json.dumps(summary))
+    # exit status 1: a loss off eager's by more than 1e-5, or a variant that failed
+    # (inductor excepted: it needs a working C++ compiler)
+    bad = [f"{m} {v}" for m, s in summary["models"].items() for v, x in s.items() if v != "ratios" and (
+        (x.get("max_loss_diff") is not None and x["max_loss_diff"] > LOSS_TOL) or (x["errors"] and v != "inductor"))]
+    if bad:
+        print(f"torch-compile.py: failed: {', '.join(bad)} (losses off eager's by more than {LOSS_TOL:g}, "
+              "or the variant failed)", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
