@@ -661,20 +661,15 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: Any, what: str) -> 
     except Unsupported as e:
         first = str(e)
     # split: the supported runs of nodes on clbound, the rest in eager PyTorch
+    # (all of it when no part would run on clbound)
     split = _partition(gm)
     if split is None:
         _log_break(first.split(" ")[0], first)
-
-        def eager(args: List[Any]) -> List[Any]:
-            _materialize(args)
-            out = gm(*args)
-            args.clear()
-            return list(out) if isinstance(out, (list, tuple)) else [out]
-        return _boxed(eager)
+    module = gm if split is None else split
 
     def run(args: List[Any]) -> List[Any]:
         _materialize(args)
-        out = split(*args)
+        out = module(*args)
         args.clear()
         return list(out) if isinstance(out, (list, tuple)) else [out]
     return _boxed(run)
