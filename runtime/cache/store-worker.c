@@ -14,12 +14,17 @@
  * first, and a store still compiling then corrupts the heap (seen in ops tests
  * run 4 at a time). A process that exits with a context still alive drops what
  * is queued (rebuilt next time) and waits only for the entry being written.
- * CLBOUND_CACHE_STORE=release stores in the freeing thread instead. */
+ * CLBOUND_CACHE_STORE=release stores in the freeing thread instead.
+ *
+ * CLBOUND_CACHE_STORE=process (the default) keeps all of the above while other
+ * contexts live, but the last context's release does not wait: it hands the
+ * queue and its own programs to the store helper process (store-helper.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/cache/cache.h"
 
@@ -39,8 +44,9 @@ static uint64_t open_caches; /* contexts whose program cache is open */
 static pthread_t thread;
 static clb__logger logger; /* CLBOUND_LOG's categories, to stderr: the contexts are gone */
 
-int clb__store_in_background(void) {
-  return clb__env_int(CLB_ENV_CACHE_STORE) == 0; /* background, release, sync */
+clb__store_mode clb__store_mode_get(void) {
+  int64_t v = clb__env_int(CLB_ENV_CACHE_STORE); /* background, release, sync, process */
+  return v == 0 ? CLB_STORE_BACKGROUND : v == 3 ? CLB_STORE_PROCESS : CLB_STORE_RELEASE;
 }
 
 static void free_job(store_job *j) {
@@ -171,19 +177,71 @@ void clb__store_wait_key(const char *dir, const char *key) {
     pthread_cond_wait(&done, &lock);
   }
   pthread_mutex_unlock(&lock);
+  clb__store_drain_key(dir, key); /* handed to a store helper, maybe by another process */
+}
+
+long clb__store_queue_handoff(const char *dir, const clb__logger *lg) {
+  store_job *taken = NULL, **tt = &taken;
+  pthread_mutex_lock(&lock);
+  for (store_job **pp = &head; *pp;) {
+    store_job *j = *pp;
+    if (strcmp(j->dir, dir) != 0) {
+      pp = &j->next;
+      continue;
+    }
+    *pp = j->next;
+    j->next = NULL;
+    *tt = j;
+    tt = &j->next;
+    pending--;
+  }
+  tail = NULL;
+  for (store_job *j = head; j; j = j->next) tail = j;
+  pthread_mutex_unlock(&lock);
+  long n = 0;
+  while (taken) {
+    store_job *j = taken;
+    taken = j->next;
+    j->next = NULL;
+    if (clb__store_manifest_write(dir, j->key, lg) == 0) {
+      clReleaseProgram(j->prog);
+      free_job(j);
+      n++;
+      continue;
+    }
+    pthread_mutex_lock(&lock); /* not handed over: back to the thread */
+    if (tail)
+      tail->next = j;
+    else
+      head = j;
+    tail = j;
+    pending++;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+  }
+  pthread_mutex_lock(&lock);
+  pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 uint64_t clb_cache_pending(void) {
   pthread_mutex_lock(&lock);
   uint64_t n = pending;
   pthread_mutex_unlock(&lock);
-  return n;
+  return n + clb__store_handed_pending();
 }
 
-clb_status clb_cache_wait(void) {
+/* Returns when the store thread has nothing queued or under way. */
+static void wait_queue(void) {
   pthread_mutex_lock(&lock);
   while (pending && !stopping) pthread_cond_wait(&done, &lock);
   pthread_mutex_unlock(&lock);
+}
+
+clb_status clb_cache_wait(void) {
+  wait_queue();
+  clb__store_handed_drain();
   return CLB_OK;
 }
 
@@ -193,21 +251,46 @@ void clb__store_cache_opened(void) {
   pthread_mutex_unlock(&lock);
 }
 
+int clb__store_cache_last(void) {
+  pthread_mutex_lock(&lock);
+  int last = open_caches == 1;
+  pthread_mutex_unlock(&lock);
+  return last;
+}
+
 void clb__store_cache_closed(void) {
   pthread_mutex_lock(&lock);
   int last = --open_caches == 0;
   pthread_mutex_unlock(&lock);
-  if (last) clb_cache_wait();
+  if (last) wait_queue();
+}
+
+/* dir, or the default folder into def; NULL when the cache is off. */
+static const char *folder(const char *dir, char def[1024]) {
+  if (dir) return dir;
+  clb_cache_default_dir(def, 1024);
+  return def[0] ? def : NULL;
 }
 
 clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {
   clb_cache_wait();
   if (entries) *entries = 0;
   if (bytes) *bytes = 0;
+  char def[1024];
+  const char *d = folder(dir, def);
+  struct stat sb;
+  if (d && stat(d, &sb) == 0) clb_cache_store_pending(d, NULL); /* the helpers' work, waited for or done */
   return clb__cache_walk(dir, 0, entries, bytes);
 }
 
 clb_status clb_cache_clear(const char *dir) {
-  clb_cache_wait();
-  return clb__cache_walk(dir, 1, NULL, NULL);
+  wait_queue();
+  char def[1024];
+  const char *d = folder(dir, def);
+  clb__logger lg = {clb__log_env_mask(), NULL, NULL};
+  struct stat sb;
+  int fd = d && stat(d, &sb) == 0 ? clb__store_lock(d, &lg) : -1; /* a helper at work finishes first */
+  clb_status st = clb__cache_walk(dir, 1, NULL, NULL);
+  clb__store_unlock(fd);
+  return st;
 }

@@ -144,7 +144,10 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/clbound-cache-test-XXXXXX");
   REQUIRE_TRUE(mkdtemp(dir) != NULL);
 
-  /* First context builds from source and stores; the second loads from disk. */
+  /* First context builds from source and stores; the second loads from disk.
+   * In the background mode (the default, process, hands the last context's
+   * programs to a helper process instead: tests/tools/store-helper.sh). */
+  setenv("CLBOUND_CACHE_STORE", "background", 1);
   clb_context_t ctx = cached_context(dir);
   EXPECT_EQ_S(clb_context_cache_dir(ctx), dir);
   run_ops(ctx);
@@ -158,6 +161,7 @@ int main(int argc, char **argv) {
   EXPECT_EQ_I(entries(names, 8), 2);
   EXPECT_EQ_I(count_temp_files(), 0);
   EXPECT_EQ_I(clb_cache_pending(), 0);
+  unsetenv("CLBOUND_CACHE_STORE");
   uint64_t n = 0, bytes = 0;
   EXPECT_EQ_I(clb_cache_info(dir, &n, &bytes), CLB_OK);
   EXPECT_EQ_I(n, 2);
