@@ -131,9 +131,6 @@ int clb__store_manifest_write(const char *dir, const char *rec, const clb__logge
 int clb__store_helper_path(char *buf, size_t cap);
 /* Starts the helper for dir and notes dir as handed to; 0 when it started. */
 int clb__store_spawn(const char *helper, const char *dir, const clb__logger *lg);
-/* When a store manifest for key is pending in dir: drains dir (the helper's
- * work, done here or waited for under the folder's lock). */
-void clb__store_drain_key(const char *dir, const char *key);
 /* The manifests pending in the folders this process handed to; drains them. */
 uint64_t clb__store_handed_pending(void);
 void clb__store_handed_drain(void);

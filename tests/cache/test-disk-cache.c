@@ -117,6 +117,7 @@ static void test_damage(const char *how, const char *reason) {
   clb_test_checks++;
   if (!strstr(log_lines, reason)) CLB_FAIL_AT("%s: log lacks \"%s\":\n%s", how, reason, log_lines);
   clb_context_free(ctx);
+  clb_cache_wait(); /* the store helper's entries (CLBOUND_CACHE_STORE=process) */
   /* rebuilt entries are whole again */
   ctx = cached_context(dir);
   run_ops(ctx);
@@ -240,6 +241,9 @@ int main(int argc, char **argv) {
     waitpid(kids[k], &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
+  /* their store helpers (CLBOUND_CACHE_STORE=process) may be at work: waited for */
+  EXPECT_EQ_I(clb_cache_info(dir, &n, NULL), CLB_OK);
+  EXPECT_EQ_I(n, 2);
   EXPECT_EQ_I(count_temp_files(), 0);
   ctx = cached_context(dir);
   run_ops(ctx);

@@ -18,6 +18,7 @@ run cold
 [ "$(field cold program_builds)" -gt 0 ] || fail "the cold run built nothing"
 # its entry, or its store manifest for the store helper (CLBOUND_CACHE_STORE=process)
 ls "$CLBOUND_CACHE_DIR" | grep -q -E '[.](clbin|pending)$' || fail "the cold run wrote no cache entry"
+"$tool" cache info > /dev/null # waits for the store helper
 
 run warm
 [ "$(field warm program_builds)" -eq 0 ] || fail "the warm run built $(field warm program_builds) programs from source"
