@@ -189,7 +189,8 @@ def main():
             f.write(program)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
     runs = {k: [] for k in ("clbound_cold", "clbound_warm", "jax", "torch")}
-    phases = {k: [] for k in ("context_new_ms", "build_ms", "first_launch_ms", "context_free_ms")}
+    phases = {k: [] for k in ("context_new_ms", "build_ms", "first_launch_ms", "context_free_ms", "store_local",
+                              "store_handoffs")}
     losses = {}
     demo = [tool, "demo", "--workload", "xla-mlp", "--policy", "dynamic", "--iterations", str(a.iterations),
             "--cache", "user", "--quiet", "--json", "--no-check"]
@@ -200,15 +201,17 @@ def main():
             rd = os.path.join(work, "round%d" % r)
             env = dict(os.environ, CLBOUND_CACHE_DIR=os.path.join(rd, "clbound"), POCL_CACHE_DIR=os.path.join(rd, "pocl"))
             os.makedirs(env["POCL_CACHE_DIR"])
+            metrics = os.path.join(rd, "metrics.json")
             for state in ("cold", "warm"):
-                dt, out = timed(demo, env)
+                dt, out = timed(demo, dict(env, CLBOUND_METRICS_FILE=metrics))
                 js = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
                 runs["clbound_" + state].append(dt)
                 losses["clbound"] = float(js["final_loss"])
                 if state == "cold":
-                    for k in ("context_new_ms", "build_ms", "first_launch_ms"):
-                        phases[k].append(js[k])
-                    phases["context_free_ms"].append(js["free_s"] * 1e3)
+                    with open(metrics) as f:
+                        m = json.load(f)
+                    for k in phases:
+                        phases[k].append(m.get(k, 0))
                     # the store helper's entries, before the warm run (untimed)
                     subprocess.run([tool, "cache", "info", env["CLBOUND_CACHE_DIR"]], env=env,
                                    stdout=subprocess.DEVNULL, check=True)
@@ -237,9 +240,10 @@ def main():
     for k, v in runs.items():
         if v:
             print("%-44s %10.3f   %s" % (labels[k], med[k], ", ".join("%.3f" % x for x in v)))
-    print("clbound cold phases (medians, ms): OpenCL start-up (context_new) %.0f, build from source %.0f, "
-          "first launches (PoCL's per-kernel compile) %.0f, context free %.0f" %
-          tuple(statistics.median(phases[k]) for k in ("context_new_ms", "build_ms", "first_launch_ms", "context_free_ms")))
+    print("clbound cold, medians (metrics file): OpenCL start-up (context_new_ms) %.0f ms, build from source "
+          "(build_ms) %.0f ms, first launches (first_launch_ms: PoCL's per-kernel compile) %.0f ms, context free "
+          "(context_free_ms) %.0f ms; programs stored in the process %d, handed to the store helper %d" %
+          tuple(statistics.median(phases[k]) for k in phases))
     for peer in ("jax", "torch"):
         if peer in med:
             print("ratio clbound cold / %s: %.2f; clbound warm / %s: %.3f" %
