@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import find_clbound  # noqa: E402  (build/bin/clbound, then PATH)
+
 BOUND = 10          # the xla-mlp batch's bound (bench/workloads.c, XLA_BOUND)
 SIZES = (1, 8, 5)   # the demo's batch sizes, cycled (DEMO_SHORT_SIZES = 3 of its schedule)
 LR = 1.0            # the demo's rate for xla-mlp with --iterations (demo_default_lr)
@@ -133,14 +136,6 @@ def parse_args():
     p.add_argument("--load", type=int, default=0, help="busy-loop processes kept running meanwhile (default 0)")
     p.add_argument("--json", action="store_true", help="also print one JSON object with every run")
     return p.parse_args()
-
-
-def find_clbound(arg):
-    if arg:
-        return arg
-    here = os.path.dirname(os.path.abspath(__file__))
-    local = os.path.join(here, "..", "build", "bin", "clbound")
-    return local if os.path.exists(local) else shutil.which("clbound")
 
 
 def importable(python, module):

@@ -135,6 +135,17 @@ static int start_locked(void) {
   return 0;
 }
 
+/* Appends j to the queue and wakes the thread (lock held). */
+static void queue_locked(store_job *j) {
+  if (tail)
+    tail->next = j;
+  else
+    head = j;
+  tail = j;
+  pending++;
+  pthread_cond_signal(&wake);
+}
+
 void clb__store_enqueue(clb_context_t ctx, char *key, cl_program prog) {
   store_job *j = calloc(1, sizeof *j);
   size_t dlen = strlen(ctx->cache_dir) + 1;
@@ -147,13 +158,7 @@ void clb__store_enqueue(clb_context_t ctx, char *key, cl_program prog) {
     j->dir = dir;
     j->key = key;
     j->prog = prog;
-    if (tail)
-      tail->next = j;
-    else
-      head = j;
-    tail = j;
-    pending++;
-    pthread_cond_signal(&wake);
+    queue_locked(j);
   }
   pthread_mutex_unlock(&lock);
   if (!ok) { /* no memory or no thread: store now, as before */
@@ -212,13 +217,7 @@ long clb__store_queue_handoff(const char *dir, const clb__logger *lg) {
       continue;
     }
     pthread_mutex_lock(&lock); /* not handed over: back to the thread */
-    if (tail)
-      tail->next = j;
-    else
-      head = j;
-    tail = j;
-    pending++;
-    pthread_cond_signal(&wake);
+    queue_locked(j);
     pthread_mutex_unlock(&lock);
   }
   pthread_mutex_lock(&lock);
