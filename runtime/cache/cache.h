@@ -131,6 +131,10 @@ int clb__store_manifest_write(const char *dir, const char *rec, const clb__logge
 int clb__store_helper_path(char *buf, size_t cap);
 /* Starts the helper for dir and notes dir as handed to; 0 when it started. */
 int clb__store_spawn(const char *helper, const char *dir, const clb__logger *lg);
+/* The store manifests in dir (a helper removes each after writing its entry, so
+ * none means none pending and no helper at work there); drains dir when any. */
+uint64_t clb__store_manifests(const char *dir);
+void clb__store_drain_pending(const char *dir);
 /* The manifests pending in the folders this process handed to; drains them. */
 uint64_t clb__store_handed_pending(void);
 void clb__store_handed_drain(void);

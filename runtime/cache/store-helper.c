@@ -343,25 +343,34 @@ static int handed_dirs(char out[MAX_HANDED_DIRS][1024]) {
   return n;
 }
 
+uint64_t clb__store_manifests(const char *dir) {
+  uint64_t count = 0;
+  DIR *dh = opendir(dir);
+  if (!dh) return 0;
+  struct dirent *e;
+  while ((e = readdir(dh)) != NULL) count += is_manifest(e->d_name);
+  closedir(dh);
+  return count;
+}
+
 uint64_t clb__store_handed_pending(void) {
   char dirs[MAX_HANDED_DIRS][1024];
   int n = handed_dirs(dirs);
   uint64_t count = 0;
-  for (int i = 0; i < n; i++) {
-    DIR *dh = opendir(dirs[i]);
-    if (!dh) continue;
-    struct dirent *e;
-    while ((e = readdir(dh)) != NULL) count += is_manifest(e->d_name);
-    closedir(dh);
-  }
+  for (int i = 0; i < n; i++) count += clb__store_manifests(dirs[i]);
   return count;
+}
+
+void clb__store_drain_pending(const char *dir) {
+  if (clb__store_manifests(dir) == 0) return; /* nothing pending, no helper at work */
+  clb__logger lg = {clb__log_env_mask(), NULL, NULL};
+  drain(dir, &lg);
 }
 
 void clb__store_handed_drain(void) {
   char dirs[MAX_HANDED_DIRS][1024];
   int n = handed_dirs(dirs);
-  clb__logger lg = {clb__log_env_mask(), NULL, NULL};
-  for (int i = 0; i < n; i++) drain(dirs[i], &lg);
+  for (int i = 0; i < n; i++) clb__store_drain_pending(dirs[i]);
 }
 
 /* ---- starting the helper ------------------------------------------------- */

@@ -24,7 +24,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "runtime/cache/cache.h"
 
@@ -279,8 +278,7 @@ clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes) {
   if (bytes) *bytes = 0;
   char def[1024];
   const char *d = folder(dir, def);
-  struct stat sb;
-  if (d && stat(d, &sb) == 0) clb_cache_store_pending(d, NULL); /* the helpers' work, waited for or done */
+  if (d) clb__store_drain_pending(d); /* the helpers' work, waited for or done */
   return clb__cache_walk(dir, 0, entries, bytes);
 }
 
@@ -289,8 +287,7 @@ clb_status clb_cache_clear(const char *dir) {
   char def[1024];
   const char *d = folder(dir, def);
   clb__logger lg = {clb__log_env_mask(), NULL, NULL};
-  struct stat sb;
-  int fd = d && stat(d, &sb) == 0 ? clb__store_lock(d, &lg) : -1; /* a helper at work finishes first */
+  int fd = d && clb__store_manifests(d) ? clb__store_lock(d, &lg) : -1; /* a helper at work finishes first */
   clb_status st = clb__cache_walk(dir, 1, NULL, NULL);
   clb__store_unlock(fd);
   return st;
