@@ -53,11 +53,6 @@ clb_status clb__kernel_get_local(clb_context_t ctx, const char *op, const char *
 clb_status clb__kernels_get_fixed(clb_context_t ctx, const char *op, const char *src, const char *options, int n,
                                   const char *const names[], cl_kernel out[], size_t *local);
 
-/* The end of every program key: the device's name, vendor, versions and
- * platform ("\ndevice ...\nplatform ..."); the store helper finds a manifest's
- * device by it. */
-void clb__key_device_part(const clb_device_info *d, char *buf, size_t cap);
-
 /* ---- disk-cache.c --------------------------------------------------------- */
 
 /* Picks and prepares the cache folder: the option, else the environment, else the
@@ -124,6 +119,10 @@ long clb__store_queue_handoff(const char *dir, const clb__logger *lg);
 char *clb__store_record_new(const char *key, const char *options, int ntexts, const char *const *texts,
                             const size_t *lens);
 void clb__store_record_parts(const char *rec, const char **options, const char **source);
+/* The end of every program key (program-cache.c): the device's name, vendor,
+ * versions and platform ("\ndevice ...\nplatform ..."); the store helper finds
+ * a manifest's device by it. */
+void clb__key_device_part(const clb_device_info *d, char *buf, size_t cap);
 /* Writes the record's store manifest into dir (atomically); 0 when written. */
 int clb__store_manifest_write(const char *dir, const char *rec, const clb__logger *lg);
 /* The store helper to start: CLBOUND_STORE_HELPER, else ../bin/clbound beside

@@ -296,14 +296,10 @@ static char *full_key(clb_context_t ctx, const char *label, int ntexts, const ch
   return key;
 }
 
-void clb__key_device_part(const clb_device_info *d, char *buf, size_t cap) {
-  snprintf(buf, cap, "\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s", d->name, d->vendor, d->device_version,
-           d->driver_version, d->platform_name);
-}
-
 /* Loads (disk cache, when use_disk) or builds the program of `texts` with
  * `options`; *from_disk (may be NULL) says which. A program built from source
- * comes back with its key in *store_key (NULL when the disk cache is off), to be
+ * comes back with its store record (clb__store_record_new: key, build options
+ * and source) in *store_key (NULL when the disk cache is off), to be
  * stored later. Every program built here also carries its key's identity kernel
  * (clb__program_identity), which the disk cache checks when it loads one. */
 static clb_status program_from_texts(clb_context_t ctx, const char *op, const char *label, int ntexts,
@@ -363,13 +359,13 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source", label, options, op);
   double tb = now_ms();
   e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
+  ctx->counters.program_builds++;
+  ctx->counters.build_ms += (uint64_t)(now_ms() - tb + 0.5);
   /* stored later (store_pending), when the context is released or asked to:
    * with what the store helper needs to build it again */
   char *rec = e == CL_SUCCESS && ctx->cache_dir[0]
                   ? clb__store_record_new(key, build_opts, ntexts + 1, all, all_lens) : NULL;
   free(build_opts);
-  ctx->counters.program_builds++;
-  ctx->counters.build_ms += (uint64_t)(now_ms() - tb + 0.5);
   if (e != CL_SUCCESS) {
     clb__set_error(ctx, CLB_ERR_BUILD, "%s: building kernels/%s.cl with \"%s\" failed (%s, %d); build log:\n",
                    op, label, options, clb__cl_error_name(e), (int)e);

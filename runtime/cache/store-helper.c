@@ -86,6 +86,11 @@ void clb__store_record_parts(const char *rec, const char **options, const char *
   *source = *options + strlen(*options) + 1;
 }
 
+void clb__key_device_part(const clb_device_info *d, char *buf, size_t cap) {
+  snprintf(buf, cap, "\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s", d->name, d->vendor, d->device_version,
+           d->driver_version, d->platform_name);
+}
+
 /* ---- manifests ----------------------------------------------------------- */
 
 static uint64_t manifest_sum(const char *key, const char *options, const char *source) {
