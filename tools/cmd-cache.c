@@ -1,4 +1,8 @@
-/* cmd-cache.c: `clbound cache info|clear [DIR]`: the persistent program cache. */
+/* cmd-cache.c: `clbound cache info|clear [DIR]`: the persistent program cache;
+ * `clbound cache store-pending [--detach] DIR`: the store helper (not in the
+ * usage: the library starts it, docs/observability.md "Store modes"). */
+#define _GNU_SOURCE /* POSIX_SPAWN_SETSID */
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +85,44 @@ usage:
   return usage(stderr);
 }
 
+extern char **environ;
+
+/* `clbound cache store-pending [--detach] DIR`: writes the entries of the store
+ * manifests pending in DIR. --detach (how the library starts it): starts the
+ * same command again, without --detach, in a session of its own, and returns at
+ * once, so the helper outlives the process that handed the programs over and
+ * is not its child. */
+static int store_pending(int argc, char **argv) {
+  int detach = argc == 2 && strcmp(argv[0], "--detach") == 0;
+  if (argc != 1 + detach) {
+    fprintf(stderr, "usage: clbound cache store-pending [--detach] DIR\n");
+    return 2;
+  }
+  const char *dir = argv[detach];
+  if (detach) {
+    posix_spawnattr_t at;
+    if (posix_spawnattr_init(&at) != 0) return 1;
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+    char *args[] = {"clbound", "cache", "store-pending", (char *)dir, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", NULL, &at, args, environ);
+    posix_spawnattr_destroy(&at);
+    if (rc != 0) fprintf(stderr, "clbound cache store-pending: could not start the helper: %s\n", strerror(rc));
+    return rc == 0 ? 0 : 1;
+  }
+  unsetenv("CLBOUND_METRICS_FILE"); /* the process that handed over wrote its own */
+  uint64_t n = 0;
+  if (clb_cache_store_pending(dir, &n) != CLB_OK) {
+    fprintf(stderr, "clbound cache store-pending: %s\n", clb_last_errmsg());
+    return 1;
+  }
+  printf("stored %llu entries in %s\n", (unsigned long long)n, dir);
+  return 0;
+}
+
 int clb_cmd_cache(int argc, char **argv) {
   if (clb_arg_help(argc, argv)) return usage(stdout);
+  if (argc >= 1 && strcmp(argv[0], "store-pending") == 0) return store_pending(argc - 1, argv + 1);
   if (argc >= 1 && strcmp(argv[0], "warm") == 0) return cache_warm(argc - 1, argv + 1);
   if (argc < 1 || (strcmp(argv[0], "info") != 0 && strcmp(argv[0], "clear") != 0)) {
     return usage(stderr);

@@ -214,8 +214,9 @@ CLB_API const char *clb_env_text(const char *name);
 CLB_API const char *clb_context_cache_dir(clb_context_t ctx);
 
 /* Counts the entries (*.clbin files) and their bytes in a cache folder (NULL:
- * the default folder), after the stores still under way (clb_cache_wait). A
- * missing folder counts as empty. */
+ * the default folder), after the stores still under way (clb_cache_wait, and
+ * the folder's pending store manifests: clb_cache_store_pending). A missing
+ * folder counts as empty. */
 CLB_API clb_status clb_cache_info(const char *dir, uint64_t *entries, uint64_t *bytes);
 
 /* The most bytes the entries of a cache folder may hold: after each store, the
@@ -232,14 +233,25 @@ CLB_API clb_status clb_context_store_programs(clb_context_t ctx);
 
 /* When a context is freed, the programs it built and has not stored go to one
  * background thread per process, which writes their entries while the other
- * contexts go on; freeing the process's last context waits for them
- * (CLBOUND_CACHE_STORE=release stores them in clb_context_free instead). A
- * context that needs an entry still being written waits for it; a process that
- * exits with a context alive drops what is still queued. clb_cache_pending:
- * the programs queued or being written; clb_cache_wait: returns when there are
- * none. */
+ * contexts go on. Freeing the process's last context hands them, with its own,
+ * to the store helper process, which writes them after this process is gone
+ * (CLBOUND_CACHE_STORE=process, the default; `background` waits for them
+ * instead, `release` stores them in clb_context_free). A context that needs an
+ * entry still queued or handed over waits for it (or writes it itself); a
+ * process that exits with a context alive drops what is still queued.
+ * clb_cache_pending: the programs queued or being written, plus the store
+ * manifests pending in the folders this process handed to; clb_cache_wait:
+ * returns when there are none (writing what no helper took). */
 CLB_API uint64_t clb_cache_pending(void);
 CLB_API clb_status clb_cache_wait(void);
+
+/* Writes the entries of every store manifest pending in the cache folder dir
+ * (what `clbound cache store-pending DIR`, the store helper, runs): under the
+ * folder's lock (<dir>/.store.lock, waited for up to 10 minutes), each
+ * manifest's program is built from source on the device its key names, its
+ * entry written (temporary file, renamed) and the manifest removed. *stored
+ * (may be NULL): the entries written. CLB_ERR_IO when the lock was not had. */
+CLB_API clb_status clb_cache_store_pending(const char *dir, uint64_t *stored);
 
 /* Small files kept in a folder that others may write (the cache folder), read
  * and written the way the cache's entries are. clb_file_read reads the whole of
@@ -255,8 +267,9 @@ CLB_API clb_status clb_cache_wait(void);
 CLB_API clb_status clb_file_read(const char *path, char *buf, size_t cap, size_t *len);
 CLB_API clb_status clb_file_write(const char *path, const void *data, size_t len);
 
-/* Removes every entry of a cache folder (NULL: the default folder), after the
- * stores still under way. */
+/* Removes every entry and pending store manifest of a cache folder (NULL: the
+ * default folder), after the stores still under way (a store helper at work in
+ * the folder finishes first). */
 CLB_API clb_status clb_cache_clear(const char *dir);
 
 /* The default cache folder into buf[cap] (empty when it is off). */
@@ -304,6 +317,10 @@ typedef struct clb_counters {
   uint64_t context_free_ms;       /* milliseconds clb_context_free took before its metrics file was
                                      written (the queue drained, programs handed to the store: PoCL
                                      compiles their binaries then); 0 while the context lives */
+  uint64_t store_local;           /* programs this context stored, or queued for the store thread,
+                                     in this process (PoCL compiles their binaries in this process) */
+  uint64_t store_handoffs;        /* programs this context handed to the store helper process
+                                     (CLBOUND_CACHE_STORE=process: store manifests written) */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

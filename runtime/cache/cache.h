@@ -70,8 +70,13 @@ void clb__program_identity(const char *key, char *buf, size_t cap);
 /* Stores a built program's binary under `key` (write to a temporary, rename). */
 void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog);
 /* The same into the folder `dir`, logging to `lg`: needs no context (the
- * background store calls it after the context is gone). */
-void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg);
+ * background store calls it after the context is gone). 0 when written. */
+int clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg);
+/* The file of `key` in dir: "<dir>/<32 hex digits of the key's hashes><suffix>",
+ * its entry (CLB_ENTRY_SUFFIX) or its store manifest (CLB_MANIFEST_SUFFIX). */
+#define CLB_ENTRY_SUFFIX ".clbin"
+#define CLB_MANIFEST_SUFFIX ".pending"
+void clb__cache_entry_path(const char *dir, const char *key, const char *suffix, char *buf, size_t cap);
 
 /* Counts (remove_entries 0) or removes (1: with stale temporaries) the entries
  * of a cache folder (NULL: the default); clb_cache_info/clear in store-worker.c
@@ -92,8 +97,50 @@ void clb__store_wait_key(const char *dir, const char *key);
  * over): closing the last one waits for the queue, so no store runs at exit. */
 void clb__store_cache_opened(void);
 void clb__store_cache_closed(void);
-/* Whether contexts store in the background (CLBOUND_CACHE_STORE, default yes). */
-int clb__store_in_background(void);
+/* CLBOUND_CACHE_STORE: where a freed context's programs are stored. */
+typedef enum clb__store_mode {
+  CLB_STORE_BACKGROUND = 0, /* the store thread; the last context's release waits for it */
+  CLB_STORE_RELEASE = 1,    /* in clb_context_free (also `sync`, 2) */
+  CLB_STORE_PROCESS = 3     /* as BACKGROUND, but the last context hands the queue to the helper */
+} clb__store_mode;
+clb__store_mode clb__store_mode_get(void);
+/* Whether the context being released is the last with an open program cache. */
+int clb__store_cache_last(void);
+/* Hands the store thread's queued programs for dir (not the one being written)
+ * to the store helper: their manifests written; one that cannot be written goes
+ * back to the queue. Returns how many were handed over. */
+long clb__store_queue_handoff(const char *dir, const clb__logger *lg);
+
+/* ---- store-helper.c: the store helper process ------------------------------ */
+
+/* A program built from source and not stored yet: its key, then in the same
+ * allocation the build options it was built with and its whole source, so that
+ * the key reads as a plain string. Freed with free(). */
+char *clb__store_record_new(const char *key, const char *options, int ntexts, const char *const *texts,
+                            const size_t *lens);
+void clb__store_record_parts(const char *rec, const char **options, const char **source);
+/* The end of every program key (program-cache.c): the device's name, vendor,
+ * versions and platform ("\ndevice ...\nplatform ..."); the store helper finds
+ * a manifest's device by it. */
+void clb__key_device_part(const clb_device_info *d, char *buf, size_t cap);
+/* Writes the record's store manifest into dir (atomically); 0 when written. */
+int clb__store_manifest_write(const char *dir, const char *rec, const clb__logger *lg);
+/* The store helper to start: CLBOUND_STORE_HELPER, else ../bin/clbound beside
+ * the library; 0 when it can be run (buf holds its path either way). */
+int clb__store_helper_path(char *buf, size_t cap);
+/* Starts the helper for dir and notes dir as handed to; 0 when it started. */
+int clb__store_spawn(const char *helper, const char *dir, const clb__logger *lg);
+/* The store manifests in dir (a helper removes each after writing its entry, so
+ * none means none pending and no helper at work there); drains dir when any. */
+uint64_t clb__store_manifests(const char *dir);
+void clb__store_drain_pending(const char *dir);
+/* The manifests pending in the folders this process handed to; drains them. */
+uint64_t clb__store_handed_pending(void);
+void clb__store_handed_drain(void);
+/* The folder's store lock (flock of <dir>/.store.lock), waited for a bounded
+ * time: a descriptor for clb__store_unlock, or -1. */
+int clb__store_lock(const char *dir, const clb__logger *lg);
+void clb__store_unlock(int fd);
 
 /* ---- files.c: files in folders others may write ---------------------------- */
 

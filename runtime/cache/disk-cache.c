@@ -27,7 +27,7 @@
  * Format 2: the checksum covers the key too (format 1 entries are misses). */
 #define CACHE_MAGIC "CLBCACHE"
 #define CACHE_FORMAT 2u
-#define CACHE_SUFFIX ".clbin"
+#define CACHE_SUFFIX CLB_ENTRY_SUFFIX
 #define HEADER_BYTES (8 + 4 + 4 + 8 + 8)
 #define MAX_ENTRY_BYTES (512u << 20) /* larger files are not ours */
 /* A temporary file (".clbin.tmp.<pid>.<n>") older than this was left by a process
@@ -84,6 +84,11 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
+/* Whether name is a temporary file of an entry or of a store manifest. */
+static int is_temp(const char *name) {
+  return strstr(name, CACHE_SUFFIX ".tmp.") != NULL || strstr(name, CLB_MANIFEST_SUFFIX ".tmp.") != NULL;
+}
+
 /* Removes temporary files older than STALE_TEMP_SECONDS from the cache folder. */
 static void remove_stale_temps(clb_context_t ctx) {
   DIR *d = opendir(ctx->cache_dir);
@@ -91,7 +96,7 @@ static void remove_stale_temps(clb_context_t ctx) {
   time_t now = time(NULL);
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (!strstr(e->d_name, CACHE_SUFFIX ".tmp.")) continue;
+    if (!is_temp(e->d_name)) continue;
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, e->d_name);
     struct stat sb;
@@ -176,15 +181,15 @@ void clb__disk_cache_init(clb_context_t ctx, const char *option) {
   remove_stale_temps(ctx);
 }
 
-static void entry_path_in(const char *dir, const char *key, char *buf, size_t cap) {
+void clb__cache_entry_path(const char *dir, const char *key, const char *suffix, char *buf, size_t cap) {
   size_t len = strlen(key);
   uint64_t h1 = clb__fnv1a(0xcbf29ce484222325ull, key, len);
   uint64_t h2 = clb__fnv1a(0x84222325cbf29ce4ull ^ len, key, len);
-  snprintf(buf, cap, "%s/%016llx%016llx%s", dir, (unsigned long long)h1, (unsigned long long)h2, CACHE_SUFFIX);
+  snprintf(buf, cap, "%s/%016llx%016llx%s", dir, (unsigned long long)h1, (unsigned long long)h2, suffix);
 }
 
 static void entry_path(clb_context_t ctx, const char *key, char *buf, size_t cap) {
-  entry_path_in(ctx->cache_dir, key, buf, cap);
+  clb__cache_entry_path(ctx->cache_dir, key, CACHE_SUFFIX, buf, cap);
 }
 
 /* The entry's checksum: the key, then the payload. */
@@ -316,20 +321,20 @@ void clb__disk_cache_store(clb_context_t ctx, const char *key, cl_program prog) 
   clb__disk_cache_write(ctx->cache_dir, key, prog, &lg);
 }
 
-void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg) {
+int clb__disk_cache_write(const char *dir, const char *key, cl_program prog, const clb__logger *lg) {
   size_t blen = 0;
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) != CL_SUCCESS || blen == 0 ||
       blen > MAX_ENTRY_BYTES)
-    return;
+    return -1;
   unsigned char *bin = malloc(blen);
-  if (!bin) return;
+  if (!bin) return -1;
   unsigned char *bins[1] = {bin};
   if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS) {
     free(bin);
-    return;
+    return -1;
   }
   char path[1200];
-  entry_path_in(dir, key, path, sizeof path);
+  clb__cache_entry_path(dir, key, CACHE_SUFFIX, path, sizeof path);
   unsigned char header[HEADER_BYTES];
   uint32_t fmt = CACHE_FORMAT, klen = (uint32_t)strlen(key);
   uint64_t payload_len = blen, sum = entry_sum(key, klen, bin, blen);
@@ -352,6 +357,7 @@ void clb__disk_cache_write(const char *dir, const char *key, cl_program prog, co
               path, step, strerror(err));
   }
   free(bin);
+  return err ? -1 : 0;
 }
 
 uint64_t clb_cache_limit_bytes(void) {
@@ -451,8 +457,9 @@ clb_status clb__cache_walk(const char *dir, int remove_entries, uint64_t *entrie
   while ((e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
     int entry = n > sl && strcmp(e->d_name + n - sl, CACHE_SUFFIX) == 0;
-    int temp = strstr(e->d_name, CACHE_SUFFIX ".tmp.") != NULL;
-    if (!entry && !(remove_entries && temp)) continue;
+    size_t ml = strlen(CLB_MANIFEST_SUFFIX);
+    int manifest = n > ml && strcmp(e->d_name + n - ml, CLB_MANIFEST_SUFFIX) == 0;
+    if (!entry && !(remove_entries && (manifest || is_temp(e->d_name)))) continue;
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     struct stat sb;

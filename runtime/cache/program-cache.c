@@ -17,7 +17,8 @@ typedef struct clb_prog_entry {
   char *src;      /* kernel file name */
   char *options;  /* build options as given */
   cl_program program;
-  char *store_key; /* built from source, not yet stored on disk: its full key */
+  char *store_key; /* built from source, not yet stored on disk: its store record
+                      (clb__store_record_new: the full key, options and source) */
   char suffix[16]; /* a section of a plan's merged program: its kernels' suffix */
   int from_disk;   /* loaded from the disk cache: rebuilt when a kernel is missing */
   int nkernels;
@@ -153,6 +154,7 @@ static void store_pending(clb_context_t ctx, int background) {
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *e = &pc->entries[i];
     if (!e->store_key) continue;
+    ctx->counters.store_local++;
     if (background) {
       clb__store_enqueue(ctx, e->store_key, e->program); /* takes the key */
     } else {
@@ -178,9 +180,43 @@ clb_status clb_context_store_programs(clb_context_t ctx) {
   return CLB_OK;
 }
 
+/* CLBOUND_CACHE_STORE=process, the process's last context: its programs and
+ * the store thread's queue go to the store helper (store-helper.c); nothing is
+ * compiled here. What cannot go (no helper, a manifest not written) is left to
+ * store_pending; a helper that does not start leaves its work to this process
+ * at once. */
+static void hand_to_helper(clb_context_t ctx) {
+  clb_progcache *pc = ctx->programs;
+  char helper[1200];
+  clb__logger lg = clb__context_logger(ctx);
+  if (clb__store_helper_path(helper, sizeof helper) != 0) {
+    clb__log(ctx, CLB_LOG_CACHE, "the store helper %s cannot be run: programs are stored in this process", helper);
+    return;
+  }
+  long n = 0;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (!e->store_key || clb__store_manifest_write(ctx->cache_dir, e->store_key, &lg) != 0) continue;
+    free(e->store_key);
+    e->store_key = NULL;
+    n++;
+  }
+  ctx->counters.store_handoffs += (uint64_t)n;
+  n += clb__store_queue_handoff(ctx->cache_dir, &lg);
+  if (n == 0) return;
+  if (clb__store_spawn(helper, ctx->cache_dir, &lg) != 0) {
+    clb__log(ctx, CLB_LOG_CACHE, "the store helper %s did not start: %ld program(s) stored in this process", helper, n);
+    clb_cache_store_pending(ctx->cache_dir, NULL);
+    return;
+  }
+  clb__log(ctx, CLB_LOG_CACHE, "%ld program(s) handed to the store helper (%s cache store-pending)", n, helper);
+}
+
 static void release_caches(clb_context_t ctx) {
   int opened = ctx->programs != NULL;
-  store_pending(ctx, clb__store_in_background());
+  clb__store_mode mode = clb__store_mode_get();
+  if (opened && mode == CLB_STORE_PROCESS && ctx->cache_dir[0] && clb__store_cache_last()) hand_to_helper(ctx);
+  store_pending(ctx, mode != CLB_STORE_RELEASE);
   progcache_free(ctx->programs);
   ctx->programs = NULL;
   if (opened) clb__store_cache_closed(); /* the last one waits for the background store */
@@ -250,19 +286,20 @@ static char *full_key(clb_context_t ctx, const char *label, int ntexts, const ch
                       const char *options) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (int i = 0; i < ntexts; i++) h = clb__fnv1a(h, texts[i], lens[i]);
-  const clb_device_info *d = &ctx->info;
-  size_t cap = 1024 + strlen(options);
+  char dev[6 * CLB_DEVICE_STRING_MAX];
+  clb__key_device_part(&ctx->info, dev, sizeof dev);
+  size_t cap = 256 + strlen(label) + strlen(options) + strlen(dev);
   char *key = malloc(cap);
   if (key)
-    snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s%s\ndevice %s\nvendor %s\nversion %s\ndriver %s\nplatform %s",
-             clb_version(), label, (unsigned long long)h, options, device_options(ctx), d->name, d->vendor,
-             d->device_version, d->driver_version, d->platform_name);
+    snprintf(key, cap, "clbound %s\nsource %s.cl %016llx\noptions %s%s%s", clb_version(), label, (unsigned long long)h,
+             options, device_options(ctx), dev);
   return key;
 }
 
 /* Loads (disk cache, when use_disk) or builds the program of `texts` with
  * `options`; *from_disk (may be NULL) says which. A program built from source
- * comes back with its key in *store_key (NULL when the disk cache is off), to be
+ * comes back with its store record (clb__store_record_new: key, build options
+ * and source) in *store_key (NULL when the disk cache is off), to be
  * stored later. Every program built here also carries its key's identity kernel
  * (clb__program_identity), which the disk cache checks when it loads one. */
 static clb_status program_from_texts(clb_context_t ctx, const char *op, const char *label, int ntexts,
@@ -322,9 +359,13 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source", label, options, op);
   double tb = now_ms();
   e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
-  free(build_opts);
   ctx->counters.program_builds++;
   ctx->counters.build_ms += (uint64_t)(now_ms() - tb + 0.5);
+  /* stored later (store_pending), when the context is released or asked to:
+   * with what the store helper needs to build it again */
+  char *rec = e == CL_SUCCESS && ctx->cache_dir[0]
+                  ? clb__store_record_new(key, build_opts, ntexts + 1, all, all_lens) : NULL;
+  free(build_opts);
   if (e != CL_SUCCESS) {
     clb__set_error(ctx, CLB_ERR_BUILD, "%s: building kernels/%s.cl with \"%s\" failed (%s, %d); build log:\n",
                    op, label, options, clb__cl_error_name(e), (int)e);
@@ -343,9 +384,9 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   }
   clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: built from source in %.1f ms (first use in this context, no disk entry)",
            label, options, op, now_ms() - t0);
-  /* stored later (store_pending), when the context is released or asked to */
-  if (ctx->cache_dir[0]) *store_key = key;
-  else free(key);
+  if (ctx->cache_dir[0] && !rec) clb__log(ctx, CLB_LOG_CACHE, "%s.cl for %s: out of host memory: not stored", label, op);
+  *store_key = rec;
+  free(key);
   *out = p;
   return CLB_OK;
 }

@@ -289,6 +289,9 @@ void clb__metrics_write_env(clb_context_t ctx);
 /* ---- device.c ------------------------------------------------------------- */
 
 clb_status clb__device_describe(cl_platform_id plat, cl_device_id dev, clb_device_info *out);
+/* The platform and device of flat index `index` (as clb_device_info_get counts
+ * them); CLB_ERR_NO_DEVICE past the last. */
+clb_status clb__device_at(int index, cl_platform_id *plat, cl_device_id *dev);
 /* Chooses a platform and device from the option strings (NULL: environment).
  * On failure the thread-local message lists the devices there are. */
 clb_status clb__device_select(const char *platform, const char *device, cl_platform_id *plat,

@@ -175,6 +175,20 @@ clb_status clb_device_info_get(int index, clb_device_info *out) {
   return clb__set_error(NULL, CLB_ERR_NO_DEVICE, "clb_device_info_get: device index %d: there are %d devices", index, flat);
 }
 
+clb_status clb__device_at(int index, cl_platform_id *plat, cl_device_id *dev) {
+  cl_uint np = 0;
+  if (!get_platforms(&np)) return CLB_ERR_NO_DEVICE;
+  int flat = 0;
+  for (cl_uint i = 0; i < np; i++)
+    for (cl_uint j = 0; j < found.nd[i]; j++, flat++)
+      if (flat == index) {
+        *plat = found.plats[i];
+        *dev = found.devs[i][j];
+        return CLB_OK;
+      }
+  return CLB_ERR_NO_DEVICE;
+}
+
 int clb__contains_ci(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (; *hay; hay++) {

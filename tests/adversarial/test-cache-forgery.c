@@ -139,6 +139,7 @@ static void test_swapped_payload(void) {
   EXPECT_EQ_I(builds(ctx), 1);
   expect_log("swapped payload", "holds another program");
   clb_context_free(ctx);
+  clb_cache_wait(); /* the store helper's entry (CLBOUND_CACHE_STORE=process) */
   /* rebuilt: the next context loads relu from disk */
   ctx = cached_context(dir);
   run_unary(ctx, CLB_UNARY_RELU);

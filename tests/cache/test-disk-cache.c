@@ -117,6 +117,7 @@ static void test_damage(const char *how, const char *reason) {
   clb_test_checks++;
   if (!strstr(log_lines, reason)) CLB_FAIL_AT("%s: log lacks \"%s\":\n%s", how, reason, log_lines);
   clb_context_free(ctx);
+  clb_cache_wait(); /* the store helper's entries (CLBOUND_CACHE_STORE=process) */
   /* rebuilt entries are whole again */
   ctx = cached_context(dir);
   run_ops(ctx);
@@ -144,7 +145,10 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/clbound-cache-test-XXXXXX");
   REQUIRE_TRUE(mkdtemp(dir) != NULL);
 
-  /* First context builds from source and stores; the second loads from disk. */
+  /* First context builds from source and stores; the second loads from disk.
+   * In the background mode (the default, process, hands the last context's
+   * programs to a helper process instead: tests/tools/store-helper.sh). */
+  setenv("CLBOUND_CACHE_STORE", "background", 1);
   clb_context_t ctx = cached_context(dir);
   EXPECT_EQ_S(clb_context_cache_dir(ctx), dir);
   run_ops(ctx);
@@ -158,6 +162,7 @@ int main(int argc, char **argv) {
   EXPECT_EQ_I(entries(names, 8), 2);
   EXPECT_EQ_I(count_temp_files(), 0);
   EXPECT_EQ_I(clb_cache_pending(), 0);
+  unsetenv("CLBOUND_CACHE_STORE");
   uint64_t n = 0, bytes = 0;
   EXPECT_EQ_I(clb_cache_info(dir, &n, &bytes), CLB_OK);
   EXPECT_EQ_I(n, 2);
@@ -236,6 +241,9 @@ int main(int argc, char **argv) {
     waitpid(kids[k], &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
+  /* their store helpers (CLBOUND_CACHE_STORE=process) may be at work: waited for */
+  EXPECT_EQ_I(clb_cache_info(dir, &n, NULL), CLB_OK);
+  EXPECT_EQ_I(n, 2);
   EXPECT_EQ_I(count_temp_files(), 0);
   ctx = cached_context(dir);
   run_ops(ctx);

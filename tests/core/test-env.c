@@ -101,7 +101,8 @@ static void parser(void) {
   EXPECT_VALUE("CLBOUND_CACHE_STORE", "background", 0);
   EXPECT_VALUE("CLBOUND_CACHE_STORE", "Release", 1);
   EXPECT_VALUE("CLBOUND_CACHE_STORE", "sync", 2);
-  EXPECT_WARNED("CLBOUND_CACHE_STORE", "later", 0, "one of background, release, sync");
+  EXPECT_VALUE("CLBOUND_CACHE_STORE", "PROCESS", 3);
+  EXPECT_WARNED("CLBOUND_CACHE_STORE", "later", 3, "one of background, release, sync, process");
   EXPECT_VALUE("CLBOUND_GEMM", "host-blas", 1);
   EXPECT_WARNED("CLBOUND_GEMM", "fastest", 0, "host-blas");
   EXPECT_VALUE("CLBOUND_LOG", "builds,syncs", CLB_LOG_BUILDS | CLB_LOG_SYNCS);

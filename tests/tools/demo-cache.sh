@@ -16,7 +16,9 @@ fail() { echo "demo-cache: $*" >&2; cat "$dir"/*.json >&2; exit 1; }
 
 run cold
 [ "$(field cold program_builds)" -gt 0 ] || fail "the cold run built nothing"
-ls "$CLBOUND_CACHE_DIR"/*.clbin > /dev/null 2>&1 || fail "the cold run wrote no cache entry"
+# its entry, or its store manifest for the store helper (CLBOUND_CACHE_STORE=process)
+ls "$CLBOUND_CACHE_DIR" | grep -q -E '[.](clbin|pending)$' || fail "the cold run wrote no cache entry"
+"$tool" cache info > /dev/null # waits for the store helper
 
 run warm
 [ "$(field warm program_builds)" -eq 0 ] || fail "the warm run built $(field warm program_builds) programs from source"
@@ -24,12 +26,15 @@ run warm
 grep -q 'sooner than the run that filled this cache' "$dir/warm.json" || fail "the warm run does not say how much sooner it started"
 
 # truncate every entry: each is rejected, rebuilt, and the run still succeeds
+# (`cache info` first: it waits for the store helper, so the entries are there)
+"$tool" cache info > /dev/null
 for f in "$CLBOUND_CACHE_DIR"/*.clbin; do head -c 100 "$f" > "$f.t" && mv "$f.t" "$f"; done
 run truncated
 [ "$(field truncated program_builds)" -gt 0 ] || fail "truncated entries were not rebuilt"
 [ "$(field truncated max_loss_error)" != "" ] || fail "no loss error reported"
 
 # flip a byte in the middle of every entry
+"$tool" cache info > /dev/null
 for f in "$CLBOUND_CACHE_DIR"/*.clbin; do
   size=$(wc -c < "$f")
   printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null

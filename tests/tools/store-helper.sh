@@ -1,0 +1,85 @@
+#!/bin/sh
+# store-helper.sh CLBOUND: the store at exit is a process of its own (issue 32,
+# item 3; CLBOUND_CACHE_STORE=process, the default). Counts, not times:
+#  * a cold demo process stores nothing itself: store_local 0, store_handoffs 1,
+#    and while the test holds the folder's lock (so the helper cannot have
+#    finished) the folder holds 1 store manifest and 0 entries;
+#  * once the lock is free, the helper alone (nothing else touches the folder)
+#    writes the entry and removes the manifest; the next process builds 0
+#    programs and loads 1 from disk;
+#  * two cold processes at once on one folder: one entry, no manifest and no
+#    temporary file left, and the next process builds 0;
+#  * a missing helper (CLBOUND_STORE_HELPER names none): the process stores in
+#    itself (store_local 1, store_handoffs 0), says so under CLBOUND_LOG=cache,
+#    and its entry is there when it exits.
+set -eu
+tool="$1"
+dir=$(mktemp -d)
+holder=
+trap '[ -n "$holder" ] && kill "$holder" 2> /dev/null; rm -rf "$dir"' EXIT
+fail() { echo "store-helper: $*" >&2; exit 1; }
+num() { sed -n "s/.*\"$2\":\\([0-9][0-9]*\\).*/\\1/p" "$1" | head -n 1; }
+count() { ls "$1" 2> /dev/null | grep -c "$2\$" || true; }
+demo() { # cache folder, metrics file, [env...]
+  c=$1 m=$2
+  shift 2
+  env CLBOUND_CACHE_DIR="$c" CLBOUND_METRICS_FILE="$m" "$@" "$tool" demo --workload xla-mlp --policy dynamic \
+    --iterations 12 --cache user --no-check --quiet --json > "$m.out" 2> "$m.err" || fail "the demo failed: $(cat "$m.err")"
+}
+# waits (at most 5 minutes) until no store manifest is left in folder $1
+settle() {
+  i=0
+  while [ "$(count "$1" .pending)" -gt 0 ]; do
+    i=$((i + 1))
+    [ $i -le 1500 ] || fail "the store helper left $(count "$1" .pending) manifest(s) in $1 for 5 minutes"
+    sleep 0.2
+  done
+}
+
+# 1. the process hands its program over; the helper waits for the lock the test holds
+c="$dir/c1"
+mkdir -m 700 "$c"
+# the holder: a shell that takes the lock on its descriptor 9, then becomes sleep
+# (killing it frees the lock and leaves no process behind)
+(flock 9 && exec sleep 600) 9> "$c/.store.lock" > /dev/null 2>&1 &
+holder=$!
+i=0
+while flock -n "$c/.store.lock" true; do
+  i=$((i + 1))
+  [ $i -le 500 ] || fail "the test could not take the folder's lock"
+  sleep 0.02
+done
+demo "$c" "$dir/cold.json"
+[ "$(num "$dir/cold.json" store_local)" = 0 ] || fail "the cold process stored $(num "$dir/cold.json" store_local) program(s) itself"
+[ "$(num "$dir/cold.json" store_handoffs)" = 1 ] || fail "the cold process handed $(num "$dir/cold.json" store_handoffs) program(s) to the helper, not 1"
+[ "$(count "$c" .pending)" = 1 ] || fail "$(count "$c" .pending) store manifests after the cold process, not 1"
+[ "$(count "$c" .clbin)" = 0 ] || fail "an entry was written while the helper could not run"
+kill "$holder"
+holder=
+settle "$c"
+[ "$(count "$c" .clbin)" = 1 ] || fail "the helper wrote $(count "$c" .clbin) entries, not 1"
+demo "$c" "$dir/warm.json"
+[ "$(num "$dir/warm.json" program_builds)" = 0 ] || fail "the warm process built $(num "$dir/warm.json" program_builds) program(s)"
+[ "$(num "$dir/warm.json" program_cache_hits_disk)" = 1 ] || fail "the warm process loaded $(num "$dir/warm.json" program_cache_hits_disk) program(s) from disk, not 1"
+[ "$(num "$dir/warm.json" store_handoffs)" = 0 ] || fail "the warm process handed programs over"
+
+# 2. two cold processes at once on one folder, and their helpers
+c="$dir/c2"
+demo "$c" "$dir/a.json" &
+a=$!
+demo "$c" "$dir/b.json"
+wait "$a" || fail "the first of two concurrent processes failed"
+settle "$c"
+[ "$(count "$c" .clbin)" = 1 ] || fail "two processes and their helpers left $(count "$c" .clbin) entries, not 1"
+[ "$(ls -a "$c" | grep -c '\.tmp\.')" = 0 ] || fail "temporary files left: $(ls -a "$c")"
+demo "$c" "$dir/after.json"
+[ "$(num "$dir/after.json" program_builds)" = 0 ] || fail "after two helpers, a process built $(num "$dir/after.json" program_builds) program(s)"
+
+# 3. no helper: the process stores in itself, and says so
+c="$dir/c3"
+demo "$c" "$dir/nohelper.json" CLBOUND_STORE_HELPER="$dir/no-such-helper" CLBOUND_LOG=cache
+[ "$(num "$dir/nohelper.json" store_local)" = 1 ] || fail "without a helper, $(num "$dir/nohelper.json" store_local) program(s) stored in the process, not 1"
+[ "$(num "$dir/nohelper.json" store_handoffs)" = 0 ] || fail "without a helper, programs were handed over"
+grep -q "store helper .*no-such-helper cannot be run" "$dir/nohelper.json.err" || fail "no log line for the missing helper: $(cat "$dir/nohelper.json.err")"
+[ "$(count "$c" .clbin)" = 1 ] && [ "$(count "$c" .pending)" = 0 ] || fail "without a helper: $(ls "$c")"
+echo "store-helper: ok"
