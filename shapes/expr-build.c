@@ -360,6 +360,15 @@ static clb_status divide_all(struct clb_shapes *sh, term *t, int n, int64_t k, i
   return build_sum(sh, t, n, k / g, out);
 }
 
+/* Whether n's range is saturated at an end where a's is not: a rewrite of a into
+ * n could overflow int64 on values where a evaluates fine (reducing a negative
+ * constant modulo a huge divisor, say), so the rewrite is not made. */
+static int overflows_where(const node *n, const node *a) {
+  int sat_n = n->min == INT64_MIN || n->max == INT64_MAX;
+  int sat_a = a->min == INT64_MIN || a->max == INT64_MAX;
+  return sat_n && !sat_a;
+}
+
 static clb_status floordiv(struct clb_shapes *sh, node *a, node *b, node **out) {
   clb_status st = div_check(sh, b, "floor division");
   if (st != CLB_OK) return st;
@@ -386,21 +395,27 @@ static clb_status floordiv(struct clb_shapes *sh, node *a, node *b, node **out) 
     kq = clb__fdiv(k, b->c);
     kr = clb__fmod(k, b->c);
   }
+  int plain = 0; /* a // b as it is, no rewrite */
   if (st == CLB_OK && (nq > 0 || kq != 0)) {
     node *r;
     st = build_sum(sh, t, nr, kr, &r);
+    if (st == CLB_OK && overflows_where(r, a)) {
+      plain = 1;
+      goto generic;
+    }
     if (st == CLB_OK) st = floordiv(sh, r, b, &q[nq++]);
     if (st == CLB_OK) st = mk_const(sh, kq, &q[nq++]);
     if (st == CLB_OK) st = clb__add_n(sh, q, nq, out);
     goto done;
   }
   if (st != CLB_OK) goto done;
+generic:;
   int64_t lo, hi;
   if (b->kind == CLB_EXPR_CONST) {
     int64_t d = b->c, g = d;
-    for (int i = 0; i < n; i++) g = clb__gcd(g, t[i].coef);
+    for (int i = 0; i < n && !plain; i++) g = clb__gcd(g, t[i].coef);
     g = clb__gcd(g, k);
-    if (g > 1) { /* (g*x) // (g*d) == x // d */
+    if (g > 1 && !plain) { /* (g*x) // (g*d) == x // d */
       node *a2, *b2;
       st = divide_all(sh, t, n, k, g, &a2);
       if (st == CLB_OK) st = mk_const(sh, d / g, &b2);
@@ -408,7 +423,8 @@ static clb_status floordiv(struct clb_shapes *sh, node *a, node *b, node **out) 
       goto done;
     }
     int64_t dd;
-    if (a->kind == CLB_EXPR_FLOORDIV && a->args[1]->kind == CLB_EXPR_CONST && !clb__ck_mul(a->args[1]->c, d, &dd)) {
+    if (!plain && a->kind == CLB_EXPR_FLOORDIV && a->args[1]->kind == CLB_EXPR_CONST &&
+        !clb__ck_mul(a->args[1]->c, d, &dd)) {
       node *b2; /* (x // d1) // d2 == x // (d1*d2) */
       st = mk_const(sh, dd, &b2);
       if (st == CLB_OK) st = floordiv(sh, a->args[0], b2, out);
@@ -429,6 +445,8 @@ static clb_status floordiv(struct clb_shapes *sh, node *a, node *b, node **out) 
       if (c4[i] > hi) hi = c4[i];
     }
   }
+  if (a->max == INT64_MAX) hi = INT64_MAX; /* saturated: a's values may lie past int64 */
+  if (a->min == INT64_MIN) lo = INT64_MIN;
   {
     node *args[2] = {a, b};
     st = clb__intern(sh, CLB_EXPR_FLOORDIV, 0, args, 2, lo, hi, out);
@@ -482,11 +500,16 @@ static clb_status mod(struct clb_shapes *sh, node *a, node *b, node **out) {
     }
   }
   if (st != CLB_OK) goto done;
+  int plain = 0; /* a % b as it is, no rewrite */
   if (changed) {
     node *r;
     st = build_sum(sh, t, nr, k, &r);
-    if (st == CLB_OK) st = mod(sh, r, b, out);
-    goto done;
+    if (st == CLB_OK && overflows_where(r, a)) {
+      plain = 1;
+    } else {
+      if (st == CLB_OK) st = mod(sh, r, b, out);
+      goto done;
+    }
   }
   if (a->min >= 0 && a->max < b->min) {
     *out = a;
@@ -495,9 +518,9 @@ static clb_status mod(struct clb_shapes *sh, node *a, node *b, node **out) {
   int64_t lo, hi;
   if (b->kind == CLB_EXPR_CONST) {
     int64_t d = b->c, g = d;
-    for (int i = 0; i < n; i++) g = clb__gcd(g, t[i].coef);
+    for (int i = 0; i < n && !plain; i++) g = clb__gcd(g, t[i].coef);
     g = clb__gcd(g, k);
-    if (g > 1) { /* (g*x) % (g*d) == g * (x % d) */
+    if (g > 1 && !plain) { /* (g*x) % (g*d) == g * (x % d) */
       node *a2, *b2, *m;
       st = divide_all(sh, t, n, k, g, &a2);
       if (st == CLB_OK) st = mk_const(sh, d / g, &b2);
@@ -505,11 +528,13 @@ static clb_status mod(struct clb_shapes *sh, node *a, node *b, node **out) {
       if (st == CLB_OK) st = clb__scale(sh, m, g, out);
       goto done;
     }
-    if (a->kind == CLB_EXPR_MOD && a->args[1]->kind == CLB_EXPR_CONST && a->args[1]->c % d == 0) {
+    if (!plain && a->kind == CLB_EXPR_MOD && a->args[1]->kind == CLB_EXPR_CONST && a->args[1]->c % d == 0) {
       st = mod(sh, a->args[0], b, out); /* (x % (m*d)) % d == x % d */
       goto done;
     }
-    if (clb__fdiv(a->min, d) == clb__fdiv(a->max, d)) {
+    /* a range saturated at an end is not exact (its values may lie past
+     * int64), so it says nothing about where in a period of d they fall */
+    if (a->min != INT64_MIN && a->max != INT64_MAX && clb__fdiv(a->min, d) == clb__fdiv(a->max, d)) {
       lo = clb__fmod(a->min, d);
       hi = clb__fmod(a->max, d);
     } else {

@@ -114,6 +114,25 @@ int main(void) {
   EXPECT_EQ_I(clb_shape_numel(sh, &st4, &numel), CLB_OK);
   EXPECT_EQ_I(clb_expr_value(numel), 24);
 
+  /* A constant reduced modulo a huge divisor must not trust a saturated range:
+   * (s0 - 1) % INT64_MAX once simplified to 0 (found by fuzz/shapes-parse). */
+  static const struct {
+    const char *text;
+    int64_t at1, at64;
+  } huge[] = {{"(s0 - 1) % 9223372036854775807", 0, 63},
+              {"(s0 - 1) // 9223372036854775807", 0, 0},
+              {"(2 - s0) % 9223372036854775807", 1, 9223372036854775807LL - 62},
+              {"(s0 + 9223372036854775000) % 9223372036854775807", 9223372036854775001LL, 9223372036854775064LL}};
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    REQUIRE_TRUE(clb_expr_parse(sh, huge[i].text, 0, &e) == CLB_OK);
+    int64_t got = -1;
+    clb_binding b1 = {s0, 1}, b64 = {s0, 64};
+    EXPECT_EQ_I(clb_expr_eval(sh, e, &b1, 1, &got), CLB_OK);
+    EXPECT_EQ_I(got, huge[i].at1);
+    EXPECT_EQ_I(clb_expr_eval(sh, e, &b64, 1, &got), CLB_OK);
+    EXPECT_EQ_I(got, huge[i].at64);
+  }
+
   clb_shapes_free(sh);
   return clb_test_finish("shapes/parse");
 }
