@@ -11,6 +11,7 @@
 #include "clbound/version.h"
 
 #define CLB_MAX_KERNELS_PER_PROGRAM 8
+#define CLB_FAST_BUILD_OPTION " -cl-opt-disable" /* CLBOUND_COLD_BUILD=fast (fast_build) */
 
 typedef struct clb_prog_entry {
   uint64_t hash;
@@ -146,14 +147,24 @@ static void progcache_free(clb_progcache *pc) {
  * work-group function for every kernel of the program, which took 4.1-4.7 s of
  * a 10-12 s cold xla-mlp run when each build stored at once. Only programs that
  * were built (so used) are stored, each once. */
+static int fast_build(clb_context_t ctx);
+
 static void store_pending(clb_context_t ctx, int background) {
   clb_progcache *pc = ctx->programs;
   if (!pc) return;
   double t0 = now_ms();
   int n = 0;
+  int fast = fast_build(ctx);
   for (size_t i = 0; i < pc->n; i++) {
     clb_prog_entry *e = &pc->entries[i];
     if (!e->store_key) continue;
+    if (fast) { /* built unoptimized and not handed to the helper: not stored */
+      clb__log(ctx, CLB_LOG_CACHE, "%s: built with" CLB_FAST_BUILD_OPTION " and not handed to the store helper: not stored",
+               e->src);
+      free(e->store_key);
+      e->store_key = NULL;
+      continue;
+    }
     ctx->counters.store_local++;
     if (background) {
       clb__store_enqueue(ctx, e->store_key, e->program); /* takes the key */
@@ -174,10 +185,32 @@ static void store_pending(clb_context_t ctx, int background) {
   }
 }
 
+static long write_manifests(clb_context_t ctx, const clb__logger *lg);
+
 clb_status clb_context_store_programs(clb_context_t ctx) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_store_programs: ctx is NULL");
+  if (ctx->programs && fast_build(ctx)) { /* the optimized programs, built here from their records */
+    clb__logger lg = clb__context_logger(ctx);
+    if (write_manifests(ctx, &lg) > 0) clb_cache_store_pending(ctx->cache_dir, NULL);
+  }
   store_pending(ctx, 0);
   return CLB_OK;
+}
+
+/* A store manifest for every program built here and not stored yet; returns
+ * how many were written (those entries are no longer this context's to store). */
+static long write_manifests(clb_context_t ctx, const clb__logger *lg) {
+  clb_progcache *pc = ctx->programs;
+  long n = 0;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (!e->store_key || clb__store_manifest_write(ctx->cache_dir, e->store_key, lg) != 0) continue;
+    free(e->store_key);
+    e->store_key = NULL;
+    n++;
+  }
+  ctx->counters.store_handoffs += (uint64_t)n;
+  return n;
 }
 
 /* CLBOUND_CACHE_STORE=process, the process's last context: its programs and
@@ -186,22 +219,13 @@ clb_status clb_context_store_programs(clb_context_t ctx) {
  * store_pending; a helper that does not start leaves its work to this process
  * at once. */
 static void hand_to_helper(clb_context_t ctx) {
-  clb_progcache *pc = ctx->programs;
   char helper[1200];
   clb__logger lg = clb__context_logger(ctx);
   if (clb__store_helper_path(helper, sizeof helper) != 0) {
     clb__log(ctx, CLB_LOG_CACHE, "the store helper %s cannot be run: programs are stored in this process", helper);
     return;
   }
-  long n = 0;
-  for (size_t i = 0; i < pc->n; i++) {
-    clb_prog_entry *e = &pc->entries[i];
-    if (!e->store_key || clb__store_manifest_write(ctx->cache_dir, e->store_key, &lg) != 0) continue;
-    free(e->store_key);
-    e->store_key = NULL;
-    n++;
-  }
-  ctx->counters.store_handoffs += (uint64_t)n;
+  long n = write_manifests(ctx, &lg);
   n += clb__store_queue_handoff(ctx->cache_dir, &lg);
   if (n == 0) return;
   if (clb__store_spawn(helper, ctx->cache_dir, &lg) != 0) {
@@ -215,7 +239,9 @@ static void hand_to_helper(clb_context_t ctx) {
 static void release_caches(clb_context_t ctx) {
   int opened = ctx->programs != NULL;
   clb__store_mode mode = clb__store_mode_get();
-  if (opened && mode == CLB_STORE_PROCESS && ctx->cache_dir[0] && clb__store_cache_last()) hand_to_helper(ctx);
+  /* the last context, or any built unoptimized (whose binaries are never stored) */
+  if (opened && mode == CLB_STORE_PROCESS && ctx->cache_dir[0] && (clb__store_cache_last() || fast_build(ctx)))
+    hand_to_helper(ctx);
   store_pending(ctx, mode != CLB_STORE_RELEASE);
   progcache_free(ctx->programs);
   ctx->programs = NULL;
@@ -279,6 +305,17 @@ clb_status clb__kernel_source_add(clb_context_t ctx, const char *name, const cha
  * PoCL before 7.0 aborts when the disk cache takes the binary of a program with
  * one while another thread runs its kernels: docs/failure-behaviour.md). */
 static const char *device_options(clb_context_t ctx) { return ctx->info.is_cpu ? " -D CLB_NO_REQD_WG" : ""; }
+
+/* CLBOUND_COLD_BUILD=fast: a CPU device whose programs go to the store helper
+ * is built without LLVM's optimizations (its compile is most of a cold
+ * process); the helper builds the optimized program from the store record,
+ * whose options are the optimized ones, and no unoptimized binary is stored. */
+static int fast_build(clb_context_t ctx) {
+  char helper[1200];
+  return clb__env_int(CLB_ENV_COLD_BUILD) == 1 && ctx->info.is_cpu && ctx->cache_dir[0] &&
+         clb__store_mode_get() == CLB_STORE_PROCESS && clb__store_helper_path(helper, sizeof helper) == 0;
+}
+
 
 /* The full key of a program: everything its binary depends on. `label` names
  * the source (a kernel file, or "plan" for a merged program). */
@@ -347,7 +384,7 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
   /* -w: the compiler's warnings (PoCL prints "N warnings generated" on stderr
    * for vector ABI notes about its own builtins) are not the caller's business;
    * errors still fail the build and come back with the build log. */
-  size_t olen = strlen(options) + strlen(device_options(ctx));
+  size_t olen = strlen(options) + strlen(device_options(ctx)) + strlen(CLB_FAST_BUILD_OPTION);
   char *build_opts = malloc(olen + 4);
   if (!build_opts) {
     clReleaseProgram(p);
@@ -355,10 +392,15 @@ static clb_status program_from_texts(clb_context_t ctx, const char *op, const ch
     return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: build options of %s.cl", op, label);
   }
   snprintf(build_opts, olen + 4, "%s%s -w", options, device_options(ctx));
+  size_t rec_len = strlen(build_opts); /* the store record's options: the optimized build */
+  int fast = fast_build(ctx);
+  if (fast) strcat(build_opts, CLB_FAST_BUILD_OPTION);
   /* logged before too: a build that never returns is the last line */
-  clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source", label, options, op);
+  clb__log(ctx, CLB_LOG_BUILDS, "%s.cl [%s] for %s: building from source%s", label, options, op,
+           fast ? " (CLBOUND_COLD_BUILD=fast:" CLB_FAST_BUILD_OPTION "; the store helper builds it optimized)" : "");
   double tb = now_ms();
   e = clBuildProgram(p, 1, &ctx->device, build_opts, NULL, NULL);
+  build_opts[rec_len] = 0;
   ctx->counters.program_builds++;
   ctx->counters.build_ms += (uint64_t)(now_ms() - tb + 0.5);
   /* stored later (store_pending), when the context is released or asked to:

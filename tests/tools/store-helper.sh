@@ -36,26 +36,33 @@ settle() {
   done
 }
 
+# holds folder $1's lock until release: a shell that takes it on its descriptor 9,
+# then becomes sleep (killing it frees the lock and leaves no process behind)
+hold() {
+  mkdir -p -m 700 "$1"
+  (flock 9 && exec sleep 600) 9> "$1/.store.lock" > /dev/null 2>&1 &
+  holder=$!
+  i=0
+  while flock -n "$1/.store.lock" true; do
+    i=$((i + 1))
+    [ $i -le 500 ] || fail "the test could not take the folder's lock"
+    sleep 0.02
+  done
+}
+release() {
+  kill "$holder"
+  holder=
+}
+
 # 1. the process hands its program over; the helper waits for the lock the test holds
 c="$dir/c1"
-mkdir -m 700 "$c"
-# the holder: a shell that takes the lock on its descriptor 9, then becomes sleep
-# (killing it frees the lock and leaves no process behind)
-(flock 9 && exec sleep 600) 9> "$c/.store.lock" > /dev/null 2>&1 &
-holder=$!
-i=0
-while flock -n "$c/.store.lock" true; do
-  i=$((i + 1))
-  [ $i -le 500 ] || fail "the test could not take the folder's lock"
-  sleep 0.02
-done
+hold "$c"
 demo "$c" "$dir/cold.json"
 [ "$(num "$dir/cold.json" store_local)" = 0 ] || fail "the cold process stored $(num "$dir/cold.json" store_local) program(s) itself"
 [ "$(num "$dir/cold.json" store_handoffs)" = 1 ] || fail "the cold process handed $(num "$dir/cold.json" store_handoffs) program(s) to the helper, not 1"
 [ "$(count "$c" .pending)" = 1 ] || fail "$(count "$c" .pending) store manifests after the cold process, not 1"
 [ "$(count "$c" .clbin)" = 0 ] || fail "an entry was written while the helper could not run"
-kill "$holder"
-holder=
+release
 settle "$c"
 [ "$(count "$c" .clbin)" = 1 ] || fail "the helper wrote $(count "$c" .clbin) entries, not 1"
 demo "$c" "$dir/warm.json"
@@ -82,4 +89,25 @@ demo "$c" "$dir/nohelper.json" CLBOUND_STORE_HELPER="$dir/no-such-helper" CLBOUN
 [ "$(num "$dir/nohelper.json" store_handoffs)" = 0 ] || fail "without a helper, programs were handed over"
 grep -q "store helper .*no-such-helper cannot be run" "$dir/nohelper.json.err" || fail "no log line for the missing helper: $(cat "$dir/nohelper.json.err")"
 [ "$(count "$c" .clbin)" = 1 ] && [ "$(count "$c" .pending)" = 0 ] || fail "without a helper: $(ls "$c")"
+# 4. CLBOUND_COLD_BUILD=fast: the cold process builds without LLVM's optimizations
+#    (and says so), stores no binary itself, and its manifest asks the helper for
+#    the optimized build; the next process loads that entry and builds nothing
+c="$dir/c4"
+hold "$c"
+demo "$c" "$dir/fast.json" CLBOUND_COLD_BUILD=fast CLBOUND_LOG=builds
+grep -q "building from source (CLBOUND_COLD_BUILD=fast: -cl-opt-disable" "$dir/fast.json.err" ||
+  fail "the fast cold build did not say it was built with -cl-opt-disable: $(cat "$dir/fast.json.err")"
+[ "$(num "$dir/fast.json" store_local)" = 0 ] || fail "the fast cold process stored a binary itself"
+[ "$(num "$dir/fast.json" store_handoffs)" = 1 ] || fail "the fast cold process handed $(num "$dir/fast.json" store_handoffs) program(s) over, not 1"
+[ "$(count "$c" .pending)" = 1 ] || fail "$(count "$c" .pending) store manifests after the fast cold process, not 1"
+grep -q -- "-D CLB_NO_REQD_WG" "$c"/*.pending || fail "the manifest has no build options"
+! grep -q -- "-cl-opt-disable" "$c"/*.pending || fail "the manifest asks the helper for the unoptimized build"
+release
+settle "$c"
+[ "$(count "$c" .clbin)" = 1 ] || fail "after a fast cold process, the helper wrote $(count "$c" .clbin) entries, not 1"
+demo "$c" "$dir/fast-warm.json" CLBOUND_COLD_BUILD=fast
+[ "$(num "$dir/fast-warm.json" program_builds)" = 0 ] || fail "after a fast cold process, the next built $(num "$dir/fast-warm.json" program_builds) program(s)"
+# with the cache off there is no helper to build it again: the optimized build
+demo off "$dir/fast-off.json" CLBOUND_COLD_BUILD=fast CLBOUND_LOG=builds
+! grep -q -- "-cl-opt-disable" "$dir/fast-off.json.err" || fail "with the cache off, the build was unoptimized"
 echo "store-helper: ok"
