@@ -354,11 +354,6 @@ def _arg(env: Dict[Any, Any], a: Any) -> Any:
     return a
 
 
-def _t(v: Any) -> Tensor:
-    """A plain (not transposed) tensor; the lowering guarantees it."""
-    return v.t
-
-
 def _scalar(a: Any, what: str) -> Any:
     if isinstance(a, (bool, int, float)):
         return a
