@@ -113,6 +113,9 @@ static int cmd_info(void) {
     printf("    kernel style     %s\n", di.is_cpu ? "cpu (contiguous chunks)" : "gpu (work-group scans)");
     print_tuning(i);
   }
+  char blas[1024];
+  clb_host_blas_describe(blas, sizeof blas, NULL);
+  printf("host BLAS (matmuls on CPU devices with native kernels): %s\n", blas);
   return 0;
 }
 

@@ -44,6 +44,15 @@ CLB_API clb_status clb_context_set_gemm_strategy(clb_context_t ctx, clb_gemm_str
  * that cannot run resolved (never CLB_GEMM_AUTO), or -1 when ctx is NULL. */
 CLB_API int clb_context_gemm_strategy(clb_context_t ctx);
 
+/* The host BLAS of HOST_BLAS, one line into buf (cap bytes, NUL-terminated,
+ * cut to fit; *len, when not NULL, gets the full length): OpenBLAS's version
+ * and build, "core NAME" (the kernels in force) and how that core was chosen
+ * (OpenBLAS's own choice, OPENBLAS_CORETYPE, or clbound's for a CPU OpenBLAS
+ * took for one without AVX; docs/gemm.md, "Which OpenBLAS kernels"), or "none:"
+ * and why host BLAS cannot run. Loads OpenBLAS if no context has yet.
+ * CLB_ERR_NULL when buf is NULL with cap > 0. */
+CLB_API clb_status clb_host_blas_describe(char *buf, size_t cap, size_t *len);
+
 /* out = op(a) @ op(b), op(x) = x^T when trans_x. f32, or f64 where the device has
  * it. op(a) is [M, K], op(b) is [K, N]: any of them may be dynamic; K's bounds
  * must be equal and its actual sizes are checked on the device (a mismatch is a

@@ -50,7 +50,7 @@ from ._tensor import Tensor
 from ._tensor import convert as _convert
 
 __all__ = ["Context", "Tensor", "Graph", "ClboundError", "DeviceInfo", "library_path", "devices",
-           "op_names", "cache_info", "cache_clear", "cache_wait", "cache_pending", "default_cache_dir",
+           "op_names", "host_blas", "cache_info", "cache_clear", "cache_wait", "cache_pending", "default_cache_dir",
            "__version__", "STATUS_CLASSES", "BoundExceededError", "ClboundIOError", "DeviceCheckError",
            "DeviceError", "DivisionByZeroError", "DTypeError", "EmptyReductionError", "FreedError", "GuardError",
            "IndexOutOfRangeError", "InvalidArgumentError", "OutOfMemoryError", "ParseError", "ShapeError",
@@ -91,6 +91,18 @@ def op_names() -> List[str]:
     while arr[len(names)]:
         names.append(arr[len(names)].decode())
     return names
+
+
+def host_blas() -> str:
+    """Host BLAS, the matmuls of CPU devices with native kernels, in one line:
+    OpenBLAS's build, "core NAME" (the kernels in force) and how they were
+    chosen, or "none: " and why there is none (docs/gemm.md, "Which OpenBLAS
+    kernels")."""
+    n = ctypes.c_size_t()
+    L.check_global(L.host_blas_describe(None, 0, ctypes.byref(n)))
+    buf = ctypes.create_string_buffer(n.value + 1)
+    L.check_global(L.host_blas_describe(buf, n.value + 1, None))
+    return buf.value.decode()
 
 
 def _cache_arg(folder: Any) -> Optional[bytes]:

@@ -338,6 +338,21 @@ def test_kernel_style_is_chosen_and_both_agree_with_numpy(rng, style):
 
 # --------------------------------------------------- the rest of the C API
 
+def test_host_blas_names_its_kernels(ctx):
+    """One line naming OpenBLAS's kernels in force (or why there is none); the
+    matmul that runs on them (host BLAS on a CPU device) matches a double reference."""
+    line = clbound.host_blas()
+    assert line == clbound.host_blas()
+    if line.startswith("none: "):  # a build or machine without OpenBLAS: the reason
+        assert len(line) > len("none: ")
+        return
+    assert line.startswith("OpenBLAS ") and "; core " in line, line
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((67, 45)).astype(np.float32), rng.standard_normal((45, 29)).astype(np.float32)
+    got = ctx.matmul(ctx.from_numpy(a), ctx.from_numpy(b)).numpy()
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=1e-4)
+
+
 def test_devices_op_names_counters_and_log(ctx, tmp_path):
     devs = clbound.devices()
     assert devs and devs[0].name and devs[0].compute_units >= 1

@@ -19,8 +19,9 @@
 #include "runtime/ops/blas-threads.h"
 #include "runtime/ops/gemm-host.h"
 
+#include "runtime/ops/blas-load.h"
+
 #ifdef CLBOUND_HAVE_OPENBLAS
-#include <cblas.h>
 #include <pthread.h>
 #endif
 
@@ -54,6 +55,10 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why) {
   }
   if (!(caps & CL_EXEC_NATIVE_KERNEL)) {
     *why = "the device does not run native kernels (CL_EXEC_NATIVE_KERNEL)";
+    return 0;
+  }
+  if (!clb__blas_get()) {
+    *why = clb__blas_why();
     return 0;
   }
   *why = "";
@@ -109,6 +114,15 @@ int clb__gemm_resolve(clb_context_t ctx, int *forced) {
     return CLB_GEMM_DEVICE;
   }
   return s;
+}
+
+clb_status clb_host_blas_describe(char *buf, size_t cap, size_t *len) {
+  if (!buf && cap > 0) return clb__set_error(NULL, CLB_ERR_NULL, "clb_host_blas_describe: buf is NULL, cap %zu", cap);
+  char line[1024];
+  clb__blas_describe(line, sizeof line);
+  if (len) *len = strlen(line);
+  if (cap > 0) snprintf(buf, cap, "%s", line);
+  return CLB_OK;
 }
 
 int clb_context_gemm_strategy(clb_context_t ctx) {
@@ -199,14 +213,16 @@ static int64_t host_dim(const host_call *c, uint32_t launch, int64_t v, int64_t 
  * threads. OpenBLAS is set to one thread while a native kernel runs (the first
  * of those running at once sets it, the last puts back the count it had). */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static const clb_blas_lib *blas; /* loaded by clb__gemm_host_available, before any native kernel */
 static int blas_fixed, blas_many, blas_cores; /* CLBOUND_BLAS_THREADS, else 0; OpenBLAS's own count; CPUs */
 
 static void blas_fork_handlers(void);
 
 static void blas_init(void) {
+  blas = clb__blas_get(); /* OpenBLAS registered its fork handlers when loaded, before ours */
   blas_fork_handlers();
   blas_fixed = (int)clb__env_int(CLB_ENV_BLAS_THREADS); /* 1 to CLB_POOL_MAX_HELPERS + 1, else 0 */
-  blas_many = openblas_get_num_threads();
+  blas_many = blas->get_num_threads();
   blas_cores = clb__cpus_for_process();
   if (blas_many > blas_cores) blas_many = blas_cores;
   if (blas_many > CLB_POOL_MAX_HELPERS + 1) blas_many = CLB_POOL_MAX_HELPERS + 1;
@@ -219,14 +235,14 @@ static int blas_active, blas_saved;
 static void blas_enter(void) {
   pthread_mutex_lock(&blas_count_lock);
   if (blas_active++ == 0) {
-    blas_saved = openblas_get_num_threads();
-    if (blas_saved != 1) openblas_set_num_threads(1);
+    blas_saved = blas->get_num_threads();
+    if (blas_saved != 1) blas->set_num_threads(1);
   }
   pthread_mutex_unlock(&blas_count_lock);
 }
 static void blas_leave(void) {
   pthread_mutex_lock(&blas_count_lock);
-  if (--blas_active == 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
+  if (--blas_active == 0 && blas_saved != 1) blas->set_num_threads(blas_saved);
   pthread_mutex_unlock(&blas_count_lock);
 }
 
@@ -242,7 +258,7 @@ static void blas_before_fork(void) { pthread_mutex_lock(&blas_count_lock); }
 static void blas_after_fork_parent(void) { pthread_mutex_unlock(&blas_count_lock); }
 static void blas_after_fork_child(void) {
   pthread_mutex_init(&blas_count_lock, NULL); /* held by us in the parent: made anew */
-  if (blas_active > 0 && blas_saved != 1) openblas_set_num_threads(blas_saved);
+  if (blas_active > 0 && blas_saved != 1) blas->set_num_threads(blas_saved);
   blas_active = 0;
 }
 static void blas_fork_handlers(void) { pthread_atfork(blas_before_fork, blas_after_fork_parent, blas_after_fork_child); }
@@ -333,17 +349,17 @@ static void gemm_block(void *arg, int block, int blocks) {
   if (s->k > 0) {
     /* one thread per call: the native kernel set OpenBLAS so (blas_enter); an
      * OpenMP OpenBLAS keeps the count per thread, so a helper sets its own */
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    if (blas->get_num_threads() != 1) blas->set_num_threads(1);
     /* op(A)'s rows r0.. are A's rows (or columns, transposed); op(B)'s columns c0.. */
     size_t aoff = g->ta ? (size_t)r0 : (size_t)r0 * (size_t)s->lda, boff = g->tb ? (size_t)c0 * (size_t)s->ldb : (size_t)c0;
     enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
     blasint M = (blasint)rows, N = (blasint)cols, K = (blasint)s->k, lda = (blasint)s->lda, ldb = (blasint)s->ldb;
     blasint ldcn = (blasint)s->n;
     if (g->f64)
-      cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, (const double *)g->a + aoff, lda, (const double *)g->b + boff,
+      blas->dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, (const double *)g->a + aoff, lda, (const double *)g->b + boff,
                   ldb, g->has_bias ? 1.0 : 0.0, (double *)c, ldcn);
     else
-      cblas_sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, (const float *)g->a + aoff, lda, (const float *)g->b + boff,
+      blas->sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, (const float *)g->a + aoff, lda, (const float *)g->b + boff,
                   ldb, g->has_bias ? 1.0f : 0.0f, (float *)c, ldcn);
   }
   if (!g->relu) return;
@@ -474,6 +490,8 @@ typedef struct sgd_req {
 static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *what, const clb_host_gemm *jobs, int n,
                                const sgd_req *sgd) {
   pthread_once(&blas_once, blas_init);
+  if (!blas) /* never: host BLAS resolves only where OpenBLAS loaded */
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s %s: host BLAS without OpenBLAS: %s", op, what, clb__blas_why());
   host_call call;
   memset(&call, 0, sizeof call);
   call.n = n;
