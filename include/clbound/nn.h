@@ -72,10 +72,27 @@ CLB_API clb_status clb_linear(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w,
 
 /* Gradients of clb_linear given dy [M, features]: dx = dy W, dw = dy^T x (a sum
  * over the actual rows), dbias = the sum of dy's actual rows. Pass NULL for a
- * gradient that is not needed. */
+ * gradient that is not needed; w may be NULL when dx is (the first layer's
+ * backward, whose dx nobody reads). */
 CLB_API clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w,
                                        clb_tensor_t dy, clb_tensor_t *dx, clb_tensor_t *dw,
                                        clb_tensor_t *dbias);
+
+/* clb_linear with an activation in the same op: y = act(x W^T + bias), act one
+ * of CLB_UNARY_RELU, CLB_UNARY_SIGMOID, CLB_UNARY_TANH, CLB_UNARY_EXP (applied by
+ * the GEMM itself where the strategy can: host BLAS's epilogue for ReLU, the
+ * DEVICE kernel's for all four; elsewhere a unary op after it). Another act is
+ * CLB_ERR_INVALID_ARG. */
+CLB_API clb_status clb_linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias,
+                                  clb_unary_op act, clb_tensor_t *out);
+
+/* clb_linear_backward where x is also the output of a ReLU (the layer below's
+ * activation): dx gets that ReLU's backward too, dx = x > 0 ? dy W : 0 (host
+ * BLAS: in the same native kernel; elsewhere a relu_backward after the
+ * product). dw and dbias are clb_linear_backward's. */
+CLB_API clb_status clb_linear_backward_relu(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w,
+                                            clb_tensor_t dy, clb_tensor_t *dx, clb_tensor_t *dw,
+                                            clb_tensor_t *dbias);
 
 /* ---- Activations ----------------------------------------------------------- */
 

@@ -934,24 +934,34 @@ class Context:
         return self._out(out, lambda o: L.matmul(self._h, ha, int(bool(trans_a)), hb, int(bool(trans_b)), o))
 
     def linear(self, x: Tensor, w: Tensor, bias: Optional[Tensor] = None, *,
-               out: Optional[Tensor] = None) -> Tensor:
-        """x @ w.T + bias: x [M, in], w [features, in], bias [features] or None."""
+               activation: Optional[str] = None, out: Optional[Tensor] = None) -> Tensor:
+        """x @ w.T + bias: x [M, in], w [features, in], bias [features] or None.
+        activation ("relu", "sigmoid", "tanh" or "exp") is applied in the same op
+        (host BLAS's epilogue for relu, clbound's GEMM kernel's for all four)."""
         hx, hw, hb = self._arg(x, "x"), self._arg(w, "w"), self._arg(bias, "bias", optional=True)
-        return self._out(out, lambda o: L.linear(self._h, hx, hw, hb, o))
+        if activation is None:
+            return self._out(out, lambda o: L.linear(self._h, hx, hw, hb, o))
+        if activation not in ("relu", "sigmoid", "tanh", "exp"):
+            raise ValueError(f"linear: activation {activation!r} is not one of relu, sigmoid, tanh, exp")
+        act = L.UNARY[activation]
+        return self._out(out, lambda o: L.linear_act(self._h, hx, hw, hb, act, o))
 
-    def linear_backward(self, x: Tensor, w: Tensor, dy: Tensor,
-                        need: Iterable[str] = ("dx", "dw", "dbias"), *, dx: Optional[Tensor] = None,
-                        dw: Optional[Tensor] = None,
+    def linear_backward(self, x: Tensor, w: Optional[Tensor], dy: Tensor,
+                        need: Iterable[str] = ("dx", "dw", "dbias"), *, relu_x: bool = False,
+                        dx: Optional[Tensor] = None, dw: Optional[Tensor] = None,
                         dbias: Optional[Tensor] = None) -> Tuple[Optional[Tensor], ...]:
         """(dx, dw, dbias) of linear(x, w, bias) given dy: dx = dy @ w, dw = dy.T @ x,
         dbias = dy summed over its actual rows. A gradient not in `need` (and not
-        given as a tensor to reuse) is None."""
+        given as a tensor to reuse) is None; w may be None when dx is not
+        needed (a first layer's backward). relu_x: x is also the output of a
+        ReLU (the layer below's), and dx gets its backward too: dx = dy @ w where
+        x > 0, else 0 (one native kernel with dw and dbias under host BLAS)."""
         want = set()
         for k in need:
             L.choice({"dx": 0, "dw": 1, "dbias": 2}, k, "gradient")
             want.add(k)
         given = {"dx": dx, "dw": dw, "dbias": dbias}
-        hx, hw, hdy = self._arg(x, "x"), self._arg(w, "w"), self._arg(dy, "dy")
+        hx, hw, hdy = self._arg(x, "x"), self._arg(w, "w", optional=True), self._arg(dy, "dy")
         hs = {}
         for k, t in given.items():
             if t is not None:
@@ -959,7 +969,8 @@ class Context:
             elif k in want:
                 hs[k] = ctypes.c_void_p()
         ptr = {k: ctypes.byref(hs[k]) if k in hs else None for k in given}
-        self._check(L.linear_bw(self._h, hx, hw, hdy, ptr["dx"], ptr["dw"], ptr["dbias"]))
+        call = L.linear_bw_relu if relu_x else L.linear_bw
+        self._check(call(self._h, hx, hw, hdy, ptr["dx"], ptr["dw"], ptr["dbias"]))
         return tuple(given[k] if given[k] is not None else self._wrap(hs[k]) if k in hs else None
                      for k in ("dx", "dw", "dbias"))
 

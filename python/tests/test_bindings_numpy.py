@@ -310,6 +310,33 @@ def test_linear_backward(ctx, rng):
     only_dw = ctx.linear_backward(rows(ctx, x), ctx.from_numpy(w), rows(ctx, dy), need=("dw",))
     assert only_dw[0] is None and only_dw[2] is None
     np.testing.assert_allclose(only_dw[1].numpy(), dy64.T @ x64, **f32_sum(m))
+    no_w = ctx.linear_backward(rows(ctx, x), None, rows(ctx, dy), need=("dw", "dbias"))  # a first layer's
+    assert no_w[0] is None
+    np.testing.assert_allclose(no_w[1].numpy(), dy64.T @ x64, **f32_sum(m))
+    np.testing.assert_allclose(no_w[2].numpy(), dy64.sum(axis=0), **f32_sum(m))
+    with pytest.raises(clbound.ClboundError, match="w is NULL"):
+        ctx.linear_backward(rows(ctx, x), None, rows(ctx, dy))
+
+
+def test_linear_activation_and_relu_masked_backward(ctx, rng):
+    for m in (0, 1, 7, 20):
+        fin, feat = 5, 3
+        x = rng.uniform(-1, 1, (m, fin)).astype(np.float32)
+        w = rng.uniform(-1, 1, (feat, fin)).astype(np.float32)
+        b = rng.uniform(-1, 1, (feat,)).astype(np.float32)
+        dy = rng.uniform(-1, 1, (m, feat)).astype(np.float32)
+        x64, w64, b64, dy64 = (a.astype(np.float64) for a in (x, w, b, dy))
+        z = x64 @ w64.T + b64
+        for act, ref in (("relu", np.maximum(z, 0)), ("sigmoid", 1 / (1 + np.exp(-z))), ("tanh", np.tanh(z)),
+                         ("exp", np.exp(z))):
+            y = ctx.linear(rows(ctx, x), ctx.from_numpy(w), ctx.from_numpy(b), activation=act)
+            np.testing.assert_allclose(y.numpy(), ref, **f32_sum(fin))
+        dx, dw, db = ctx.linear_backward(rows(ctx, x), ctx.from_numpy(w), rows(ctx, dy), relu_x=True)
+        np.testing.assert_allclose(dx.numpy(), np.where(x64 > 0, dy64 @ w64, 0), **f32_sum(feat))
+        np.testing.assert_allclose(dw.numpy(), dy64.T @ x64, **f32_sum(m))
+        np.testing.assert_allclose(db.numpy(), dy64.sum(axis=0), **f32_sum(m))
+    with pytest.raises(ValueError, match="activation 'log' is not one of"):
+        ctx.linear(rows(ctx, x), ctx.from_numpy(w), activation="log")
 
 
 # ---------------------------------------------------------------- softmax and activations

@@ -516,15 +516,16 @@ static clb_status linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   clb_status st;
   if ((st = check_operand(ctx, op, "x", x)) != CLB_OK) return st;
-  if ((st = check_operand(ctx, op, "w", w)) != CLB_OK) return st;
+  /* w only enters dx: it may be NULL when dx is not asked for */
+  if ((w || dx) && (st = check_operand(ctx, op, "w", w)) != CLB_OK) return st;
   if ((st = check_operand(ctx, op, "dy", dy)) != CLB_OK) return st;
-  char dxs[128], dws[128], dys[128];
+  char dxs[128], dws[128] = "NULL", dys[128];
   clb__tensor_desc(x, dxs, sizeof dxs);
-  clb__tensor_desc(w, dws, sizeof dws);
+  if (w) clb__tensor_desc(w, dws, sizeof dws);
   clb__tensor_desc(dy, dys, sizeof dys);
-  if (x->dtype != w->dtype || dy->dtype != w->dtype)
+  if (dy->dtype != x->dtype || (w && x->dtype != w->dtype))
     return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: x %s, w %s, dy %s", op, dxs, dws, dys);
-  if (x->bound[1] != w->bound[1] || dy->bound[0] != x->bound[0] || dy->bound[1] != w->bound[0])
+  if (dy->bound[0] != x->bound[0] || (w && (x->bound[1] != w->bound[1] || dy->bound[1] != w->bound[0])))
     return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: x %s, w %s and dy %s do not match: x [M, in], w [features, in], dy [M, features]",
                           op, dxs, dws, dys);
   gemm_job gx = {.op = relu_x ? "linear_backward dx (with relu_backward)" : "linear_backward dx", .a = dy, .b = w, .ta = 0,
@@ -576,5 +577,15 @@ clb_status clb_linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w
 
 clb_status clb__linear_backward_relu(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy, clb_tensor_t *dx,
                                      clb_tensor_t *dw, clb_tensor_t *dbias) {
+  return linear_backward(ctx, x, w, dy, 1, dx, dw, dbias);
+}
+
+clb_status clb_linear_act(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t bias, clb_unary_op act,
+                          clb_tensor_t *out) {
+  return clb__linear_act(ctx, x, w, bias, act, out);
+}
+
+clb_status clb_linear_backward_relu(clb_context_t ctx, clb_tensor_t x, clb_tensor_t w, clb_tensor_t dy,
+                                    clb_tensor_t *dx, clb_tensor_t *dw, clb_tensor_t *dbias) {
   return linear_backward(ctx, x, w, dy, 1, dx, dw, dbias);
 }

@@ -119,8 +119,30 @@ static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb
   clb_test_canary_check(ctx, tdx, (size_t)(rows * in) * es, what);
   clb_test_canary_check(ctx, tdw, (size_t)(f * in) * es, what);
   clb_test_canary_check(ctx, tdb, (size_t)f * es, what);
-  clb_tensor_t all[] = {tx, tw, tb, tdy, ty, tdx, tdw, tdb};
-  for (int i = 0; i < 8; i++) clb_tensor_free(all[i]);
+  /* the fused public forms: relu(linear), and dx masked by x > 0 (x also the
+   * output of the ReLU below) with dW and dbias unchanged */
+  clb_tensor_t tya = NULL, tdxr = NULL, tdwr = NULL, tdbr = NULL;
+  CL_OK(ctx, clb_linear_act(ctx, tx, tw, tb, CLB_UNARY_RELU, &tya));
+  CL_OK(ctx, clb_linear_backward_relu(ctx, tx, tw, tdy, &tdxr, &tdwr, &tdbr));
+  for (int64_t i = 0; i < m * f; i++) y[i] = y[i] > 0 ? y[i] : 0;
+  for (int64_t i = 0; i < m * in; i++) dx[i] = p.x[i] > 0 ? dx[i] : 0;
+  snprintf(w2, sizeof w2, "%s linear_act relu y", what);
+  nn_expect(ctx, tya, yd, y, m * f, w2);
+  snprintf(w2, sizeof w2, "%s linear_backward_relu dx", what);
+  nn_expect(ctx, tdxr, xd, dx, m * in, w2);
+  snprintf(w2, sizeof w2, "%s linear_backward_relu dw", what);
+  nn_expect(ctx, tdwr, wb, dw, f * in, w2);
+  snprintf(w2, sizeof w2, "%s linear_backward_relu dbias", what);
+  nn_expect(ctx, tdbr, bb, db, f, w2);
+  /* without w: dW and dbias only (the first layer's backward) */
+  clb_tensor_t tdw1 = NULL, tdb1 = NULL;
+  CL_OK(ctx, clb_linear_backward(ctx, tx, NULL, tdy, NULL, &tdw1, &tdb1));
+  snprintf(w2, sizeof w2, "%s linear_backward without w: dw", what);
+  nn_expect(ctx, tdw1, wb, dw, f * in, w2);
+  snprintf(w2, sizeof w2, "%s linear_backward without w: dbias", what);
+  nn_expect(ctx, tdb1, bb, db, f, w2);
+  clb_tensor_t all[] = {tx, tw, tb, tdy, ty, tdx, tdw, tdb, tya, tdxr, tdwr, tdbr, tdw1, tdb1};
+  for (int i = 0; i < 14; i++) clb_tensor_free(all[i]);
   free(p.x); free(p.w); free(p.b); free(p.dy); free(y); free(dx); free(dw); free(db);
 }
 
@@ -140,6 +162,10 @@ static void errors(clb_context_t ctx) {
                 "x [8, 3] f32, w [4, 3] f32 and dy [8, 5] f32 do not match");
   EXPECT_STATUS(ctx, clb_linear_backward(ctx, xi, w, dy, &dx, NULL, NULL), CLB_ERR_DTYPE, "x is i64");
   EXPECT_TRUE(clb_linear(NULL, x, w, b, &y) == CLB_ERR_NULL);
+  EXPECT_STATUS(ctx, clb_linear_act(ctx, x, w, b, CLB_UNARY_NEG, &y), CLB_ERR_INVALID_ARG, "is not an epilogue");
+  EXPECT_STATUS(ctx, clb_linear_backward(ctx, x, NULL, dy, &dx, NULL, NULL), CLB_ERR_NULL, "w is NULL");
+  EXPECT_STATUS(ctx, clb_linear_backward_relu(ctx, x, w, dy, &dx, NULL, NULL), CLB_ERR_SHAPE,
+                "x [8, 3] f32, w [4, 3] f32 and dy [8, 5] f32 do not match");
   clb_tensor_t all[] = {x, w, w2, b, dy, xi};
   for (int i = 0; i < 6; i++) clb_tensor_free(all[i]);
 }
