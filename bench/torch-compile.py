@@ -19,6 +19,10 @@ step is a cold start:
   inductor  torch.compile(model, backend="inductor", dynamic=True)
   graph     clbound.graph.Graph(policy="dynamic"): g.linear/unary/loss/train,
             fed the same batches (its first step includes building the graph)
+  aot_eager torch.compile(model, backend="aot_eager"): PyTorch's front end
+            (Dynamo, AOTAutograd) running eager kernels, the floor of any
+            backend behind that front end; its warm step over the graph API's
+            is printed too
 
 Per variant: the first step's time, the total of all steps, and the warm step:
 the median step after the first --warmup steps. Every variant's losses are
@@ -31,7 +35,7 @@ are made before the loop, the same for every variant.
 Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
---warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph --json
+--warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
 the top entries by own time and by cumulative time; --profile-steps N, 20).
@@ -53,7 +57,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 MODELS = ("xla", "wide")
-VARIANTS = ("eager", "clbound", "inductor", "graph")
+VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager")
 LOSS_TOL = 1e-5
 SKIPPED = 77
 # the learning rates of python/tests/test_torch_compile.py
@@ -159,6 +163,8 @@ class TorchStep:
             self.run_model = torch.compile(self.model, backend="clbound")
         elif variant == "inductor":
             self.run_model = torch.compile(self.model, backend="inductor", dynamic=True)
+        elif variant == "aot_eager":  # PyTorch's front end alone: Dynamo and AOTAutograd, eager kernels
+            self.run_model = torch.compile(self.model, backend="aot_eager")
         self.criterion = torch.nn.BCELoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR[model])
         self.model.train()
@@ -265,7 +271,7 @@ def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[
     if snap:
         end, n = counts_now(variant, step), len(batches) - warmup
         out.update({f"{k}_per_step": (end[k] - snap[k]) / n for k in snap})
-    if variant in ("clbound", "inductor"):
+    if variant in ("clbound", "inductor", "aot_eager"):
         out["dynamo_frames"] = int(counters["stats"]["unique_graphs"])
     if variant == "clbound":
         import clbound.dynamo as cd
@@ -414,7 +420,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                 r = ok[-1]
                 notes.append(f"{plural(r['dynamo_frames'], 'Dynamo frame')}, "
                              f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}")
-            if v == "inductor" and ok:
+            if v in ("inductor", "aot_eager") and ok:
                 notes.append(plural(ok[-1]["dynamo_frames"], "Dynamo frame"))
             if v == "graph" and ok:
                 notes.append(f"{plural(ok[-1]['plans'], 'plan')}, {plural(ok[-1]['program_builds'], 'program build')}")
@@ -439,7 +445,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                 msum[v].update({k: ok[-1][k] for k in ("dynamo_frames", "graphs_lowered", "graph_breaks",
                                                        "graph_break_ops")})
         ratios = {}
-        for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor")):
+        for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor"),
+                            ("aot_eager", "aot_eager")):
             if "clbound" not in args.variants or other not in args.variants:
                 continue
             per = []
@@ -452,6 +459,18 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             target = " (issue 33's target: <= 1.2x)" if other == "graph" else ""
             print(f"warm step, clbound backend / {what}: {fmt(med(per), '.2f')}x{words(med(per), what)}"
                   f" (rounds: {', '.join(format(p, '.2f') for p in per) or '-'}){target}")
+        # the front end's own floor: PyTorch's Dynamo and AOTAutograd with eager
+        # kernels, against the graph API (no backend behind them can beat it)
+        if "aot_eager" in args.variants and "graph" in args.variants:
+            per = []
+            for rd in rounds:
+                a = [r for r in by["aot_eager"] if r["round"] == rd and "error" not in r]
+                b = [r for r in by["graph"] if r["round"] == rd and "error" not in r]
+                if a and b:
+                    per.append(a[0]["warm_ms"] / b[0]["warm_ms"])
+            ratios["aot_eager_over_graph"] = {"median": med(per), "rounds": per}
+            print(f"warm step, aot_eager (PyTorch's front end, eager kernels) / native graph API: "
+                  f"{fmt(med(per), '.2f')}x (rounds: {', '.join(format(p, '.2f') for p in per) or '-'})")
         msum["ratios"] = ratios
         summary["models"][model] = msum
     return summary

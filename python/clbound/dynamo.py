@@ -179,6 +179,7 @@ class _Lowered:
                 self.steps.append((node, fn))
             else:
                 raise Unsupported(f"FX {node.op} {node.target}")
+        _fuse_linear(self.steps)
         _stats["graphs_lowered"] += 1
 
     def _upload(self, i: int, x: Any) -> Any:
@@ -628,6 +629,133 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
 
     raise Unsupported(str(tgt))
+
+
+# ---- fusing a Linear layer's ops into clbound's linear ops ----
+
+_ACT = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
+        aten.exp.default: "exp"}
+
+
+def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
+    """Rewrites, in place, the steps of the patterns AOTAutograd makes of
+    nn.Linear into clbound's fused linear ops: fewer launches and passes over
+    the data, the same values. Whether the operands are laid out as the fused op
+    needs (not transposed, matching bounds) is checked when the steps run, since
+    a tensor saved by the forward comes back to the backward as it was then; a
+    pattern that does not fit runs op by op as before.
+
+    forward   addmm(b, x, t(W)) read only by relu/sigmoid/tanh/exp
+              -> linear(x, W, b, activation=...): the activation in the GEMM
+    backward  mm(g, W) [dx], mm(t(g), X) [dW] and sum(g, [0]) [db] of one g
+              (dW with dx or db) -> linear_backward(X, W, g): one op (one
+              native kernel under host BLAS; a first layer has no dx and no W
+              in the graph: W None); when dx is read only by
+              threshold_backward(dx, M, 0) and M
+              is X's device tensor (the ReLU below's output), that too
+              (relu_x=True)
+    """
+    index = {node: i for i, (node, _) in enumerate(steps)}
+    fns = {node: fn for node, fn in steps}
+
+    def node(a: Any) -> bool:
+        return isinstance(a, torch.fx.Node)
+
+    def dtype(a: Any) -> Any:
+        m = _meta(a)
+        return m.dtype if isinstance(m, torch.Tensor) else None
+
+    for act_node, _ in steps:  # forward: addmm + activation
+        src = act_node.args[0] if act_node.target in _ACT else None
+        if not node(src) or src.target is not aten.addmm.default or len(src.users) != 1 or src not in index:
+            continue
+        bias, x, wt = src.args[0], src.args[1], src.args[2]
+        bm = _meta(bias)
+        if (src.kwargs.get("beta", 1) != 1 or src.kwargs.get("alpha", 1) != 1 or not (node(x) and node(wt) and node(bias))
+                or bm is None or bm.dim() != 1):
+            continue
+
+        def linear_act(ctx: Context, env: Dict[Any, Any], x: Any = x, wt: Any = wt, bias: Any = bias, src: Any = src,
+                       act: str = _ACT[act_node.target], mm: Callable[..., Any] = fns[src],
+                       alone: Callable[..., Any] = fns[act_node]) -> _V:
+            vx, vw, vb = env[x], env[wt], env[bias]
+            if vw.trans and not vx.trans and not vb.trans:
+                return _V(ctx.linear(vx.t, vw.t, vb.t, activation=act))
+            env[src] = mm(ctx, env)  # op by op
+            return alone(ctx, env)
+        fns[src] = lambda ctx, env: None  # the activation is its only reader: it runs there
+        fns[act_node] = linear_act
+
+    gs = list(dict.fromkeys([n for n, _ in steps] + [a for n, _ in steps for a in n.args if node(a)]))
+    for g in gs:  # backward: the products of one gradient g
+        m = _meta(g)
+        if not isinstance(m, torch.Tensor) or m.dim() != 2:
+            continue
+        dx = dw = db = None
+        for u in g.users:
+            if u not in index:
+                continue
+            if u.target is aten.mm.default and u.args[0] is g and node(u.args[1]) and dx is None:
+                dx = u
+            elif u.target is aten.t.default:
+                for uu in u.users:
+                    if uu in index and uu.target is aten.mm.default and uu.args[0] is u and node(uu.args[1]):
+                        dw = dw or uu
+            elif (u.target is aten.sum.dim_IntList and [d % 2 for d in _flat(u.args[1])] == [0]
+                  and not u.kwargs.get("dtype") and db is None):
+                db = u
+        if dw is None or (dx is None and db is None):
+            continue
+        x, w = dw.args[1], (dx.args[1] if dx is not None else None)  # no dx (a first layer): no W either
+        members = [n for n in (dx, dw, db) if n is not None]
+        first = min(members, key=lambda n: index[n])
+        if (len({dtype(a) for a in (g, x, w) if a is not None}) != 1
+                or any(a in index and index[a] >= index[first] for a in (x, w) if a is not None)):
+            continue
+        thr = next(iter(dx.users)) if dx is not None and len(dx.users) == 1 else None
+        if not (thr in index and thr.target is aten.threshold_backward.default and thr.args[0] is dx
+                and thr.args[2] == 0 and node(thr.args[1])):
+            thr = None
+        keepdim = db is not None and bool(db.args[2] if len(db.args) > 2 else db.kwargs.get("keepdim", False))
+
+        def linear_bw(ctx: Context, env: Dict[Any, Any], g: Any = g, x: Any = x, w: Any = w, dx: Any = dx,
+                      dw: Any = dw, db: Any = db, thr: Any = thr, keepdim: bool = keepdim, first: Any = first,
+                      alone: Callable[..., Any] = fns[first]) -> Any:
+            vx, vw, vg = env[x], (env[w] if w is not None else None), env[g]
+            if vx.trans or vg.trans or (vw is not None and vw.trans) or vg.t.bounds[0] != vx.t.bounds[0]:
+                return alone(ctx, env)  # not linear_backward's layout: op by op
+            mask = _root(thr.args[1]) if thr is not None else None
+            relu = mask in env and isinstance(env[mask], _V) and env[mask].t is vx.t and not env[mask].trans
+            need = [k for k, n in (("dx", dx), ("dw", dw), ("dbias", db)) if n is not None]
+            gx, gw, gb = ctx.linear_backward(vx.t, vw.t if vw is not None else None, vg.t, need, relu_x=relu)
+            env[dw] = _V(gw)
+            if db is not None:
+                env[db] = _V(ctx.reshape(gb, [1, -1]) if keepdim else gb)
+            if relu:
+                env[thr], env[dx] = _V(gx), None  # dx's only reader was the ReLU's backward
+            elif dx is not None:
+                env[dx] = _V(gx)
+            return env[first]
+        fns[first] = linear_bw
+        for n in members + ([thr] if thr is not None else []):
+            if n is not first:
+                fns[n] = _set_or_run(n, fns[n])
+    steps[:] = [(n, fns[n]) for n, _ in steps]
+
+
+def _root(n: torch.fx.Node) -> torch.fx.Node:
+    """n through the identity ops (detach, alias, clone: the same device value)."""
+    while n.op == "call_function" and n.target in _IDENTITY and isinstance(n.args[0], torch.fx.Node):
+        n = n.args[0]
+    return n
+
+
+def _set_or_run(n: torch.fx.Node, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The step of a later member of a fused op: its value is set already, unless
+    the fused op ran op by op (then it runs as before)."""
+    def step(ctx: Context, env: Dict[Any, Any]) -> Any:
+        return env[n] if n in env else fn(ctx, env)
+    return step
 
 
 # ---- compilers for AOTAutograd, with graph breaks around unsupported ops ----
