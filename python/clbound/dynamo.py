@@ -47,7 +47,8 @@ aten = torch.ops.aten
 _lock = threading.Lock()
 _ctx: Optional[Context] = None
 _logged_breaks: set = set()
-_STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped")
+_STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "fused_linear",
+              "fused_op_by_op")
 _stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
 
 
@@ -69,8 +70,10 @@ def stats() -> Dict[str, Any]:
     """The backend's counters: frames Dynamo compiled with it, graphs lowered to
     clbound (a forward and a backward per training frame), graph breaks (aten ops
     run in eager), calls of lowered graphs, tensor uploads and uploads skipped
-    (an input unchanged since the last call), plus the Context's host syncs,
-    program builds and kernels compiled."""
+    (an input unchanged since the last call), fused_linear (runs of a Linear
+    layer's ops as one clbound linear op) and fused_op_by_op (runs of such a
+    pattern op by op, its tensors not laid out for the fused op), plus the
+    Context's host syncs, program builds and kernels compiled."""
     out: Dict[str, Any] = dict(_stats)
     out["graph_break_ops"] = sorted(_logged_breaks)
     if _ctx is not None and _ctx._h is not None:
@@ -680,7 +683,9 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                        alone: Callable[..., Any] = fns[act_node]) -> _V:
             vx, vw, vb = env[x], env[wt], env[bias]
             if vw.trans and not vx.trans and not vb.trans:
+                _stats["fused_linear"] += 1
                 return _V(ctx.linear(vx.t, vw.t, vb.t, activation=act))
+            _stats["fused_op_by_op"] += 1
             env[src] = mm(ctx, env)  # op by op
             return alone(ctx, env)
         fns[src] = lambda ctx, env: None  # the activation is its only reader: it runs there
@@ -723,7 +728,9 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                       alone: Callable[..., Any] = fns[first]) -> Any:
             vx, vw, vg = env[x], (env[w] if w is not None else None), env[g]
             if vx.trans or vg.trans or (vw is not None and vw.trans) or vg.t.bounds[0] != vx.t.bounds[0]:
+                _stats["fused_op_by_op"] += 1
                 return alone(ctx, env)  # not linear_backward's layout: op by op
+            _stats["fused_linear"] += 1
             mask = _root(thr.args[1]) if thr is not None else None
             relu = mask in env and isinstance(env[mask], _V) and env[mask].t is vx.t and not env[mask].trans
             need = [k for k, n in (("dx", dx), ("dw", dw), ("dbias", db)) if n is not None]

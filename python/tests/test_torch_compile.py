@@ -194,6 +194,46 @@ def test_wide_mlp_module_trains_like_eager():
     s = cd.stats()
     assert counters["stats"]["unique_graphs"] == 1 and s["graphs_lowered"] == 2, (dict(counters["stats"]), s)
     assert s["graph_breaks"] == 0, s
+    # every step: 3 Linear + activation forwards and 3 Linear backwards (the two
+    # lower ones with their ReLU's backward) as one clbound op each
+    assert s["fused_linear"] == 6 * 30 and s["fused_op_by_op"] == 0, s
+
+
+class TransposedInput(torch.nn.Module):
+    """A Linear fed a transposed batch: the fused linear ops do not take it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 5)
+        self.fc2 = torch.nn.Linear(5, 1)
+
+    def forward(self, xt):
+        return torch.sigmoid(self.fc2(torch.relu(self.fc1(xt.t()))))
+
+
+def test_linear_patterns_that_do_not_fit_run_op_by_op():
+    def train(backend):
+        torch.manual_seed(0)
+        model = TransposedInput()
+        run = torch.compile(model, backend=backend) if backend else model
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        g = torch.Generator().manual_seed(4)
+        losses = []
+        for n in (7, 3, 9, 5, 8, 2, 6):
+            xt = torch.randn(6, n, generator=g)
+            y = (torch.rand(n, generator=g) > 0.5).float()
+            torch._dynamo.mark_dynamic(xt, 1, min=2, max=9)
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy(run(xt).squeeze(1), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return np.array(losses)
+    eager = train(None)
+    got = train("clbound")
+    np.testing.assert_allclose(got, eager, rtol=0, atol=LOSS_TOL)
+    s = cd.stats()
+    assert s["fused_op_by_op"] > 0 and s["graph_breaks"] == 0, s
 
 
 # ---- graph breaks: an op clbound does not run is eager, logged once ----
