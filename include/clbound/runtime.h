@@ -386,6 +386,17 @@ CLB_API clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *
 CLB_API clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims,
                                    void *host, size_t cap, size_t *bytes_out);
 
+/* clb_tensor_read of n tensors with one host sync: ts[i]'s actual sizes go to
+ * dims[i * CLB_MAX_RANK ...] (dims may be NULL), its live data to hosts[i]
+ * (capacity caps[i] bytes), bytes_out[i] (may be NULL) gets its dense size. The
+ * shape records are read in one wait, then every live part in one more: two
+ * round trips to the device where n reads make 2n. A tensor whose live part
+ * does not fit its buffer is CLB_ERR_BUFFER_SMALL and nothing is read (the
+ * sizes are filled in: a caller that sizes its buffers at the bounds never gets
+ * it). On an error, buffers before the failing tensor may hold data. */
+CLB_API clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, int64_t *dims,
+                                    void *const *hosts, const size_t *caps, size_t *bytes_out);
+
 #ifdef __cplusplus
 }
 #endif

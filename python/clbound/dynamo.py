@@ -19,7 +19,8 @@ what the lowering cannot express runs in eager PyTorch.
 
 Parameters and other inputs that keep their storage and version (PyTorch's
 in-place counter) across calls are uploaded once and then stay on the device.
-Outputs come back as torch tensors of the actual size.
+Outputs come back as torch tensors of the actual size, all of a call's with
+one host sync.
 
 ``stats()`` counts frames, lowered graphs, graph breaks, calls, uploads and the
 host syncs of the backend's Context. python/README.md, "Using clbound from
@@ -217,7 +218,8 @@ class _Lowered:
         args.clear()  # boxed calling convention: the caller's list no longer holds the inputs
         for node, fn in self.steps:
             env[node] = fn(self.ctx, env)
-        outs = []
+        outs: List[Any] = []
+        reads: List[Tuple[int, Any]] = []  # (position, node) of the outputs read from the device
         for k, a in enumerate(_flat(self.output_node.args[0])):
             if not isinstance(a, torch.fx.Node):
                 outs.append(a)
@@ -229,8 +231,15 @@ class _Lowered:
                     _remember(given[a], env[a], filled=True)  # the backward reuses the upload
             elif self.n_user is not None and k >= self.n_user and isinstance(env[a], _V):
                 outs.append(_saved(env[a], a, sizes))
+            elif isinstance(env[a], _V):
+                reads.append((len(outs), a))
+                outs.append(None)
             else:
-                outs.append(_to_torch(env[a], a))
+                outs.append(_force(env[a]))
+        if reads:  # every output read with one host sync
+            arrays = self.ctx.numpy_all([env[a].t for _, a in reads])
+            for (i, a), arr in zip(reads, arrays):
+                outs[i] = _host_torch(arr, env[a], a)
         return outs
 
 
@@ -306,7 +315,12 @@ def _vector_like(node: torch.fx.Node) -> bool:
 def _to_torch(v: Any, node: Any) -> Any:
     if not isinstance(v, _V):
         return _force(v)
-    out = torch.from_numpy(v.t.numpy())  # a host copy at the actual sizes: one host sync
+    return _host_torch(v.t.numpy(), v, node)  # a host copy at the actual sizes: one host sync
+
+
+def _host_torch(arr: np.ndarray, v: _V, node: Any) -> torch.Tensor:
+    """A value read from the device as the torch tensor the graph gives."""
+    out = torch.from_numpy(arr)
     if v.trans:
         out = out.t().contiguous()
     want = _meta(node)

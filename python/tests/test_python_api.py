@@ -338,6 +338,24 @@ def test_kernel_style_is_chosen_and_both_agree_with_numpy(rng, style):
 
 # --------------------------------------------------- the rest of the C API
 
+def test_numpy_all_reads_many_tensors_with_one_sync(ctx):
+    a = ctx.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3), bounds=(9, 3), dynamic=(True, False))
+    b = ctx.from_numpy(np.array([-7, 0, 2**40], dtype=np.int64))
+    e = ctx.from_numpy(np.zeros((0, 2), dtype=np.float64 if ctx.supports("add", np.float64) else np.float32),
+                       bounds=(5, 2), dynamic=(True, False))
+    m = ctx.compare("gt", a, 4.0)
+    before = ctx.counters()["host_syncs"]
+    got = ctx.numpy_all([a, b, e, m, a])
+    assert ctx.counters()["host_syncs"] == before + 1
+    want = [x.numpy() for x in (a, b, e, m, a)]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert ctx.numpy_all([]) == []
+    with pytest.raises(TypeError):
+        ctx.numpy_all([a, np.zeros(3)])
+
+
 def test_host_blas_names_its_kernels(ctx):
     """One line naming OpenBLAS's kernels in force (or why there is none); the
     matmul that runs on them (host BLAS on a CPU device) matches a double reference."""

@@ -412,6 +412,68 @@ clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, voi
   return clb__read_data(ctx, op, t, host, bytes);
 }
 
+clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, int64_t *dims, void *const *hosts,
+                            const size_t *caps, size_t *bytes_out) {
+  static const char *op = "clb_tensors_read";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  if (n < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: n is %d", op, n);
+  if (n == 0) return CLB_OK;
+  if (!ts || !hosts || !caps) return clb__set_error(ctx, CLB_ERR_NULL, "%s: ts, hosts or caps is NULL (n %d)", op, n);
+  char name[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    clb_status st = clb__check_tensor(ctx, op, name, ts[i]);
+    if (st != CLB_OK) return st;
+  }
+  int64_t *rec = malloc(sizeof *rec * (size_t)n * CLB_MAX_RANK);
+  if (!rec) return clb__set_error(ctx, CLB_ERR_OOM, "%s: %d shape records", op, n);
+  /* every shape record in the queue, then one sync (which checks the status word) */
+  clb_status st = clb__launch_host(ctx, op, NULL);
+  cl_int e = CL_SUCCESS;
+  for (int i = 0; i < n && st == CLB_OK && e == CL_SUCCESS; i++) {
+    e = clEnqueueReadBuffer(ctx->queue, ts[i]->shape.mem, CL_FALSE, 0, SHAPE_BYTES, rec + (size_t)i * CLB_MAX_RANK, 0,
+                            NULL, NULL);
+    if (e == CL_SUCCESS) ctx->counters.bytes_to_host += SHAPE_BYTES;
+  }
+  if (st == CLB_OK && e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: reading the sizes of %d tensors", op, n);
+  if (st == CLB_OK) st = clb__sync(ctx, op);
+  else clFinish(ctx->queue); /* rec is ours until the reads queued so far are done */
+  size_t *sizes = bytes_out;
+  for (int i = 0; i < n && st == CLB_OK; i++) {
+    clb_tensor_t t = ts[i];
+    const int64_t *r = rec + (size_t)i * CLB_MAX_RANK;
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (t->failed) {
+      st = failed_error(ctx, op, name, t);
+      break;
+    }
+    for (int d = 0; d < t->rank && st == CLB_OK; d++)
+      if (r[d] < 0 || r[d] > t->bound[d])
+        st = clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %s's shape record dim %d holds %lld, bound %lld", op, name, d,
+                            (long long)r[d], (long long)t->bound[d]);
+    size_t bytes = (size_t)clb__numel(t->rank, r) * clb_dtype_size(t->dtype);
+    if (dims) memcpy(dims + (size_t)i * CLB_MAX_RANK, r, (size_t)t->rank * sizeof *dims);
+    if (sizes) sizes[i] = bytes;
+    if (st == CLB_OK && bytes > caps[i])
+      st = clb__set_error(ctx, CLB_ERR_BUFFER_SMALL, "%s: %s has %zu bytes live, its buffer holds %zu", op, name, bytes,
+                          caps[i]);
+    if (st == CLB_OK && bytes > 0 && !hosts[i]) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: hosts[%d] is NULL", op, i);
+  }
+  /* then every live part, one wait for them all */
+  for (int i = 0; i < n && st == CLB_OK; i++) {
+    clb_tensor_t t = ts[i];
+    size_t bytes = (size_t)clb__numel(t->rank, rec + (size_t)i * CLB_MAX_RANK) * clb_dtype_size(t->dtype);
+    if (bytes == 0) continue;
+    e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_FALSE, (size_t)t->data.offset, bytes, hosts[i], 0, NULL, NULL);
+    if (e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: reading %zu bytes of ts[%d]", op, bytes, i);
+    else ctx->counters.bytes_to_host += bytes;
+  }
+  e = clFinish(ctx->queue);
+  if (st == CLB_OK && e != CL_SUCCESS) st = clb__cl_error(ctx, e, "%s: waiting for the reads of %d tensors", op, n);
+  free(rec);
+  return st;
+}
+
 clb_status clb__read_data(clb_context_t ctx, const char *op, clb_tensor_t t, void *host, size_t bytes) {
   cl_int e = clEnqueueReadBuffer(ctx->queue, t->data.mem, CL_TRUE, (size_t)t->data.offset, bytes, host, 0, NULL, NULL);
   if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: reading %zu bytes", op, bytes);

@@ -172,12 +172,71 @@ static void test_staging_freed(clb_context_t ctx) {
   clb_tensor_free(t);
 }
 
+/* clb_tensors_read: several tensors (a dynamic f32 matrix, a static i64 vector,
+ * an empty one, a rank-0 bool) with one counted host sync, each as
+ * clb_tensor_read gives it; a small buffer and bad arguments. */
+static void test_read_many(clb_context_t ctx) {
+  int64_t b0[2] = {6, 3}, d0[2] = {4, 3}, b1[1] = {5}, b2[1] = {7}, d2[1] = {0};
+  uint8_t dyn0[2] = {1, 0}, dyn2[1] = {1};
+  clb_tensor_t t[4] = {NULL, NULL, NULL, NULL};
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, b0, dyn0, &t[0]));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 1, b1, NULL, &t[1]));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b2, dyn2, &t[2]));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 0, NULL, NULL, &t[3]));
+  float v0[12];
+  int64_t v1[5] = {-7, 0, 9000000000LL, 3, -1};
+  uint8_t v3 = 1;
+  for (int i = 0; i < 12; i++) v0[i] = 0.5f * (float)i - 2.0f;
+  CL_OK(ctx, clb_tensor_write(ctx, t[0], d0, v0, sizeof v0));
+  CL_OK(ctx, clb_tensor_write(ctx, t[1], b1, v1, sizeof v1));
+  CL_OK(ctx, clb_tensor_write(ctx, t[2], d2, v0, 0));
+  CL_OK(ctx, clb_tensor_write(ctx, t[3], NULL, &v3, 1));
+  float r0[18];
+  int64_t r1[5];
+  float r2[7];
+  uint8_t r3 = 0;
+  void *hosts[4] = {r0, r1, r2, &r3};
+  size_t caps[4] = {sizeof r0, sizeof r1, sizeof r2, 1}, got[4] = {0, 0, 0, 0};
+  int64_t dims[4 * CLB_MAX_RANK];
+  memset(dims, 0xff, sizeof dims);
+  uint64_t syncs = clb_test_counter_syncs(ctx);
+  CL_OK(ctx, clb_tensors_read(ctx, 4, t, dims, hosts, caps, got));
+  EXPECT_EQ_I(clb_test_counter_syncs(ctx) - syncs, 1);
+  EXPECT_EQ_I(dims[0], 4);
+  EXPECT_EQ_I(dims[1], 3);
+  EXPECT_EQ_I(dims[CLB_MAX_RANK], 5);
+  EXPECT_EQ_I(dims[2 * CLB_MAX_RANK], 0);
+  EXPECT_EQ_I(got[0], 12 * sizeof(float));
+  EXPECT_EQ_I(got[1], sizeof v1);
+  EXPECT_EQ_I(got[2], 0);
+  EXPECT_EQ_I(got[3], 1);
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(r0[i] == v0[i]);
+  for (int i = 0; i < 5; i++) EXPECT_EQ_I(r1[i], v1[i]);
+  EXPECT_EQ_I(r3, 1);
+  /* a buffer too small for its live part: nothing read, the sizes given */
+  caps[0] = 11 * sizeof(float);
+  r1[0] = 42;
+  EXPECT_STATUS(ctx, clb_tensors_read(ctx, 4, t, dims, hosts, caps, got), CLB_ERR_BUFFER_SMALL,
+                "ts[0] has 48 bytes live, its buffer holds 44");
+  EXPECT_EQ_I(got[0], 48);
+  EXPECT_EQ_I(r1[0], 42);
+  caps[0] = sizeof r0;
+  EXPECT_EQ_I(clb_tensors_read(ctx, 0, NULL, NULL, NULL, NULL, NULL), CLB_OK);
+  EXPECT_STATUS(ctx, clb_tensors_read(ctx, -1, t, dims, hosts, caps, got), CLB_ERR_INVALID_ARG, "n is -1");
+  EXPECT_STATUS(ctx, clb_tensors_read(ctx, 2, t, dims, NULL, caps, got), CLB_ERR_NULL, "hosts");
+  clb_tensor_t bad[2] = {t[0], NULL};
+  EXPECT_STATUS(ctx, clb_tensors_read(ctx, 2, bad, dims, hosts, caps, got), CLB_ERR_NULL, "ts[1]");
+  EXPECT_TRUE(clb_tensors_read(NULL, 1, t, dims, hosts, caps, got) == CLB_ERR_NULL);
+  for (int i = 0; i < 4; i++) clb_tensor_free(t[i]);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_staging_freed(ctx);
   test_roundtrip(ctx);
   test_bad_input(ctx);
   test_pool_reuse(ctx);
+  test_read_many(ctx);
   clb_context_free(ctx);
   test_oom();
   return clb_test_finish("core/tensor");
