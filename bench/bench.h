@@ -16,5 +16,8 @@ int clb_bench_gemm(int argc, char **argv);
 int clb_bench_steps(int argc, char **argv);
 /* `clbound bench whole-step`: bench/whole-step.c */
 int clb_bench_whole_step(int argc, char **argv);
+/* `clbound bench build-floor`: the OpenCL driver's own start-up, first build and
+ * first launch of a one-line kernel (build-floor.c). */
+int clb_bench_build_floor(int argc, char **argv);
 
 #endif /* CLB_BENCH_INTERNAL_H */

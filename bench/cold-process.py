@@ -6,7 +6,9 @@ Each run is a whole process timed from its start to its exit. clbound runs
 `clbound demo --workload xla-mlp --policy dynamic --iterations N --cache user
 --json` cold (an empty program cache and an empty PoCL kernel cache of the
 round's own) and then warm (the same folders, after the store helper of the cold
-run has finished: `clbound cache info` waits for it, untimed). Where `jax` /
+run has finished: `clbound cache info` waits for it, untimed), then the driver
+alone (`clbound bench build-floor`: a one-line kernel built and launched from an
+empty PoCL cache, no clbound op: the floor under any cold process). Where `jax` /
 `torch` import in the given interpreters, the same model and data run there as
 whole processes too (JAX: one jit step over the batch padded to its bound of 10
 with a mask; PyTorch: eager steps at the actual batch size); each prints its final
@@ -183,7 +185,8 @@ def main():
         with open(programs[name], "w") as f:
             f.write(program)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
-    runs = {k: [] for k in ("clbound_cold", "clbound_warm", "jax", "torch")}
+    runs = {k: [] for k in ("clbound_cold", "clbound_warm", "driver_floor", "jax", "torch")}
+    floor = {k: [] for k in ("startup_ms", "build_ms", "first_launch_ms")}
     phases = {k: [] for k in ("context_new_ms", "build_ms", "first_launch_ms", "context_free_ms", "store_local",
                               "store_handoffs")}
     losses = {}
@@ -210,6 +213,15 @@ def main():
                     # the store helper's entries, before the warm run (untimed)
                     subprocess.run([tool, "cache", "info", env["CLBOUND_CACHE_DIR"]], env=env,
                                    stdout=subprocess.DEVNULL, check=True)
+            # the driver alone: a one-line kernel built and launched from an empty
+            # PoCL cache of its own, no clbound op (`clbound bench build-floor`)
+            fenv = dict(os.environ, POCL_CACHE_DIR=os.path.join(rd, "pocl-floor"))
+            os.makedirs(fenv["POCL_CACHE_DIR"])
+            dt, out = timed([tool, "bench", "build-floor", "--json"], fenv)
+            runs["driver_floor"].append(dt)
+            fj = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
+            for k in floor:
+                floor[k].append(fj[k])
             for name, (python, _) in peers.items():
                 penv = dict(os.environ, JAX_PLATFORMS="cpu")
                 dt, out = timed([python, programs[name], str(a.iterations)], penv)
@@ -230,6 +242,7 @@ def main():
     print("%-44s %10s   %s" % ("process", "median s", "runs"))
     labels = {"clbound_cold": "clbound, cold (empty clbound and PoCL caches)",
               "clbound_warm": "clbound, warm (the same caches again)",
+              "driver_floor": "the driver alone: a one-line kernel, cold",
               "jax": "JAX jit, batch padded to 10 (cold: no cache)",
               "torch": "PyTorch eager (cold)"}
     for k, v in runs.items():
@@ -239,14 +252,18 @@ def main():
           "(build_ms) %.0f ms, first launches (first_launch_ms: PoCL's per-kernel compile) %.0f ms, context free "
           "(context_free_ms) %.0f ms; programs stored in the process %d, handed to the store helper %d" %
           tuple(statistics.median(phases[k]) for k in phases))
+    print("the driver alone, medians (clbound bench build-floor): start-up %.0f ms, a one-line kernel built from source "
+          "%.0f ms, its first launch %.0f ms: the floor under a cold process, %.0f%% of clbound's cold process" %
+          (tuple(statistics.median(floor[k]) for k in floor) + (100 * med["driver_floor"] / med["clbound_cold"],)))
     for peer in ("jax", "torch"):
         if peer in med:
-            print("ratio clbound cold / %s: %.2f; clbound warm / %s: %.3f" %
-                  (peer, med["clbound_cold"] / med[peer], peer, med["clbound_warm"] / med[peer]))
+            print("ratio clbound cold / %s: %.2f; clbound warm / %s: %.3f; the driver alone / %s: %.2f" %
+                  (peer, med["clbound_cold"] / med[peer], peer, med["clbound_warm"] / med[peer], peer,
+                   med["driver_floor"] / med[peer]))
     if a.json:
         print(json.dumps({"iterations": a.iterations, "rounds": a.rounds, "load": a.load, "loadavg": loads,
                           "reference_loss": ref, "losses": losses, "runs_s": runs, "medians_s": med,
-                          "phases_ms": phases}))
+                          "phases_ms": phases, "driver_floor_ms": floor}))
     if bad:
         sys.exit("cold-process.py: final loss off the reference by more than %g: %s" % (TOLERANCE, bad))
 

@@ -485,7 +485,7 @@ static int fits_device(clb_context_t ctx, int64_t n, const int *run, size_t copy
 
 int clb_bench_ops(int argc, char **argv) {
   if (argc < 1 || strcmp(argv[0], "ops") != 0) {
-    fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps, whole-step)\n", argc > 0 ? argv[0] : "(none)");
+    fprintf(stderr, "clbound bench: unknown suite %s (ops, gemm, steps, whole-step, build-floor)\n", argc > 0 ? argv[0] : "(none)");
     return 2;
   }
   if (clb_arg_help(argc, argv)) return usage(stdout);
