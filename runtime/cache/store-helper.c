@@ -422,8 +422,25 @@ int clb__store_spawn(const char *helper, const char *dir, const clb__logger *lg)
   posix_spawnattr_setsigdefault(&at, &dflt);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   char *argv[] = {(char *)helper, "cache", "store-pending", "--detach", (char *)dir, NULL};
+  /* the work-group shapes this process launched, for the binaries the helper
+   * stores (clb__wg_specializations), unless the environment names its own */
+  char spec[sizeof "POCL_BINARY_SPECIALIZE_WG=" + 16 * 48];
+  char **envp = environ, **own = NULL;
+  if (!getenv("POCL_BINARY_SPECIALIZE_WG")) {
+    size_t pre = strlen("POCL_BINARY_SPECIALIZE_WG=");
+    memcpy(spec, "POCL_BINARY_SPECIALIZE_WG=", pre);
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    if (clb__wg_specializations(spec + pre, sizeof spec - pre) > 0 && (own = malloc((n + 2) * sizeof *own))) {
+      memcpy(own, environ, n * sizeof *own);
+      own[n] = spec;
+      own[n + 1] = NULL;
+      envp = own;
+    }
+  }
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, helper, &fa, &at, argv, environ);
+  int rc = posix_spawn(&pid, helper, &fa, &at, argv, envp);
+  free(own);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   if (rc != 0) {

@@ -328,6 +328,16 @@ void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id);
  * hands to clb__first_launch_watch, which times it (from ready to done: on
  * PoCL the kernel's compile for that size, on a GPU little more than the run). */
 cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot);
+
+/* The work-group shapes the process's kernels were first launched with, noted
+ * at each first launch of a (kernel, local size) pair: clb__wg_note(local,
+ * global); clb__wg_specializations writes them as PoCL names its work-group
+ * functions ("64-1-1-goffs0-smallgrid,1-1-1-goffs0-smallgrid", comma-separated,
+ * cut to fit cap), so that the store helper can have PoCL put those compiled
+ * work-group functions into the program binaries it stores (runtime/cache/
+ * store-helper.c); returns how many were written. Thread-safe. */
+void clb__wg_note(size_t local, size_t global);
+int clb__wg_specializations(char *buf, size_t cap);
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev);
 double clb__first_launch_ms(clb_context_t ctx);
 /* A monotonic clock in milliseconds. */

@@ -2,6 +2,7 @@
  * launches with fixed geometry, recorded for error messages, and the time of
  * each kernel's first launch at each local size. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,9 +190,59 @@ clb_status clb__launch_enqueue(clb_context_t ctx, const char *op, const char *wh
   cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, ev);
   if (e != CL_SUCCESS)
     return clb__cl_error(ctx, e, "%s %s: launching %zu work-groups of %zu", op, what ? what : "", groups, local);
-  if (first) clb__first_launch_watch(ctx, first);
+  if (first) {
+    clb__first_launch_watch(ctx, first);
+    clb__wg_note(local, global);
+  }
   ctx->counters.kernel_launches++;
   return CLB_OK;
+}
+
+/* ---- Work-group shapes for the store helper --------------------------------
+ * PoCL compiles a work-group function per kernel and shape at the first launch
+ * (local size, global offset 0, and "smallgrid" where the grid is at most
+ * USHRT_MAX wide: its CPU devices' grid_width_specialization_limit), and stores
+ * only a generic one in a program binary unless POCL_BINARY_SPECIALIZE_WG lists
+ * shapes. A process whose store helper builds the program again (optimized,
+ * CLBOUND_COLD_BUILD=fast) hands it the shapes it launched, so that the next
+ * process, loading that binary, compiles none. */
+#define WG_SEEN_MAX 16
+static struct {
+  size_t local;
+  int small;
+} wg_seen[WG_SEEN_MAX];
+static int wg_n;
+static pthread_mutex_t wg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void clb__wg_note(size_t local, size_t global) {
+  int small = global <= 65535; /* USHRT_MAX */
+  pthread_mutex_lock(&wg_lock);
+  int i = 0;
+  while (i < wg_n && !(wg_seen[i].local == local && wg_seen[i].small == small)) i++;
+  if (i == wg_n && wg_n < WG_SEEN_MAX) {
+    wg_seen[wg_n].local = local;
+    wg_seen[wg_n].small = small;
+    wg_n++;
+  }
+  pthread_mutex_unlock(&wg_lock);
+}
+
+int clb__wg_specializations(char *buf, size_t cap) {
+  if (cap) buf[0] = 0;
+  size_t len = 0;
+  int n = 0;
+  pthread_mutex_lock(&wg_lock);
+  for (int i = 0; i < wg_n; i++) {
+    char one[64];
+    int w = snprintf(one, sizeof one, "%s%zu-1-1-goffs0%s", n ? "," : "", wg_seen[i].local,
+                     wg_seen[i].small ? "-smallgrid" : "");
+    if (w < 0 || len + (size_t)w + 1 > cap) break;
+    memcpy(buf + len, one, (size_t)w + 1);
+    len += (size_t)w;
+    n++;
+  }
+  pthread_mutex_unlock(&wg_lock);
+  return n;
 }
 
 /* ---- First launches ------------------------------------------------------------

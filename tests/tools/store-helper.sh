@@ -11,7 +11,9 @@
 #    temporary file left, and the next process builds 0;
 #  * a missing helper (CLBOUND_STORE_HELPER names none): the process stores in
 #    itself (store_local 1, store_handoffs 0), says so under CLBOUND_LOG=cache,
-#    and its entry is there when it exits.
+#    and its entry is there when it exits;
+#  * CLBOUND_COLD_BUILD=fast (part 4), and the work-group shapes the process
+#    launched handed to the helper (part 5).
 set -eu
 tool="$1"
 dir=$(mktemp -d)
@@ -110,4 +112,22 @@ demo "$c" "$dir/fast-warm.json" CLBOUND_COLD_BUILD=fast
 # with the cache off there is no helper to build it again: the optimized build
 demo off "$dir/fast-off.json" CLBOUND_COLD_BUILD=fast CLBOUND_LOG=builds
 ! grep -q -- "-cl-opt-disable" "$dir/fast-off.json.err" || fail "with the cache off, the build was unoptimized"
+# 5. the helper is told the work-group shapes the process launched
+#    (POCL_BINARY_SPECIALIZE_WG: PoCL then puts those compiled work-group
+#    functions into the binary it stores, so the next process compiles none);
+#    a value in the environment is passed on unchanged
+wrap="$dir/helper-wrapper"
+printf '#!/bin/sh\nprintf "%%s\\n" "${POCL_BINARY_SPECIALIZE_WG-unset}" >> "%s"\nexec "%s" "$@"\n' "$dir/wg.txt" "$tool" > "$wrap"
+chmod +x "$wrap"
+c="$dir/c5"
+demo "$c" "$dir/wg.json" CLBOUND_COLD_BUILD=fast CLBOUND_STORE_HELPER="$wrap"
+settle "$c"
+[ "$(count "$c" .clbin)" = 1 ] || fail "through the wrapper, the helper wrote $(count "$c" .clbin) entries, not 1"
+shapes=$(head -n 1 "$dir/wg.txt")
+printf '%s\n' "$shapes" | grep -Eq '^[0-9]+-1-1-goffs0(-smallgrid)?(,[0-9]+-1-1-goffs0(-smallgrid)?)*$' ||
+  fail "the helper was not given the launched work-group shapes: '$shapes'"
+c="$dir/c6"
+demo "$c" "$dir/wg-user.json" CLBOUND_STORE_HELPER="$wrap" POCL_BINARY_SPECIALIZE_WG=7-1-1
+settle "$c"
+[ "$(sed -n 2p "$dir/wg.txt")" = 7-1-1 ] || fail "the environment's POCL_BINARY_SPECIALIZE_WG was not passed on: $(cat "$dir/wg.txt")"
 echo "store-helper: ok"
