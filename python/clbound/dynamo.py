@@ -741,9 +741,12 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                       dw: Any = dw, db: Any = db, thr: Any = thr, keepdim: bool = keepdim, first: Any = first,
                       alone: Callable[..., Any] = fns[first]) -> Any:
             vx, vw, vg = env[x], (env[w] if w is not None else None), env[g]
-            if vx.trans or vg.trans or (vw is not None and vw.trans) or vg.t.bounds[0] != vx.t.bounds[0]:
+            bx, bg = vx.t.bounds, vg.t.bounds
+            bw = vw.t.bounds if vw is not None else (bg[1], bx[1])
+            if (vx.trans or vg.trans or (vw is not None and vw.trans) or bg[0] != bx[0]
+                    or bw != (bg[1], bx[1])):  # not linear_backward's shapes and layout: op by op
                 _stats["fused_op_by_op"] += 1
-                return alone(ctx, env)  # not linear_backward's layout: op by op
+                return alone(ctx, env)
             _stats["fused_linear"] += 1
             mask = _root(thr.args[1]) if thr is not None else None
             relu = mask in env and isinstance(env[mask], _V) and env[mask].t is vx.t and not env[mask].trans

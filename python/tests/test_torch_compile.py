@@ -236,6 +236,46 @@ def test_linear_patterns_that_do_not_fit_run_op_by_op():
     assert s["fused_op_by_op"] > 0 and s["graph_breaks"] == 0, s
 
 
+class SharedGradient(torch.nn.Module):
+    """Two Linears (inputs of 3 and 5 features) summed: one gradient feeds both
+    layers' products, which do not make one linear_backward together."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(3, 4)
+        self.fc2 = torch.nn.Linear(5, 4)
+        self.out = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        a, b = x[:, :3], x[:, 3:]
+        return torch.sigmoid(self.out(torch.relu(self.fc1(a) + self.fc2(b))))
+
+
+def test_one_gradient_feeding_two_layers_matches_eager():
+    def train(backend):
+        torch.manual_seed(0)
+        model = SharedGradient()
+        run = torch.compile(model, backend=backend) if backend else model
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        g = torch.Generator().manual_seed(5)
+        losses = []
+        for n in (6, 3, 9, 4, 8):
+            x = torch.randn(n, 8, generator=g)
+            y = (torch.rand(n, generator=g) > 0.5).float()
+            torch._dynamo.mark_dynamic(x, 0, min=2, max=9)
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy(run(x).squeeze(1), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return np.array(losses)
+    eager = train(None)
+    got = train("clbound")
+    np.testing.assert_allclose(got, eager, rtol=0, atol=LOSS_TOL)
+    s = cd.stats()  # the two layers' products paired up do not fit one op: op by op, every step
+    assert s["fused_op_by_op"] >= 5 and s["fused_linear"] > 0, s
+
+
 # ---- graph breaks: an op clbound does not run is eager, logged once ----
 
 class WithUnsupported(torch.nn.Module):
