@@ -366,6 +366,18 @@ CLB_API cl_mem clb_tensor_data_mem(clb_tensor_t t);
 CLB_API size_t clb_tensor_data_offset(clb_tensor_t t);
 CLB_API cl_mem clb_tensor_shape_mem(clb_tensor_t t);
 
+/* A static tensor of `rank` dims `dims` over host memory, without a copy:
+ * `host` (`bytes`, exactly the dense size) becomes the tensor's data, which the
+ * device reads and writes in place. Only where the device's buffers are host
+ * memory (a CPU device with unified memory whose maps return the buffer's own
+ * memory, checked for this buffer too: PoCL's CPU device), else
+ * CLB_ERR_UNSUPPORTED and the caller copies (clb_tensor_write). The caller keeps
+ * `host` alive until the tensor is freed and writes it only while no queued op
+ * uses the tensor (after a host sync); clb_tensor_free of it waits for the
+ * queue, so the memory is the caller's again when it returns. */
+CLB_API clb_status clb_tensor_from_host(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *dims,
+                                        void *host, size_t bytes, clb_tensor_t *out);
+
 /* Copies host data in, with actual sizes `dims` (NULL for rank 0). `bytes` must be
  * the dense size at those dims. A dim over its bound, or a static dim that differs
  * from its bound, is CLB_ERR_OUT_OF_BOUNDS and nothing is written. Blocking for

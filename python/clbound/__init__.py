@@ -582,13 +582,19 @@ class Context:
         """A tensor holding a copy of any host object that speaks DLPack (numpy
         arrays, torch / jax CPU tensors; DLPack 1.x capsules, or legacy ones from
         older producers), with bounds (default: its shape) and dynamic flags as
-        from_numpy. The data always moves to the device, so copy=False raises
-        BufferError."""
+        from_numpy.
+
+        copy=False shares the object's memory instead (clb_tensor_from_host):
+        the device reads the host's latest values and ops writing the tensor
+        write the object, with no copy either way. It needs a device whose
+        buffers are host memory (PoCL's CPU device) and a C-contiguous, writable
+        CPU object, and gives a static tensor of exactly its shape (no bounds or
+        dynamic dims); anything else raises BufferError. The tensor keeps the
+        object alive; write the object only between ops (after a host sync)."""
         from . import _dlpack
         self._live()
         if copy is False:
-            raise BufferError("from_dlpack(copy=False): a clbound tensor lives on the OpenCL device, so importing "
-                              "host data always copies it")
+            return self._share_host(obj, bounds, dynamic)
         b = None
         if bounds is not None:
             b, nb = L.shape(bounds, "bounds")
@@ -606,6 +612,33 @@ class Context:
         cfn = L.from_dlpack if versioned else L.from_dlpack_legacy
         self._check(cfn(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
         return self._wrap(h)
+
+    def _share_host(self, obj: Any, bounds: Any, dynamic: Any) -> Tensor:
+        if getattr(obj, "requires_grad", False) is True and callable(getattr(obj, "detach", None)):
+            obj = obj.detach()  # the same memory, without autograd
+        try:
+            arr = obj if isinstance(obj, np.ndarray) else np.from_dlpack(obj)
+        except Exception as e:  # not a CPU object, or one numpy cannot view
+            raise BufferError(f"from_dlpack(copy=False): {_describe(obj)} has no host memory to share ({e})") from e
+        if not arr.flags.c_contiguous or not arr.flags.writeable:
+            raise BufferError("from_dlpack(copy=False): the memory to share must be C-contiguous and writable "
+                              "(copy=None copies it instead)")
+        if (bounds is not None and tuple(int(b) for b in bounds) != arr.shape) or (
+                dynamic is not None and any(L.flags(dynamic, arr.ndim))):
+            raise BufferError(f"from_dlpack(copy=False): a shared tensor is static at the object's shape "
+                              f"{arr.shape}; bounds or dynamic dims need a copy (copy=None)")
+        code = L.dtype_code(arr.dtype, "from_dlpack(copy=False)")
+        dims, rank = L.shape(arr.shape, "shape")
+        h = ctypes.c_void_p()
+        st = L.t_from_host(self._h, code, rank, dims, arr.ctypes.data, arr.nbytes, ctypes.byref(h))
+        if st != 0:
+            msg = L.ctx_errmsg(self._h).decode()
+            if L.status_name(st).decode() == "ERR_UNSUPPORTED":
+                raise BufferError(f"from_dlpack(copy=False): {msg}")
+            self._check(st)
+        t = self._wrap(h)
+        t._shared = arr  # the memory the tensor is, kept alive with it
+        return t
 
     def fill(self, t: Tensor, value: Union[int, float, bool]) -> None:
         """Sets every live element of t to `value`, as numpy's ndarray.fill does:

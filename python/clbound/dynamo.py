@@ -17,8 +17,11 @@ is split around it, the op runs in eager PyTorch and the rest on clbound; its
 name is logged once (logger "clbound.dynamo"). Nothing runs with a wrong result:
 what the lowering cannot express runs in eager PyTorch.
 
-Parameters and other inputs that keep their storage and version (PyTorch's
-in-place counter) across calls are uploaded once and then stay on the device.
+Parameters are shared with the device where its buffers are host memory
+(PoCL's CPU device: the device tensor is the parameter's memory, so the
+optimizer's in-place steps need no copy); elsewhere, and for other inputs, an
+input that keeps its storage and version (PyTorch's in-place counter) across
+calls is uploaded once and then stays on the device.
 Outputs come back as torch tensors of the actual size, all of a call's with
 one host sync.
 
@@ -48,8 +51,8 @@ aten = torch.ops.aten
 _lock = threading.Lock()
 _ctx: Optional[Context] = None
 _logged_breaks: set = set()
-_STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "fused_linear",
-              "fused_op_by_op")
+_STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "shared",
+              "fused_linear", "fused_op_by_op")
 _stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
 
 
@@ -73,8 +76,11 @@ def stats() -> Dict[str, Any]:
     run in eager), calls of lowered graphs, tensor uploads and uploads skipped
     (an input unchanged since the last call), fused_linear (runs of a Linear
     layer's ops as one clbound linear op) and fused_op_by_op (runs of such a
-    pattern op by op, its tensors not laid out for the fused op), plus the
-    Context's host syncs, program builds and kernels compiled."""
+    pattern op by op, its tensors not laid out for the fused op), shared
+    (parameters given to the device without a copy, once each, on a device whose
+    buffers are host memory: their later calls count as uploads_skipped, also
+    after the optimizer changed them), plus the Context's host syncs, program
+    builds and kernels compiled."""
     out: Dict[str, Any] = dict(_stats)
     out["graph_break_ops"] = sorted(_logged_breaks)
     if _ctx is not None and _ctx._h is not None:
@@ -199,6 +205,10 @@ class _Lowered:
         if hit is not None and hit[0]() is x and hit[1] == x._version and hit[2] == x.data_ptr():
             _stats["uploads_skipped"] += 1
             return _V(hit[3])
+        if isinstance(x, torch.nn.Parameter) and not any(dynamic):
+            t = _share(self.ctx, x)
+            if t is not None:
+                return _V(t)
         _stats["uploads"] += 1
         # a new device tensor each time (from clbound's pool): the last one may still
         # be held by a forward's saved tensors that a backward has yet to read
@@ -241,6 +251,34 @@ class _Lowered:
             for (i, a), arr in zip(reads, arrays):
                 outs[i] = _host_torch(arr, env[a], a)
         return outs
+
+
+# parameters shared with the device (no copy: the device's buffers are host
+# memory): id -> (weakref, data_ptr, shape, dtype, Tensor). The optimizer's
+# in-place steps are what the device reads next; a parameter whose storage was
+# replaced is shared again.
+_shared: Dict[int, Tuple[Any, int, Tuple[int, ...], Any, Tensor]] = {}
+_sharing = {"on": True}
+
+
+def _share(ctx: Context, x: torch.Tensor) -> Optional[Tensor]:
+    """x's device tensor sharing its memory, or None where the device copies."""
+    if not _sharing["on"] or not x.is_contiguous() or x.device.type != "cpu":
+        return None
+    key = id(x)
+    sh = _shared.get(key)
+    if sh is not None and sh[0]() is x and sh[1] == x.data_ptr() and sh[2] == tuple(x.shape) and sh[3] == x.dtype:
+        _stats["uploads_skipped"] += 1
+        return sh[4]
+    try:
+        t = ctx.from_dlpack(x, copy=False)
+    except BufferError as e:  # this device copies: every parameter does
+        _sharing["on"] = False
+        log.info("clbound: parameters are copied to the device at each change (%s)", e)
+        return None
+    _shared[key] = (weakref.ref(x, lambda _r, k=key: _shared.pop(k, None)), x.data_ptr(), tuple(x.shape), x.dtype, t)
+    _stats["shared"] += 1
+    return t
 
 
 # torch tensors whose data is on the device already, for the graphs they are

@@ -140,8 +140,55 @@ def test_capsules_legacy_versioned_and_device(ctx):
         t.__dlpack__(dl_device=(4, 0))
     with pytest.raises(BufferError, match="kDLCPU"):
         t.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
-    with pytest.raises(BufferError, match="always copies"):
-        ctx.from_dlpack(a, copy=False)
+    with pytest.raises(BufferError, match="static at the object's shape"):  # sharing: no bounds
+        ctx.from_dlpack(a, bounds=(a.shape[0] + 2,) + a.shape[1:], copy=False)
+
+
+def _shares(ctx):
+    """Whether this device's buffers are host memory (copy=False can share)."""
+    try:
+        ctx.from_dlpack(np.zeros(1, dtype=np.float32), copy=False)
+        return True
+    except BufferError as e:
+        assert "not host memory" in str(e) or "keeps a copy" in str(e), e
+        return False
+
+
+def test_from_dlpack_copy_false_shares_host_memory(ctx):
+    """copy=False on a device whose buffers are host memory: the tensor is the
+    array; the device sees the host's writes, ops write into it; refused (with
+    BufferError) for a strided or read-only array, bounds, and on other devices."""
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    if not _shares(ctx):
+        with pytest.raises(BufferError, match="copy with clb_tensor_write"):
+            ctx.from_dlpack(a, copy=False)
+        return
+    t = ctx.from_dlpack(a, copy=False)
+    assert t.shape == (4, 3) and t.bounds == (4, 3) and not any(t.dynamic)
+    np.testing.assert_array_equal(t.numpy(), a)
+    a *= 3  # the host writes between ops: no copy to refresh
+    np.testing.assert_array_equal(ctx.neg(t).numpy(), -a)
+    out = np.zeros((4, 3), dtype=np.float32)
+    ctx.neg(t, out=ctx.from_dlpack(out, copy=False))
+    ctx.sync()
+    np.testing.assert_array_equal(out, -a)  # the op wrote the array itself
+    before = ctx.counters()["bytes_to_device"]
+    ctx.from_dlpack(np.ones((256, 256), dtype=np.float32), copy=False)
+    assert ctx.counters()["bytes_to_device"] - before < 1024  # the shape record, not the data
+    for bad, why in ((a.T, "C-contiguous"), (a[::2], "C-contiguous")):
+        with pytest.raises(BufferError, match=why):
+            ctx.from_dlpack(bad, copy=False)
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.raises(BufferError, match="writable"):
+        ctx.from_dlpack(ro, copy=False)
+    with pytest.raises(BufferError, match="static at the object's shape"):
+        ctx.from_dlpack(a, dynamic=(True, False), copy=False)
+    # the tensor keeps the array alive
+    t2 = ctx.from_dlpack(np.full(5, 7, dtype=np.int64), copy=False)
+    import gc
+    gc.collect()
+    assert t2.tolist() == [7] * 5
 
 
 def test_torch_round_trips(torch):  # more in test_torch.py

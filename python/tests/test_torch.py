@@ -139,8 +139,27 @@ def test_from_torch_copies(ctx, torch):
     t = ctx.from_dlpack(src, bounds=(8,), dynamic=True, copy=True)
     src[0] = 100  # the clbound tensor holds a copy
     assert t.tolist() == [0, 1, 2, 3, 4, 5]
-    with pytest.raises(BufferError, match="always copies"):
-        ctx.from_dlpack(src, copy=False)
+    try:  # copy=False shares instead (a device whose buffers are host memory)
+        shared = ctx.from_dlpack(src, copy=False)
+    except BufferError as e:
+        assert "not host memory" in str(e), e
+        return
+    src[1] = 200  # the shared tensor is src's memory
+    assert shared.tolist() == [100, 200, 2, 3, 4, 5]
+
+
+def test_shared_parameter_follows_the_optimizer(ctx, torch):
+    """A torch parameter shared with copy=False: torch's in-place optimizer step
+    is what the device reads next, with no upload."""
+    p = torch.nn.Parameter(torch.ones(3, 2))
+    try:
+        tp = ctx.from_dlpack(p, copy=False)
+    except BufferError:
+        pytest.skip("this device's buffers are not host memory")
+    opt = torch.optim.SGD([p], lr=0.5)
+    p.grad = torch.full((3, 2), 2.0)
+    opt.step()
+    np.testing.assert_array_equal(tp.numpy(), np.zeros((3, 2), dtype=np.float32))
 
 
 def test_from_torch_non_contiguous(ctx, torch):

@@ -197,6 +197,11 @@ def test_wide_mlp_module_trains_like_eager():
     # every step: 3 Linear + activation forwards and 3 Linear backwards (the two
     # lower ones with their ReLU's backward) as one clbound op each
     assert s["fused_linear"] == 6 * 30 and s["fused_op_by_op"] == 0, s
+    if s["shared"]:  # the device's buffers are host memory: the 6 parameters are shared once,
+        # and SGD's in-place steps need no upload; a step uploads the batch and the loss's gradient
+        assert s["shared"] == 6 and s["uploads"] == 2 * 30, s
+    else:  # a device that copies: every step uploads the 6 changed parameters too
+        assert s["uploads"] == 8 * 30, s
 
 
 class TransposedInput(torch.nn.Module):
@@ -348,8 +353,11 @@ def test_unchanged_parameters_are_not_uploaded_again():
             np.testing.assert_allclose(got.numpy(), model(x).numpy(), rtol=0, atol=1e-5)
         after = cd.stats()
         uploads = after["uploads"] - before["uploads"]
-        # the first call uploads the 6 parameters and x; later ones x only
-        assert uploads == (n_params + 1 if i == 0 else 1), (i, uploads)
+        shared = after["shared"] - before["shared"]
+        # the first call shares (a device whose buffers are host memory) or uploads
+        # the 6 parameters, and uploads x; later ones upload x only
+        assert uploads + shared == (n_params + 1 if i == 0 else 1), (i, uploads, shared)
+        assert shared in (0, n_params if i == 0 else 0), (i, shared)
         assert after["host_syncs"] - before["host_syncs"] == 1  # the one output
 
 

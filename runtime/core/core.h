@@ -124,6 +124,9 @@ struct clb_tensor {
    * graph hands out, inherited by views): a device export copies it, and the
    * graph's next run gives every other holder a copy (clb__tensor_unshare). */
   int graph_held;
+  /* The data buffer is the caller's host memory (clb_tensor_from_host): freeing
+   * the last holder waits for the queue first. */
+  int host_backed;
 };
 
 /* What differs between devices beyond geometry and kernel style, decided once

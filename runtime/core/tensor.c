@@ -109,9 +109,63 @@ static clb_status write_shape(clb_context_t ctx, const char *op, clb_tensor_t t,
   return clb__write_async(ctx, op, t->shape.mem, 0, rec, sizeof rec);
 }
 
+/* clb_tensor_new's work; with host (clb_tensor_from_host), the data buffer is
+ * made over that memory instead of taken from the pool or an arena. */
+static clb_status tensor_make(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
+                              const uint8_t *dynamic, void *host, size_t host_bytes, clb_tensor_t *out);
+
 clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *bounds,
                           const uint8_t *dynamic, clb_tensor_t *out) {
-  static const char *op = "clb_tensor_new";
+  return tensor_make(ctx, "clb_tensor_new", dtype, rank, bounds, dynamic, NULL, 0, out);
+}
+
+/* A buffer over host memory, checked to be that memory: a map of it (on a
+ * queue of its own, so the context's queue does not wait) returns host. */
+static clb_status host_data(clb_context_t ctx, void *host, size_t bytes, clb_buf *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  cl_int e = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &e);
+  if (!m || e != CL_SUCCESS) {
+    snprintf(err, errlen, "clCreateBuffer(CL_MEM_USE_HOST_PTR, %zu bytes): %s", bytes, clb__cl_error_name(e));
+    return CLB_ERR_CL;
+  }
+  cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &e);
+  void *p = NULL;
+  if (q && e == CL_SUCCESS) {
+    p = clEnqueueMapBuffer(q, m, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &e);
+    if (p && e == CL_SUCCESS) clEnqueueUnmapMemObject(q, m, p, 0, NULL, NULL);
+    clFinish(q);
+  }
+  if (q) clReleaseCommandQueue(q);
+  if (p != host) {
+    clReleaseMemObject(m);
+    snprintf(err, errlen, "the driver keeps a copy of host memory given to a buffer (a map returned %p for %p), so "
+             "the device would not see the host's writes; copy with clb_tensor_write", p, host);
+    return CLB_ERR_UNSUPPORTED;
+  }
+  out->mem = m;
+  out->bytes = out->capacity = bytes;
+  out->borrowed = 1; /* not the pool's: put releases it */
+  out->host = host;
+  return CLB_OK;
+}
+
+clb_status clb_tensor_from_host(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *dims, void *host,
+                                size_t bytes, clb_tensor_t *out) {
+  static const char *op = "clb_tensor_from_host";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  if (!host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
+  if (!clb__host_ptrs_ok(ctx))
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED,
+                          "%s: %s's buffers are not host memory (a CPU device with unified memory whose maps return "
+                          "the buffer's own memory; CLBOUND_HOST_PTRS=off also turns this off): copy with "
+                          "clb_tensor_write",
+                          op, ctx->info.name);
+  return tensor_make(ctx, op, dtype, rank, dims, NULL, host, bytes, out);
+}
+
+static clb_status tensor_make(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
+                              const uint8_t *dynamic, void *host, size_t host_bytes, clb_tensor_t *out) {
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   *out = NULL;
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
@@ -158,7 +212,19 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
   }
   char err[256];
   char desc[128];
-  clb_status st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err);
+  clb_status st;
+  if (host && host_bytes != (size_t)bytes) {
+    clb__tensor_desc(t, desc, sizeof desc);
+    free(t);
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: %zu bytes given, the tensor holds %llu", op, desc,
+                          host_bytes, (unsigned long long)bytes);
+  }
+  if (host && bytes > 0) {
+    st = host_data(ctx, host, (size_t)bytes, &t->data, err, sizeof err);
+    t->host_backed = st == CLB_OK;
+  } else {
+    st = get_data(ctx, (size_t)bytes, &t->data, err, sizeof err); /* an empty tensor has no bytes to share */
+  }
   int valid = 0;
   if (st == CLB_OK) st = get_shape(ctx, t, &valid, &t->shape, err, sizeof err);
   if (st != CLB_OK) {
@@ -191,6 +257,9 @@ clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const in
 void clb_tensor_free(clb_tensor_t t) {
   if (!t || clb__forked_child()) return; /* inherited by a forked child: left to its exit */
   clb_context_t ctx = t->ctx;
+  /* host memory given to clb_tensor_from_host is the caller's again on return:
+   * nothing queued may still use it (the views' holder is the last to free) */
+  if (t->host_backed && (!t->data_refs || *t->data_refs == 1)) clFinish(ctx->queue);
   /* Kernels still queued may use the buffers: a later owner only writes after
    * them, since the queue is in order. */
   if (!t->data_refs) {
@@ -245,6 +314,7 @@ clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, 
   v->data = x->data;
   v->data_refs = x->data_refs;
   v->graph_held = x->graph_held;
+  v->host_backed = x->host_backed;
   v->next = ctx->tensors;
   if (ctx->tensors) ctx->tensors->prev = v;
   ctx->tensors = v;

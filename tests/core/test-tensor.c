@@ -1,5 +1,6 @@
 /* test-tensor.c: bounded tensors: every dtype and rank, writes over the bound,
  * static dims, reads, out-of-memory, and the pool's reuse. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <malloc.h>
 
 #include "cl-test.h"
@@ -230,6 +231,59 @@ static void test_read_many(clb_context_t ctx) {
   for (int i = 0; i < 4; i++) clb_tensor_free(t[i]);
 }
 
+/* clb_tensor_from_host: where the device's buffers are host memory (PoCL's CPU
+ * device), the tensor is the host array itself: ops read the host's latest
+ * writes and their outputs land in it, with no copy; elsewhere it is refused. */
+static void test_from_host(clb_context_t ctx) {
+  float host[12], out_host[12];
+  for (int i = 0; i < 12; i++) host[i] = (float)i - 5.5f;
+  int64_t dims[2] = {4, 3};
+  clb_tensor_t t = NULL, o = NULL, n = NULL;
+  clb_status st = clb_tensor_from_host(ctx, CLB_DTYPE_F32, 2, dims, host, sizeof host, &t);
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  clb_device_info_get(0, &di);
+  if (st == CLB_ERR_UNSUPPORTED) { /* a GPU (or host pointers turned off): refused, with the way out */
+    EXPECT_TRUE(!di.is_cpu || getenv("CLBOUND_HOST_PTRS") != NULL);
+    EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "clb_tensor_write") != NULL);
+    return;
+  }
+  REQUIRE_TRUE(st == CLB_OK);
+  CL_OK(ctx, clb_tensor_from_host(ctx, CLB_DTYPE_F32, 2, dims, out_host, sizeof out_host, &o));
+  float back[12];
+  int64_t got[2];
+  double first[12];
+  EXPECT_EQ_I(clb_test_read(ctx, t, got, first, 12), 12);
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(first[i] == (double)host[i]);
+  /* an op reads the host's values, and writes its output into out_host */
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_NEG, t, &o));
+  CL_OK(ctx, clb_context_sync(ctx));
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(out_host[i] == -host[i]);
+  /* the host writes between ops (the queue idle): the next op sees them */
+  for (int i = 0; i < 12; i++) host[i] = 2.0f * (float)i;
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_NEG, t, &n));
+  CL_OK(ctx, clb_tensor_read(ctx, n, got, back, sizeof back, NULL));
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(back[i] == -2.0f * (float)i);
+  EXPECT_EQ_I(got[0], 4);
+  EXPECT_EQ_I(got[1], 3);
+  /* bad input */
+  clb_tensor_t bad = NULL;
+  EXPECT_STATUS(ctx, clb_tensor_from_host(ctx, CLB_DTYPE_F32, 2, dims, host, 40, &bad), CLB_ERR_INVALID_ARG,
+                "40 bytes given, the tensor holds 48");
+  EXPECT_STATUS(ctx, clb_tensor_from_host(ctx, CLB_DTYPE_F32, 2, dims, NULL, 48, &bad), CLB_ERR_NULL, "host is NULL");
+  EXPECT_TRUE(bad == NULL);
+  clb_tensor_free(n);
+  clb_tensor_free(o);
+  clb_tensor_free(t);
+  /* CLBOUND_HOST_PTRS=off: a context that keeps no host pointers refuses */
+  REQUIRE_TRUE(setenv("CLBOUND_HOST_PTRS", "off", 1) == 0);
+  clb_context_t c2 = clb_test_context(NULL);
+  EXPECT_STATUS(c2, clb_tensor_from_host(c2, CLB_DTYPE_F32, 2, dims, host, sizeof host, &bad), CLB_ERR_UNSUPPORTED,
+                "copy with clb_tensor_write");
+  clb_context_free(c2);
+  unsetenv("CLBOUND_HOST_PTRS");
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_staging_freed(ctx);
@@ -237,6 +291,7 @@ int main(void) {
   test_bad_input(ctx);
   test_pool_reuse(ctx);
   test_read_many(ctx);
+  test_from_host(ctx);
   clb_context_free(ctx);
   test_oom();
   return clb_test_finish("core/tensor");
