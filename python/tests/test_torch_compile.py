@@ -216,26 +216,31 @@ class TransposedInput(torch.nn.Module):
         return torch.sigmoid(self.fc2(torch.relu(self.fc1(xt.t()))))
 
 
+def train_small(model_cls, backend, sizes, shape, dim, seed):
+    """A small model trained with SGD and BCE on random batches whose dim `dim`
+    (of `shape`, None there) takes each of `sizes`: the losses."""
+    torch.manual_seed(0)
+    model = model_cls()
+    run = torch.compile(model, backend=backend) if backend else model
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    g = torch.Generator().manual_seed(seed)
+    losses = []
+    for n in sizes:
+        x = torch.randn(*[n if s is None else s for s in shape], generator=g)
+        y = (torch.rand(n, generator=g) > 0.5).float()
+        torch._dynamo.mark_dynamic(x, dim, min=2, max=max(sizes))
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy(run(x).squeeze(1), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
 def test_linear_patterns_that_do_not_fit_run_op_by_op():
-    def train(backend):
-        torch.manual_seed(0)
-        model = TransposedInput()
-        run = torch.compile(model, backend=backend) if backend else model
-        opt = torch.optim.SGD(model.parameters(), lr=0.5)
-        g = torch.Generator().manual_seed(4)
-        losses = []
-        for n in (7, 3, 9, 5, 8, 2, 6):
-            xt = torch.randn(6, n, generator=g)
-            y = (torch.rand(n, generator=g) > 0.5).float()
-            torch._dynamo.mark_dynamic(xt, 1, min=2, max=9)
-            opt.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy(run(xt).squeeze(1), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        return np.array(losses)
-    eager = train(None)
-    got = train("clbound")
+    args = ((7, 3, 9, 5, 8, 2, 6), (6, None), 1, 4)
+    eager = train_small(TransposedInput, None, *args)
+    got = train_small(TransposedInput, "clbound", *args)
     np.testing.assert_allclose(got, eager, rtol=0, atol=LOSS_TOL)
     s = cd.stats()
     assert s["fused_op_by_op"] > 0 and s["graph_breaks"] == 0, s
@@ -257,25 +262,9 @@ class SharedGradient(torch.nn.Module):
 
 
 def test_one_gradient_feeding_two_layers_matches_eager():
-    def train(backend):
-        torch.manual_seed(0)
-        model = SharedGradient()
-        run = torch.compile(model, backend=backend) if backend else model
-        opt = torch.optim.SGD(model.parameters(), lr=0.5)
-        g = torch.Generator().manual_seed(5)
-        losses = []
-        for n in (6, 3, 9, 4, 8):
-            x = torch.randn(n, 8, generator=g)
-            y = (torch.rand(n, generator=g) > 0.5).float()
-            torch._dynamo.mark_dynamic(x, 0, min=2, max=9)
-            opt.zero_grad()
-            loss = torch.nn.functional.binary_cross_entropy(run(x).squeeze(1), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        return np.array(losses)
-    eager = train(None)
-    got = train("clbound")
+    args = ((6, 3, 9, 4, 8), (None, 8), 0, 5)
+    eager = train_small(SharedGradient, None, *args)
+    got = train_small(SharedGradient, "clbound", *args)
     np.testing.assert_allclose(got, eager, rtol=0, atol=LOSS_TOL)
     s = cd.stats()  # the two layers' products paired up do not fit one op: op by op, every step
     assert s["fused_op_by_op"] >= 5 and s["fused_linear"] > 0, s

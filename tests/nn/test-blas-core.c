@@ -18,17 +18,37 @@
 #include "cl-test.h"
 #include "clbound/nn.h"
 
-/* The CPU's rank as blas-load.c counts it: 3 AVX-512, 2 AVX2 + FMA, 1 AVX. */
-static int cpu_rank(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    return 3;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
-  if (__builtin_cpu_supports("avx")) return 1;
-#endif
+/* Whether the kernel lists `flag` among the CPU's flags (/proc/cpuinfo): an
+ * account of the CPU independent of the library's own (cpuid). */
+static int has_flag(const char *flags, const char *flag) {
+  size_t n = strlen(flag);
+  for (const char *p = strstr(flags, flag); p; p = strstr(p + 1, flag))
+    if ((p == flags || p[-1] == ' ' || p[-1] == '\t') && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
   return 0;
+}
+
+/* The CPU's rank as blas-load.c counts it: 3 AVX-512 (F, CD, BW, DQ, VL),
+ * 2 AVX2 and FMA, 1 AVX, 0 none or unknown. */
+static int cpu_rank(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return 0;
+  static char line[8192];
+  int rank = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) break;
+    if (has_flag(v, "avx512f") && has_flag(v, "avx512cd") && has_flag(v, "avx512bw") && has_flag(v, "avx512dq") &&
+        has_flag(v, "avx512vl"))
+      rank = 3;
+    else if (has_flag(v, "avx2") && has_flag(v, "fma"))
+      rank = 2;
+    else if (has_flag(v, "avx"))
+      rank = 1;
+    break;
+  }
+  fclose(f);
+  return rank;
 }
 
 /* OpenBLAS's cores without AVX kernels: what it falls back to for a CPU it does not know. */

@@ -31,6 +31,31 @@ static double f_x(void *u, double *v) { lin *p = u; return lin_dot(p, v, p->w, p
 static double f_w(void *u, double *v) { lin *p = u; return lin_dot(p, p->x, v, p->b); }
 static double f_b(void *u, double *v) { lin *p = u; return lin_dot(p, p->x, p->w, v); }
 
+/* The references of linear_backward's gradients and their shapes. */
+typedef struct grads {
+  const int64_t *xd, *wb, *bb;
+  const double *dx, *dw, *db;
+  int64_t m, in, f;
+} grads;
+
+/* Each gradient given (not NULL) against its reference. */
+static void expect_grads(clb_context_t ctx, const char *what, const char *label, const grads *g, clb_tensor_t tdx,
+                         clb_tensor_t tdw, clb_tensor_t tdb) {
+  char w2[240];
+  if (tdx) {
+    snprintf(w2, sizeof w2, "%s%s dx", what, label);
+    nn_expect(ctx, tdx, g->xd, g->dx, g->m * g->in, w2);
+  }
+  if (tdw) {
+    snprintf(w2, sizeof w2, "%s%s dw", what, label);
+    nn_expect(ctx, tdw, g->wb, g->dw, g->f * g->in, w2);
+  }
+  if (tdb) {
+    snprintf(w2, sizeof w2, "%s%s dbias", what, label);
+    nn_expect(ctx, tdb, g->bb, g->db, g->f, w2);
+  }
+}
+
 static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb, int64_t in, int64_t f, int64_t m,
                 int with_bias, int check_fd) {
   static const char *const SN[] = {"auto", "clblast-bound", "sync-exact", "device", "host-blas"};
@@ -106,12 +131,8 @@ static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb
   char w2[200];
   snprintf(w2, sizeof w2, "%s y", what);
   nn_expect(ctx, ty, yd, y, m * f, w2);
-  snprintf(w2, sizeof w2, "%s dx", what);
-  nn_expect(ctx, tdx, xd, dx, m * in, w2);
-  snprintf(w2, sizeof w2, "%s dw", what);
-  nn_expect(ctx, tdw, wb, dw, f * in, w2);
-  snprintf(w2, sizeof w2, "%s dbias", what);
-  nn_expect(ctx, tdb, bb, db, f, w2);
+  const grads want = {xd, wb, bb, dx, dw, db, m, in, f};
+  expect_grads(ctx, what, "", &want, tdx, tdw, tdb);
   /* CLBlast over the bounds computes whole rows up to the bound */
   int64_t rows = s == CLB_GEMM_CLBLAST_BOUND ? mb : m;
   size_t es = clb_dtype_size(dt);
@@ -128,19 +149,11 @@ static void run(clb_context_t ctx, clb_gemm_strategy s, clb_dtype dt, int64_t mb
   for (int64_t i = 0; i < m * in; i++) dx[i] = p.x[i] > 0 ? dx[i] : 0;
   snprintf(w2, sizeof w2, "%s linear_act relu y", what);
   nn_expect(ctx, tya, yd, y, m * f, w2);
-  snprintf(w2, sizeof w2, "%s linear_backward_relu dx", what);
-  nn_expect(ctx, tdxr, xd, dx, m * in, w2);
-  snprintf(w2, sizeof w2, "%s linear_backward_relu dw", what);
-  nn_expect(ctx, tdwr, wb, dw, f * in, w2);
-  snprintf(w2, sizeof w2, "%s linear_backward_relu dbias", what);
-  nn_expect(ctx, tdbr, bb, db, f, w2);
+  expect_grads(ctx, what, " linear_backward_relu", &want, tdxr, tdwr, tdbr);
   /* without w: dW and dbias only (the first layer's backward) */
   clb_tensor_t tdw1 = NULL, tdb1 = NULL;
   CL_OK(ctx, clb_linear_backward(ctx, tx, NULL, tdy, NULL, &tdw1, &tdb1));
-  snprintf(w2, sizeof w2, "%s linear_backward without w: dw", what);
-  nn_expect(ctx, tdw1, wb, dw, f * in, w2);
-  snprintf(w2, sizeof w2, "%s linear_backward without w: dbias", what);
-  nn_expect(ctx, tdb1, bb, db, f, w2);
+  expect_grads(ctx, what, " linear_backward without w", &want, NULL, tdw1, tdb1);
   clb_tensor_t all[] = {tx, tw, tb, tdy, ty, tdx, tdw, tdb, tya, tdxr, tdwr, tdbr, tdw1, tdb1};
   for (int i = 0; i < 14; i++) clb_tensor_free(all[i]);
   free(p.x); free(p.w); free(p.b); free(p.dy); free(y); free(dx); free(dw); free(db);
