@@ -181,7 +181,7 @@ static int bench_shapes(clb_context_t ctx, int json, int quick, int reps, int tu
     printf("M x N x K, the batch dim (M, or K when a is transposed) bounded by %d and known only on the device;\n"
            "blas = CBLAS (OpenBLAS, every core) on host memory at the same sizes, run after each timed\n"
            "call (interleaved)%s\n",
-           BOUND_M, bench_blas_available() ? "" : " (not in this build: 0)");
+           BOUND_M, bench_blas_available() ? "" : " (no OpenBLAS in this build or on this machine: 0)");
     printf("queued: %d matmuls enqueued back to back, one clFinish, ms per matmul, and its ratio to %d direct\n"
            "calls back to back (host-blas only)\n", QUEUED, QUEUED);
     printf("%5s %5s %5s %-3s %-14s %9s %9s %10s %8s %7s %9s %8s\n", "M", "N", "K", "op", "strategy", "ms", "GFLOP/s",
