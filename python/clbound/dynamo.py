@@ -267,7 +267,8 @@ def _share(ctx: Context, x: torch.Tensor) -> Optional[Tensor]:
         return None
     key = id(x)
     sh = _shared.get(key)
-    if sh is not None and sh[0]() is x and sh[1] == x.data_ptr() and sh[2] == tuple(x.shape) and sh[3] == x.dtype:
+    if (sh is not None and sh[0]() is x and sh[1] == x.data_ptr() and sh[2] == tuple(x.shape) and sh[3] == x.dtype
+            and sh[4].ctx is ctx):
         _stats["uploads_skipped"] += 1
         return sh[4]
     try:
