@@ -175,6 +175,7 @@ class _Lowered:
         # per placeholder: (bounds, dynamic) for tensors, None for others
         self.in_specs: List[Optional[Tuple[Tuple[int, ...], Tuple[bool, ...], type]]] = []
         self.in_cache: Dict[int, Tuple[Any, int, int, Tensor]] = {}
+        self.used_shared = False  # this call read a shared parameter (its memory is PyTorch's)
         trans: Dict[torch.fx.Node, bool] = {}
         for node in gm.graph.nodes:
             if node.op == "placeholder":
@@ -208,6 +209,7 @@ class _Lowered:
         if isinstance(x, torch.nn.Parameter) and not any(dynamic):
             t = _share(self.ctx, x)
             if t is not None:
+                self.used_shared = True
                 return _V(t)
         _stats["uploads"] += 1
         # a new device tensor each time (from clbound's pool): the last one may still
@@ -218,6 +220,7 @@ class _Lowered:
 
     def __call__(self, args: List[Any]) -> List[Any]:
         _stats["calls"] += 1
+        self.used_shared = False
         env: Dict[Any, Any] = {"__ctx__": self.ctx}
         given: Dict[torch.fx.Node, Any] = {}
         sizes: Dict[Any, int] = {}
@@ -250,6 +253,8 @@ class _Lowered:
             arrays = self.ctx.numpy_all([env[a].t for _, a in reads])
             for (i, a), arr in zip(reads, arrays):
                 outs[i] = _host_torch(arr, env[a], a)
+        elif self.used_shared:  # nothing read: wait anyway, before PyTorch may step a shared parameter
+            self.ctx.sync()
         return outs
 
 
