@@ -289,7 +289,13 @@ class Tensor:
                 raise BufferError(f"dl_device {tuple(dl_device)}: a clbound tensor is on OpenCL device 0 of its context")
             if not versioned:
                 raise BufferError("a kDLOpenCL export needs DLPack 1.x: pass max_version=(1, 0) or later")
-            src = self.ctx.unary("copy", self) if copy else self
+            # a tensor sharing host memory (from_dlpack(copy=False)) exports a copy: the
+            # export may outlive the tensor and the memory it was given
+            shared = getattr(self, "_shared", None) is not None
+            if shared and copy is False:
+                raise BufferError("copy=False: this tensor is host memory shared by from_dlpack(copy=False), "
+                                  "which an export could outlive; copy=None exports a copy on the device")
+            src = self.ctx.unary("copy", self) if copy or shared else self
             return _dlpack.export(self.ctx, src, L.to_dlpack_device, versioned=True, guarded=True)
         if device != DL_CPU or (dl_device is not None and int(dl_device[1]) != 0):
             raise BufferError(f"dl_device {tuple(dl_device)}: clbound exports to kDLCPU (1, 0), as a host copy, "

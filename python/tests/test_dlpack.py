@@ -184,6 +184,12 @@ def test_from_dlpack_copy_false_shares_host_memory(ctx):
         ctx.from_dlpack(ro, copy=False)
     with pytest.raises(BufferError, match="static at the object's shape"):
         ctx.from_dlpack(a, dynamic=(True, False), copy=False)
+    # its kDLOpenCL export is a copy on the device: the export may outlive the array
+    cap = t.__dlpack__(max_version=(1, 0), dl_device=(4, 0))
+    assert dl_struct(cap).dl_tensor.data != t.data_mem
+    del cap
+    with pytest.raises(BufferError, match="shared by from_dlpack"):
+        t.__dlpack__(max_version=(1, 0), dl_device=(4, 0), copy=False)
     # the tensor keeps the array alive
     t2 = ctx.from_dlpack(np.full(5, 7, dtype=np.int64), copy=False)
     import gc
