@@ -12,7 +12,9 @@ with torch._dynamo.mark_dynamic(x, 0, min=2, max=bound):
 
 Variants, each in a fresh process with fresh caches (CLBOUND_CACHE_DIR,
 POCL_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR all new temporary folders), so the first
-step is a cold start:
+step is a cold start; clbound's builds are optimized at once
+(CLBOUND_COLD_BUILD=optimized unless set), so that warm steps time the optimized
+kernels:
 
   eager     eager PyTorch on the CPU
   clbound   torch.compile(model, backend="clbound")
@@ -58,6 +60,7 @@ from typing import Any, Dict, List, Optional
 
 MODELS = ("xla", "wide")
 VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager")
+OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 LOSS_TOL = 1e-5
 SKIPPED = 77
 # the learning rates of python/tests/test_torch_compile.py
@@ -355,6 +358,9 @@ def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
 def run_worker(variant: str, model: str, args: argparse.Namespace) -> Dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="clb-tc-bench-")
     env = dict(os.environ)
+    # the warm steps time optimized kernels from the first step on (the default's
+    # tiered builds swap them in seconds later: bench/cold-process.py times those)
+    env.setdefault("CLBOUND_COLD_BUILD", "optimized")
     for var in ("CLBOUND_CACHE_DIR", "POCL_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         env[var] = os.path.join(tmp, var.lower())
         os.makedirs(env[var])
@@ -543,9 +549,14 @@ def main() -> int:
     summary = report(results, args, (load0, load1))
     dev = next((r.get("device") for r in results if r.get("device")), None)
     tr = next((r for r in results if "torch" in r), {})
-    print(f"\ntorch {tr.get('torch')} ({tr.get('torch_threads')} threads); clbound device: {dev or 'unknown'}; "
+    # PyTorch's OpenMP workers spin after each parallel op (docs/benchmarks.md,
+    # "Threads"): how they wait is part of the set-up, the same for every variant
+    omp = {k: os.environ[k] for k in OMP_WAIT_VARS if k in os.environ}
+    print(f"\ntorch {tr.get('torch')} ({tr.get('torch_threads')} threads; OpenMP waiting: "
+          f"{', '.join(f'{k}={v}' for k, v in omp.items()) or 'the default'}); clbound device: {dev or 'unknown'} "
+          f"(CLBOUND_COLD_BUILD={os.environ.get('CLBOUND_COLD_BUILD', 'optimized')}); "
           f"load average {load0[0]:.2f} before, {load1[0]:.2f} after; {time.perf_counter() - t_start:.0f} s in all")
-    summary.update(device=dev, torch=tr.get("torch"), torch_threads=tr.get("torch_threads"))
+    summary.update(device=dev, torch=tr.get("torch"), torch_threads=tr.get("torch_threads"), omp_wait=omp)
     if args.json:
         print(json.dumps(summary))
     # exit status 1: a loss off eager's by more than 1e-5, or a variant that failed

@@ -321,6 +321,8 @@ typedef struct clb_counters {
                                      in this process (PoCL compiles their binaries in this process) */
   uint64_t store_handoffs;        /* programs this context handed to the store helper process
                                      (CLBOUND_CACHE_STORE=process: store manifests written) */
+  uint64_t programs_upgraded;     /* programs built unoptimized (CLBOUND_COLD_BUILD=fast) that this
+                                     context replaced by the store helper's optimized build while it ran */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

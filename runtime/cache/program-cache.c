@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/cache/cache.h"
 #include "clbound/version.h"
@@ -22,6 +23,9 @@ typedef struct clb_prog_entry {
                       (clb__store_record_new: the full key, options and source) */
   char suffix[16]; /* a section of a plan's merged program: its kernels' suffix */
   int from_disk;   /* loaded from the disk cache: rebuilt when a kernel is missing */
+  char *upgrade_key; /* built with CLBOUND_COLD_BUILD=fast and handed to the store
+                        helper while the context runs: the key of the optimized
+                        entry that replaces it when written (tier_up) */
   int nkernels;
   struct {
     char *name;
@@ -35,6 +39,15 @@ struct clb_progcache {
   size_t n, cap;
   clb_kernel_src *gen; /* generated kernel sources (runtime/graph/fuse.c) */
   size_t ngen, capgen;
+  /* tiered builds (tier_up) */
+  int fast_pending;      /* programs built unoptimized and not handed to the helper yet */
+  double fast_built_ms;  /* when the first of them was built */
+  int upgrading;         /* entries waiting for their optimized program */
+  double handed_ms;      /* when they were handed to the helper */
+  double next_check_ms;  /* the next look at the cache folder */
+  int respawn;           /* the helper did not start: start it at release */
+  cl_kernel *retired;    /* kernels of replaced programs, kept alive until the cache is freed */
+  size_t nretired, capretired;
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
@@ -129,6 +142,7 @@ static void progcache_free(clb_progcache *pc) {
     }
     if (e->program) clReleaseProgram(e->program);
     free(e->store_key);
+    free(e->upgrade_key);
     free(e->src);
     free(e->options);
   }
@@ -138,6 +152,8 @@ static void progcache_free(clb_progcache *pc) {
     free((char *)pc->gen[i].text);
   }
   free(pc->gen);
+  for (size_t i = 0; i < pc->nretired; i++) clReleaseKernel(pc->retired[i]);
+  free(pc->retired);
   free(pc);
 }
 
@@ -227,13 +243,133 @@ static void hand_to_helper(clb_context_t ctx) {
   }
   long n = write_manifests(ctx, &lg);
   n += clb__store_queue_handoff(ctx->cache_dir, &lg);
-  if (n == 0) return;
+  if (n == 0 && !ctx->programs->respawn) return;
   if (clb__store_spawn(helper, ctx->cache_dir, &lg) != 0) {
     clb__log(ctx, CLB_LOG_CACHE, "the store helper %s did not start: %ld program(s) stored in this process", helper, n);
     clb_cache_store_pending(ctx->cache_dir, NULL);
     return;
   }
   clb__log(ctx, CLB_LOG_CACHE, "%ld program(s) handed to the store helper (%s cache store-pending)", n, helper);
+}
+
+/* ---- Tiered builds -------------------------------------------------------------
+ * Under CLBOUND_COLD_BUILD=fast a cold program is built without LLVM's
+ * optimizations, and the store helper builds the optimized one from its
+ * manifest. A short process hands the manifests over when it ends, as before
+ * (with every work-group shape it launched). A process still launching kernels
+ * TIER_HANDOFF_MS after its first such build hands them over then, and looks
+ * every TIER_POLL_MS (when it next asks for a kernel) for the helper's entries:
+ * each one written replaces its unoptimized program, every plan section of it,
+ * so a long run pays the unoptimized kernels for a few seconds only. Kernels of
+ * a replaced program stay alive until the cache is freed: an op may hold one
+ * it took before the swap, and a recorded step may still name one (it records
+ * again when the kernel changes). */
+#define TIER_HANDOFF_MS 300.0
+#define TIER_POLL_MS 100.0
+#define TIER_GIVE_UP_MS 600000.0 /* a helper that never writes: stop looking */
+
+static int retire_kernels(clb_progcache *pc, clb_prog_entry *e) {
+  if (pc->nretired + (size_t)e->nkernels > pc->capretired) {
+    size_t ncap = pc->capretired ? 2 * pc->capretired : 16;
+    while (ncap < pc->nretired + (size_t)e->nkernels) ncap *= 2;
+    cl_kernel *nr = realloc(pc->retired, ncap * sizeof *nr);
+    if (!nr) return -1;
+    pc->retired = nr;
+    pc->capretired = ncap;
+  }
+  for (int k = 0; k < e->nkernels; k++) {
+    pc->retired[pc->nretired++] = e->kernels[k].kernel;
+    free(e->kernels[k].name);
+  }
+  e->nkernels = 0;
+  return 0;
+}
+
+/* Every entry on `old` (a program and its plan sections) now serves `p`. */
+static int replace_program(clb_context_t ctx, cl_program old, cl_program p) {
+  clb_progcache *pc = ctx->programs;
+  int n = 0;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (e->program != old) continue;
+    if (retire_kernels(pc, e) != 0) return -1; /* out of memory: this entry and the rest keep theirs */
+    clRetainProgram(p);
+    clReleaseProgram(e->program);
+    e->program = p;
+    e->from_disk = 1;
+    n++;
+  }
+  return n;
+}
+
+static void tier_handoff(clb_context_t ctx) {
+  clb_progcache *pc = ctx->programs;
+  clb__logger lg = clb__context_logger(ctx);
+  char helper[1200];
+  pc->fast_pending = 0;
+  if (clb__store_helper_path(helper, sizeof helper) != 0) return; /* stored at release, as before */
+  long n = 0;
+  for (size_t i = 0; i < pc->n; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (!e->store_key || clb__store_manifest_write(ctx->cache_dir, e->store_key, &lg) != 0) continue;
+    /* the record starts with the key, NUL-terminated: keep that part */
+    char *key = realloc(e->store_key, strlen(e->store_key) + 1);
+    e->upgrade_key = key ? key : e->store_key;
+    e->store_key = NULL;
+    n++;
+  }
+  if (n == 0) return;
+  ctx->counters.store_handoffs += (uint64_t)n;
+  pc->upgrading += (int)n;
+  pc->handed_ms = now_ms();
+  if (clb__store_spawn(helper, ctx->cache_dir, &lg) != 0) {
+    pc->respawn = 1; /* the manifests wait in the folder: the release starts the helper again */
+    clb__log(ctx, CLB_LOG_BUILDS, "%ld unoptimized program(s) handed to the store helper %s, which did not start: "
+             "they stay unoptimized in this process", n, helper);
+    return;
+  }
+  clb__log(ctx, CLB_LOG_BUILDS, "%ld unoptimized program(s) handed to the store helper after %.0f ms: each is "
+           "replaced by its optimized build when the helper has written it", n, pc->handed_ms - pc->fast_built_ms);
+}
+
+static void tier_check(clb_context_t ctx) {
+  clb_progcache *pc = ctx->programs;
+  double t = now_ms();
+  for (size_t i = 0; i < pc->n && pc->upgrading > 0; i++) {
+    clb_prog_entry *e = &pc->entries[i];
+    if (!e->upgrade_key) continue;
+    char path[1200];
+    clb__cache_entry_path(ctx->cache_dir, e->upgrade_key, CLB_ENTRY_SUFFIX, path, sizeof path);
+    int give_up = t - pc->handed_ms > TIER_GIVE_UP_MS;
+    if (access(path, R_OK) != 0 && !give_up) continue;
+    cl_program p = NULL, old = e->program;
+    if (!give_up) clb__disk_cache_load(ctx, e->upgrade_key, &p);
+    if (p) {
+      int n = replace_program(ctx, old, p);
+      clReleaseProgram(p);
+      if (n > 0) ctx->counters.programs_upgraded++;
+      clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: the unoptimized program (%d entr%s) replaced by the store helper's "
+               "optimized build, %.0f ms after the hand-over", e->src, n, n == 1 ? "y" : "ies", t - pc->handed_ms);
+    } else {
+      clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: %s: the unoptimized program stays", e->src,
+               give_up ? "the store helper wrote no optimized build" : "the optimized build could not be loaded");
+    }
+    free(e->upgrade_key);
+    e->upgrade_key = NULL;
+    pc->upgrading--;
+  }
+}
+
+/* Hands the unoptimized programs to the helper once the process has run a
+ * while, and replaces each by its optimized build when written. */
+static void tier_up(clb_context_t ctx) {
+  clb_progcache *pc = ctx->programs;
+  if (!pc || (!pc->fast_pending && pc->upgrading <= 0) || ctx->collect) return;
+  double t = now_ms();
+  if (t < pc->next_check_ms) return;
+  pc->next_check_ms = t + TIER_POLL_MS;
+  if (pc->fast_pending && t - pc->fast_built_ms >= TIER_HANDOFF_MS) tier_handoff(ctx);
+  if (pc->upgrading > 0) tier_check(ctx);
 }
 
 static void release_caches(clb_context_t ctx) {
@@ -480,6 +616,10 @@ static clb_status add_entry(clb_context_t ctx, const char *op, clb_prog_entry *e
   snprintf(e->suffix, sizeof e->suffix, "%s", suffix);
   e->program = p;
   e->store_key = store_key;
+  if (store_key && !ctx->programs->fast_pending && fast_build(ctx)) {
+    ctx->programs->fast_pending = 1;
+    ctx->programs->fast_built_ms = now_ms();
+  }
   if (!e->src || !e->options) {
     free(e->store_key);
     free(e->src);
@@ -527,6 +667,7 @@ clb_status clb__kernel_get_wg(clb_context_t ctx, const char *op, const char *src
   clb_status st0 = clb__cache_open(ctx);
   if (st0 != CLB_OK) return st0;
   clb_progcache *pc = ctx->programs;
+  if (pc->fast_pending || pc->upgrading > 0) tier_up(ctx);
   char options_buf[1024];
   const char *options = base_options;
   if (ctx->build_suffix[0]) {
