@@ -347,9 +347,14 @@ static void tier_check(clb_context_t ctx) {
     if (p) {
       int n = replace_program(ctx, old, p);
       clReleaseProgram(p);
-      if (n > 0) ctx->counters.programs_upgraded++;
-      clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: the unoptimized program (%d entr%s) replaced by the store helper's "
-               "optimized build, %.0f ms after the hand-over", e->src, n, n == 1 ? "y" : "ies", t - pc->handed_ms);
+      if (n > 0) {
+        ctx->counters.programs_upgraded++;
+        clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: the unoptimized program (%d entr%s) replaced by the store helper's "
+                 "optimized build, %.0f ms after the hand-over", e->src, n, n == 1 ? "y" : "ies", t - pc->handed_ms);
+      } else {
+        clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: out of host memory replacing the unoptimized program: some of its "
+                 "entries stay unoptimized", e->src);
+      }
     } else {
       clb__log(ctx, CLB_LOG_BUILDS, "%s.cl: %s: the unoptimized program stays", e->src,
                give_up ? "the store helper wrote no optimized build" : "the optimized build could not be loaded");
