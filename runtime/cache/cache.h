@@ -141,6 +141,8 @@ void clb__store_handed_drain(void);
  * time: a descriptor for clb__store_unlock, or -1. */
 int clb__store_lock(const char *dir, const clb__logger *lg);
 void clb__store_unlock(int fd);
+/* 1 while another process (a store helper at work) holds the folder's lock. */
+int clb__store_busy(const char *dir);
 
 /* ---- files.c: files in folders others may write ---------------------------- */
 

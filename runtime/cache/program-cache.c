@@ -203,11 +203,29 @@ static void store_pending(clb_context_t ctx, int background) {
 
 static long write_manifests(clb_context_t ctx, const clb__logger *lg);
 
+/* clb_context_store_programs waits for the store helper it started while the
+ * helper works (it holds the folder's lock) or has yet to start (at most
+ * STORE_HELPER_START_MS), then does what is left itself. */
+#define STORE_HELPER_START_MS 3000.0
+
 clb_status clb_context_store_programs(clb_context_t ctx) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_context_store_programs: ctx is NULL");
-  if (ctx->programs && fast_build(ctx)) { /* the optimized programs, built here from their records */
+  if (ctx->programs && fast_build(ctx)) { /* the optimized programs, built from their records */
     clb__logger lg = clb__context_logger(ctx);
-    if (write_manifests(ctx, &lg) > 0) clb_cache_store_pending(ctx->cache_dir, NULL);
+    char helper[1200];
+    if (write_manifests(ctx, &lg) > 0) {
+      /* by the store helper, which is told the work-group shapes launched (or,
+       * for a plan warmed without a step, to be launched: clb__launch), so the
+       * binary holds them compiled; then whatever is left, here */
+      if (clb__store_helper_path(helper, sizeof helper) == 0 && clb__store_spawn(helper, ctx->cache_dir, &lg) == 0) {
+        double t0 = now_ms();
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        while (clb__store_manifests(ctx->cache_dir) > 0 &&
+               (clb__store_busy(ctx->cache_dir) || now_ms() - t0 < STORE_HELPER_START_MS))
+          nanosleep(&pause, NULL);
+      }
+      clb_cache_store_pending(ctx->cache_dir, NULL);
+    }
   }
   store_pending(ctx, 0);
   return CLB_OK;

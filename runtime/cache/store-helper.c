@@ -284,6 +284,16 @@ int clb__store_lock(const char *dir, const clb__logger *lg) {
   return fd;
 }
 
+int clb__store_busy(const char *dir) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/.store.lock", dir);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd); /* releases it if it was taken here */
+  return busy;
+}
+
 void clb__store_unlock(int fd) {
   if (fd < 0) return;
   flock(fd, LOCK_UN);

@@ -360,7 +360,11 @@ void clb__first_launch_free(clb_context_t ctx) {
 clb_status clb__launch(clb_context_t ctx, const char *op, const char *what, cl_kernel k,
                        const clb_arg *args, int nargs, int id_arg, size_t groups,
                        size_t local) {
-  if (ctx->collect) return CLB_OK; /* walking a plan to collect its kernels */
+  if (ctx->collect) { /* walking a plan to collect its kernels: the shape this launch will
+                        * have, for the store helper (a plan warmed without a step) */
+    clb__wg_note(local, groups * local);
+    return CLB_OK;
+  }
   if (ctx->launch_hook.launch) /* a graph step being recorded or replayed */
     return ctx->launch_hook.launch(ctx->launch_hook.user, op, what, k, args, nargs, id_arg, groups, local);
   uint32_t id = clb__launch_record(ctx, op, what);

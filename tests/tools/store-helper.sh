@@ -12,8 +12,9 @@
 #  * a missing helper (CLBOUND_STORE_HELPER names none): the process stores in
 #    itself (store_local 1, store_handoffs 0), says so under CLBOUND_LOG=cache,
 #    and its entry is there when it exits;
-#  * CLBOUND_COLD_BUILD=fast (part 4), and the work-group shapes the process
-#    launched handed to the helper (part 5).
+#  * CLBOUND_COLD_BUILD=fast (part 4), the work-group shapes the process
+#    launched handed to the helper (part 5), and those of a plan warmed by
+#    `clbound cache warm` without a launch (part 6).
 set -eu
 tool="$1"
 dir=$(mktemp -d)
@@ -130,4 +131,13 @@ c="$dir/c6"
 demo "$c" "$dir/wg-user.json" CLBOUND_STORE_HELPER="$wrap" POCL_BINARY_SPECIALIZE_WG=7-1-1
 settle "$c"
 [ "$(sed -n 2p "$dir/wg.txt")" = 7-1-1 ] || fail "the environment's POCL_BINARY_SPECIALIZE_WG was not passed on: $(cat "$dir/wg.txt")"
+# 6. `clbound cache warm` launches nothing (it walks the plan), yet its helper
+#    is told the shapes the plan's launches will have: the same as a run's
+c="$dir/c7"
+env CLBOUND_CACHE_DIR="$c" CLBOUND_COLD_BUILD=fast CLBOUND_STORE_HELPER="$wrap" "$tool" cache warm --workload xla-mlp \
+  > "$dir/warm7.out" 2>&1 || fail "cache warm failed: $(cat "$dir/warm7.out")"
+settle "$c"
+[ "$(count "$c" .clbin)" = 1 ] || fail "after cache warm, the helper wrote $(count "$c" .clbin) entries, not 1"
+warmed=$(sed -n 3p "$dir/wg.txt")
+[ "$warmed" = "$shapes" ] || fail "cache warm handed the helper the shapes '$warmed', a run '$shapes'"
 echo "store-helper: ok"
