@@ -274,8 +274,12 @@ static void hand_to_helper(clb_context_t ctx) {
  * Under CLBOUND_COLD_BUILD=fast a cold program is built without LLVM's
  * optimizations, and the store helper builds the optimized one from its
  * manifest. A short process hands the manifests over when it ends, as before
- * (with every work-group shape it launched). A process still launching kernels
- * TIER_HANDOFF_MS after its first such build hands them over then, and looks
+ * (with every work-group shape it launched). A process that has run
+ * TIER_HANDOFF_MS since its first such build, not counting the driver's
+ * compiles at its first launches (PoCL's 70 ms or so a kernel, which a short
+ * job spends there too), with none of them still under way, hands them over
+ * then: a helper started earlier would take a core from the rest of a short
+ * run. It then looks
  * every TIER_POLL_MS (when it next asks for a kernel) for the helper's entries:
  * each one written replaces its unoptimized program, every plan section of it,
  * so a long run pays the unoptimized kernels for a few seconds only. Kernels of
@@ -346,8 +350,9 @@ static void tier_handoff(clb_context_t ctx) {
              "they stay unoptimized in this process", n, helper);
     return;
   }
-  clb__log(ctx, CLB_LOG_BUILDS, "%ld unoptimized program(s) handed to the store helper after %.0f ms: each is "
-           "replaced by its optimized build when the helper has written it", n, pc->handed_ms - pc->fast_built_ms);
+  clb__log(ctx, CLB_LOG_BUILDS, "%ld unoptimized program(s) handed to the store helper after %.0f ms (%.0f ms of it "
+           "the driver's first-launch compiles): each is replaced by its optimized build when the helper has written it",
+           n, pc->handed_ms - pc->fast_built_ms, clb__first_launch_ms(ctx));
 }
 
 static void tier_check(clb_context_t ctx) {
@@ -391,7 +396,9 @@ static void tier_up(clb_context_t ctx) {
   double t = now_ms();
   if (t < pc->next_check_ms) return;
   pc->next_check_ms = t + TIER_POLL_MS;
-  if (pc->fast_pending && t - pc->fast_built_ms >= TIER_HANDOFF_MS) tier_handoff(ctx);
+  if (pc->fast_pending && t - pc->fast_built_ms - clb__first_launch_ms(ctx) >= TIER_HANDOFF_MS &&
+      clb__first_launches_pending(ctx) == 0)
+    tier_handoff(ctx);
   if (pc->upgrading > 0) tier_check(ctx);
 }
 

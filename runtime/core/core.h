@@ -343,6 +343,9 @@ void clb__wg_note(size_t local, size_t global);
 int clb__wg_specializations(char *buf, size_t cap);
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev);
 double clb__first_launch_ms(clb_context_t ctx);
+/* First launches enqueued and not yet complete (their driver compile may be
+ * under way). */
+int clb__first_launches_pending(clb_context_t ctx);
 /* A monotonic clock in milliseconds. */
 double clb__now_ms(void);
 void clb__first_launch_free(clb_context_t ctx);

@@ -349,6 +349,10 @@ double clb__first_launch_ms(clb_context_t ctx) {
   return ctx->first_timer ? (double)__atomic_load_n(&ctx->first_timer->ns, __ATOMIC_RELAXED) / 1e6 : 0.0;
 }
 
+int clb__first_launches_pending(clb_context_t ctx) {
+  return ctx->first_timer ? __atomic_load_n(&ctx->first_timer->refs, __ATOMIC_ACQUIRE) - 1 : 0;
+}
+
 void clb__first_launch_free(clb_context_t ctx) {
   free(ctx->first_seen);
   ctx->first_seen = NULL;
