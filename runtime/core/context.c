@@ -1,4 +1,5 @@
 /* context.c: contexts (own or wrapped): creation, accessors, release hooks, free. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,53 @@ void clb_context_options_init(clb_context_options *opts) {
   if (!opts) return;
   memset(opts, 0, sizeof *opts);
   opts->struct_size = sizeof *opts;
+}
+
+/* ---- The driver kept loaded -----------------------------------------------------
+ * PoCL frees its compiler (LLVM, and the kernel library of about 10 MB of
+ * bitcode it parsed) when the process's last context is released, and parses
+ * it all again at the next context's first build: about 0.1 s in that last
+ * clReleaseContext and 0.45 s more in the next build on the 2-core VM, for any
+ * program that frees its context and makes another, and 0.1 s at the end of
+ * every process that frees its context before it exits. So the first context
+ * on a platform (CLBOUND_KEEP_DRIVER: auto, PoCL only; on, every platform)
+ * also makes a context of its own on that device, empty and never released:
+ * the driver stays loaded until the process exits, as a GPU runtime keeps its
+ * primary context. A platform is decided once; a keeper that cannot be made is
+ * logged and nothing else changes. */
+#define KEEP_MAX 16
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static cl_platform_id keep_platform[KEEP_MAX];
+static cl_context keep_cl[KEEP_MAX]; /* NULL where none is kept */
+static int n_keep;
+
+static int platform_is_pocl(cl_platform_id p) {
+  char name[128] = "";
+  if (clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof name - 1, name, NULL) != CL_SUCCESS) return 0;
+  return strstr(name, "Portable Computing Language") != NULL;
+}
+
+static void keep_driver(clb_context_t ctx) {
+  const int mode = (int)clb__env_int(CLB_ENV_KEEP_DRIVER); /* -1 auto, 0 off, 1 on */
+  if (mode == 0) return;
+  pthread_mutex_lock(&keep_lock);
+  int i = 0;
+  while (i < n_keep && keep_platform[i] != ctx->platform) i++;
+  if (i == n_keep && n_keep < KEEP_MAX) {
+    keep_platform[n_keep++] = ctx->platform;
+    if (mode == 1 || platform_is_pocl(ctx->platform)) {
+      cl_int e = CL_SUCCESS;
+      cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform, 0};
+      keep_cl[i] = clCreateContext(props, 1, &ctx->device, NULL, NULL, &e);
+      if (keep_cl[i])
+        clb__log(ctx, CLB_LOG_DEVICE, "the driver stays loaded until the process exits (CLBOUND_KEEP_DRIVER=%s): "
+                 "an empty context of clbound's own is kept on this platform", mode == 1 ? "on" : "auto, PoCL");
+      else
+        clb__log(ctx, CLB_LOG_DEVICE, "the driver cannot be kept loaded: clCreateContext failed (OpenCL error %d); "
+                 "freeing the last context unloads it as usual", (int)e);
+    }
+  }
+  pthread_mutex_unlock(&keep_lock);
 }
 
 /* Finishes creation once cl, queue, device and platform are set. */
@@ -35,6 +83,7 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   if (e != CL_SUCCESS) return clb__cl_error(NULL, e, "context: scratch buffer");
   ctx->next_launch_id = 1;
   ctx->log_mask = clb__log_env_mask();
+  keep_driver(ctx);
   if ((st = clb__traits_init(ctx)) != CLB_OK) return st;
   /* runtime/cache opens the folder when the context first needs a kernel */
   const char *dir = opts && opts->struct_size >= offsetof(clb_context_options, cache_dir) + sizeof(char *)
