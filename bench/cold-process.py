@@ -8,7 +8,9 @@ Each run is a whole process timed from its start to its exit. clbound runs
 round's own) and then warm (the same folders, after the store helper of the cold
 run has finished: `clbound cache info` waits for it, untimed), then the driver
 alone (`clbound bench build-floor`: a one-line kernel built and launched from an
-empty PoCL cache, no clbound op: the floor under any cold process). Where `jax` /
+empty PoCL cache, no clbound op: the floor under any cold process), and the
+driver alone again on the PoCL cache that run left (the floor under any warm
+process: OpenCL start-up, a cached binary, a cached work-group function). Where `jax` /
 `torch` import in the given interpreters, the same model and data run there as
 whole processes too (JAX: one jit step over the batch padded to its bound of 10
 with a mask; PyTorch: eager steps at the actual batch size); each prints its final
@@ -185,7 +187,7 @@ def main():
         with open(programs[name], "w") as f:
             f.write(program)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.load)]
-    runs = {k: [] for k in ("clbound_cold", "clbound_warm", "driver_floor", "jax", "torch")}
+    runs = {k: [] for k in ("clbound_cold", "clbound_warm", "driver_floor", "driver_floor_warm", "jax", "torch")}
     floor = {k: [] for k in ("startup_ms", "build_ms", "first_launch_ms")}
     phases = {k: [] for k in ("context_new_ms", "build_ms", "first_launch_ms", "context_free_ms", "store_local",
                               "store_handoffs")}
@@ -222,6 +224,9 @@ def main():
             fj = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
             for k in floor:
                 floor[k].append(fj[k])
+            # the same again on the cache it left: the floor under a warm process
+            dt, out = timed([tool, "bench", "build-floor", "--json"], fenv)
+            runs["driver_floor_warm"].append(dt)
             for name, (python, _) in peers.items():
                 penv = dict(os.environ, JAX_PLATFORMS="cpu")
                 dt, out = timed([python, programs[name], str(a.iterations)], penv)
@@ -243,6 +248,7 @@ def main():
     labels = {"clbound_cold": "clbound, cold (empty clbound and PoCL caches)",
               "clbound_warm": "clbound, warm (the same caches again)",
               "driver_floor": "the driver alone: a one-line kernel, cold",
+              "driver_floor_warm": "the driver alone again, warm PoCL cache",
               "jax": "JAX jit, batch padded to 10 (cold: no cache)",
               "torch": "PyTorch eager (cold)"}
     for k, v in runs.items():
@@ -260,6 +266,9 @@ def main():
             print("ratio clbound cold / %s: %.2f; clbound warm / %s: %.3f; the driver alone / %s: %.2f" %
                   (peer, med["clbound_cold"] / med[peer], peer, med["clbound_warm"] / med[peer], peer,
                    med["driver_floor"] / med[peer]))
+    over = med["clbound_warm"] - med["driver_floor_warm"]
+    print("ratio clbound warm / the driver alone warm: %.2f (%.0f ms %s it)" %
+          (med["clbound_warm"] / med["driver_floor_warm"], abs(over) * 1e3, "over" if over >= 0 else "under"))
     if a.json:
         print(json.dumps({"iterations": a.iterations, "rounds": a.rounds, "load": a.load, "loadavg": loads,
                           "reference_loss": ref, "losses": losses, "runs_s": runs, "medians_s": med,
