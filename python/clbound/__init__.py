@@ -432,7 +432,7 @@ class Context:
         bufs = []
         for t in ts:  # at the bounds: untouched pages cost nothing, and the live part always fits
             bounds = t.bounds
-            bufs.append(np.empty(max(int(np.prod(bounds, dtype=object)) if bounds else 1, 1), dtype=t.dtype))
+            bufs.append(np.empty(max(math.prod(bounds), 1), dtype=t.dtype))
         hosts = (L.p * n)(*[b.ctypes.data for b in bufs])
         caps = (ctypes.c_size_t * n)(*[b.nbytes for b in bufs])
         dims = (ctypes.c_int64 * (n * L.MAX_RANK))()
@@ -440,7 +440,7 @@ class Context:
         out = []
         for i, (t, b) in enumerate(zip(ts, bufs)):
             shape = tuple(dims[i * L.MAX_RANK:i * L.MAX_RANK + t.rank])
-            k = int(np.prod(shape)) if shape else 1
+            k = math.prod(shape)
             out.append(b[:k].reshape(shape))
         return out
 

@@ -11,6 +11,7 @@ repr(), numpy() and DLPack exports (each a counted host sync).
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -204,7 +205,7 @@ class Tensor:
         is larger, once more into one of exactly its size."""
         r, dt = self.rank, self.dtype
         bounds, dyn = self.bounds, self.dynamic
-        bound_n = int(np.prod(bounds, dtype=object)) if r else 1
+        bound_n = math.prod(bounds)
         guess = bound_n if not any(dyn) else min(bound_n, max(self._last_numel, 65536 // dt.itemsize))
         dims = (ctypes.c_int64 * max(r, 1))()
         got = ctypes.c_size_t()
@@ -216,7 +217,7 @@ class Tensor:
             st = L.t_read(self.ctx._h, self._h, dims, buf.ctypes.data_as(L.p), buf.nbytes, ctypes.byref(got))
         self.ctx._check(st)
         shape = tuple(dims[:r])
-        n = int(np.prod(shape)) if r else 1
+        n = math.prod(shape)
         self._last_numel = n
         return buf[:n].reshape(shape)
 
