@@ -128,7 +128,10 @@ CLB_API clb_status clb_context_wrap(cl_context cl_ctx, cl_command_queue queue,
                                     const clb_context_options *opts, clb_context_t *out);
 
 /* Waits for the queue, then releases every tensor still owned and the context.
- * NULL is a no-op. */
+ * NULL is a no-op. On PoCL the driver itself stays loaded until the process
+ * exits (an empty context of clbound's own per platform, made with the first
+ * context: CLBOUND_KEEP_DRIVER), so a later context builds without PoCL parsing
+ * its kernel library again. */
 CLB_API void clb_context_free(clb_context_t ctx);
 
 /* The detail of the last failure on this context (op, sizes, OpenCL error name,
