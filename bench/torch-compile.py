@@ -25,6 +25,14 @@ kernels:
             (Dynamo, AOTAutograd) running eager kernels, the floor of any
             backend behind that front end; its warm step over the graph API's
             is printed too
+  torch_share  the same loop with the model replaced by an autograd Function
+            that returns a prepared prediction and, in its backward, a new
+            gradient tensor per parameter (as a backend hands them back): what
+            the unchanged program runs in eager PyTorch around any backend
+            (zero_grad, BCELoss, autograd through it, gradient accumulation,
+            SGD, loss.item()). Not a training run: its losses are not compared.
+            With graph, aot_eager and eager it gives a backend's floor on this
+            loop: the graph API's step + torch_share + (aot_eager - eager)
 
 Per variant: the first step's time, the total of all steps, and the warm step:
 the median step after the first --warmup steps. Every variant's losses are
@@ -37,7 +45,7 @@ are made before the loop, the same for every variant.
 Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
---warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager --json
+--warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager,torch_share --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
 the top entries by own time and by cumulative time; --profile-steps N, 20).
@@ -59,7 +67,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 MODELS = ("xla", "wide")
-VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager")
+VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share")
 OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 LOSS_TOL = 1e-5
 SKIPPED = 77
@@ -153,6 +161,29 @@ def ensure_backend_registered(torch: Any) -> bool:
     return True
 
 
+class PreparedOutputs:
+    """torch_share's model: an autograd Function whose forward returns a
+    prediction of the batch's size (0.5 everywhere) and whose backward returns a
+    new gradient tensor per parameter, as a backend's backward hands them back."""
+
+    def __init__(self, torch: Any, model: Any) -> None:
+        params = list(model.parameters())
+
+        class Prepared(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, *ps: Any) -> Any:
+                return torch.full((x.shape[0], 1), 0.5)
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return (None,) + tuple(torch.full_like(p, 1e-6) for p in params)
+
+        self.fn, self.params = Prepared, params
+
+    def __call__(self, x: Any) -> Any:
+        return self.fn.apply(x, *self.params)
+
+
 class TorchStep:
     """eager / clbound / inductor: the test's training loop."""
 
@@ -168,6 +199,8 @@ class TorchStep:
             self.run_model = torch.compile(self.model, backend="inductor", dynamic=True)
         elif variant == "aot_eager":  # PyTorch's front end alone: Dynamo and AOTAutograd, eager kernels
             self.run_model = torch.compile(self.model, backend="aot_eager")
+        elif variant == "torch_share":  # the loop's eager part alone
+            self.run_model = PreparedOutputs(torch, self.model)
         self.criterion = torch.nn.BCELoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=LR[model])
         self.model.train()
@@ -422,7 +455,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             diffs = []
             for r in ok:
                 e = eager.get(r["round"])
-                if e is not None:
+                if e is not None and v != "torch_share":  # not a training run
                     diffs.append(max(abs(a - b) for a, b in zip(r["losses"], e["losses"])))
             notes = []
             if v == "clbound" and ok:
@@ -431,6 +464,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                              f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}")
             if v in ("inductor", "aot_eager") and ok:
                 notes.append(plural(ok[-1]["dynamo_frames"], "Dynamo frame"))
+            if v == "torch_share" and ok:
+                notes.append("the loop's eager part alone (no model, no Dynamo): losses not compared")
             if v == "graph" and ok:
                 notes.append(f"{plural(ok[-1]['plans'], 'plan')}, {plural(ok[-1]['program_builds'], 'program build')}")
             if v in ("clbound", "graph") and ok and "kernel_launches_per_step" in ok[-1]:
@@ -480,6 +515,21 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             ratios["aot_eager_over_graph"] = {"median": med(per), "rounds": per}
             print(f"warm step, aot_eager (PyTorch's front end, eager kernels) / native graph API: "
                   f"{fmt(med(per), '.2f')}x (rounds: {', '.join(format(p, '.2f') for p in per) or '-'})")
+        # a backend's floor on this loop: the graph API's step for the model's
+        # work, plus what PyTorch runs around the compiled module (torch_share),
+        # plus Dynamo's and AOTAutograd's own overhead (aot_eager - eager)
+        if all(v in args.variants for v in ("torch_share", "graph", "aot_eager", "eager")):
+            per = []
+            for rd in rounds:
+                w = {v: [r for r in by[v] if r["round"] == rd and "error" not in r]
+                     for v in ("torch_share", "graph", "aot_eager", "eager")}
+                if all(w.values()):
+                    g = w["graph"][0]["warm_ms"]
+                    front = max(0.0, w["aot_eager"][0]["warm_ms"] - w["eager"][0]["warm_ms"])
+                    per.append((g + w["torch_share"][0]["warm_ms"] + front) / g)
+            ratios["floor_over_graph"] = {"median": med(per), "rounds": per}
+            print(f"a backend's floor on this loop (graph API step + torch_share + aot_eager - eager) / native "
+                  f"graph API: {fmt(med(per), '.2f')}x (rounds: {', '.join(format(p, '.2f') for p in per) or '-'})")
         msum["ratios"] = ratios
         summary["models"][model] = msum
     return summary
