@@ -201,6 +201,12 @@ class _Lowered:
         res = _resident.get(id(x))
         if res is not None and res[0]() is x and res[1] == x._version:
             _stats["uploads_skipped"] += 1
+            if res[3] and self.name == "backward":
+                # an input its forward handed back for this backward: this is its
+                # last use, so the device copy is not kept for as long as the torch
+                # tensor lives (a dataset held in memory would pin one per batch);
+                # a later forward on the same tensor finds it in its own in_cache
+                _resident.pop(id(x), None)
             return res[2]
         hit = self.in_cache.get(i)
         if hit is not None and hit[0]() is x and hit[1] == x._version and hit[2] == x.data_ptr():
