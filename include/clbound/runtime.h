@@ -399,7 +399,10 @@ CLB_API clb_status clb_tensor_sizes(clb_context_t ctx, clb_tensor_t t, int64_t *
 
 /* A host sync: reads the actual sizes into dims[rank] (may be NULL) and the live
  * data into host (capacity `cap` bytes); *bytes_out (may be NULL) gets the dense
- * size. A capacity too small is CLB_ERR_BUFFER_SMALL and nothing is read. */
+ * size. A capacity too small is CLB_ERR_BUFFER_SMALL and nothing is read. One
+ * round trip to the device where its buffers are host memory (PoCL's CPU
+ * device: the sizes and data are copied from the buffers after the wait,
+ * unless CLBOUND_HOST_PTRS=off), else two (the sizes, then the data). */
 CLB_API clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims,
                                    void *host, size_t cap, size_t *bytes_out);
 
@@ -407,7 +410,8 @@ CLB_API clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *d
  * dims[i * CLB_MAX_RANK ...] (dims may be NULL), its live data to hosts[i]
  * (capacity caps[i] bytes), bytes_out[i] (may be NULL) gets its dense size. The
  * shape records are read in one wait, then every live part in one more: two
- * round trips to the device where n reads make 2n. A tensor whose live part
+ * round trips to the device where n reads make 2n; one where the device's
+ * buffers are host memory (as clb_tensor_read). A tensor whose live part
  * does not fit its buffer is CLB_ERR_BUFFER_SMALL and nothing is read (the
  * sizes are filled in: a caller that sizes its buffers at the bounds never gets
  * it). On an error, buffers before the failing tensor may hold data. */

@@ -423,7 +423,8 @@ class Context:
     def numpy_all(self, tensors: Sequence[Tensor]) -> List[np.ndarray]:
         """The live parts of several tensors of this context as new numpy arrays,
         with one host sync (Tensor.numpy() makes one per tensor): the sizes of
-        all in one wait, then the data of all in one more."""
+        all in one wait, then the data of all in one more (both after the one
+        wait where the device's buffers are host memory, as on PoCL)."""
         ts = list(tensors)
         n = len(ts)
         if n == 0:
