@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -191,6 +192,12 @@ class _Lowered:
             else:
                 raise Unsupported(f"FX {node.op} {node.target}")
         _fuse_linear(self.steps)
+        # what a call binds and computes of the symbolic sizes, worked out once:
+        # per placeholder, its symbols (a SymInt's, or a tensor's dims'), and per
+        # output saved for backward, its shape as ints and symbols
+        self.binds = [b for b in (_binder(i, n) for i, n in enumerate(self.placeholders)) if b is not None]
+        self.out_shapes = {a: _shape_parts(a) for a in _flat(self.output_node.args[0])
+                           if isinstance(a, torch.fx.Node) and isinstance(_meta(a), torch.Tensor)}
         _stats["graphs_lowered"] += 1
 
     def _upload(self, i: int, x: Any) -> Any:
@@ -233,7 +240,15 @@ class _Lowered:
         for i, (node, x) in enumerate(zip(self.placeholders, args)):
             env[node] = self._upload(i, x)
             given[node] = x
-            _bind_sizes(node, x, sizes)
+        for i, expr, dims in self.binds:
+            x = args[i]
+            if dims is None:
+                if isinstance(x, int):
+                    sizes[expr] = x
+            elif isinstance(x, torch.Tensor):
+                shape = x.shape
+                for d, e in dims:
+                    sizes[e] = int(shape[d])
         args.clear()  # boxed calling convention: the caller's list no longer holds the inputs
         for node, fn in self.steps:
             env[node] = fn(self.ctx, env)
@@ -249,7 +264,7 @@ class _Lowered:
                 if isinstance(given[a], torch.Tensor) and isinstance(env[a], _V):
                     _remember(given[a], env[a], filled=True)  # the backward reuses the upload
             elif self.n_user is not None and k >= self.n_user and isinstance(env[a], _V):
-                outs.append(_saved(env[a], a, sizes))
+                outs.append(_saved(env[a], a, _eval_shape(self.out_shapes[a], sizes)))
             elif isinstance(env[a], _V):
                 reads.append((len(outs), a))
                 outs.append(None)
@@ -304,34 +319,49 @@ def _remember(x: torch.Tensor, v: _V, filled: bool) -> None:
     _resident[key] = (weakref.ref(x, lambda _r, k=key: _resident.pop(k, None)), x._version, v, filled)
 
 
-def _bind_sizes(node: torch.fx.Node, x: Any, sizes: Dict[Any, int]) -> None:
-    """Binds the symbols of a placeholder's symbolic sizes to this call's values."""
+def _binder(i: int, node: torch.fx.Node) -> Optional[Tuple[int, Any, Optional[List[Tuple[int, Any]]]]]:
+    """What placeholder i binds of the symbols: (i, the SymInt's symbol, None)
+    for a symbolic int, (i, None, [(dim, symbol)]) for a tensor with symbolic
+    dims, None for neither."""
     v = _meta(node)
-    if isinstance(v, torch.SymInt) and isinstance(x, int):
-        sizes[v.node.expr] = x
-    elif isinstance(v, torch.Tensor) and isinstance(x, torch.Tensor):
-        for d, s in enumerate(v.shape):
-            if _is_sym(s):
-                sizes[s.node.expr] = int(x.shape[d])
+    if isinstance(v, torch.SymInt) and _is_sym(v):
+        return i, v.node.expr, None
+    if isinstance(v, torch.Tensor):
+        dims = [(d, s.node.expr) for d, s in enumerate(v.shape) if _is_sym(s)]
+        if dims:
+            return i, None, dims
+    return None
 
 
-def _saved(v: _V, node: torch.fx.Node, sizes: Dict[Any, int]) -> torch.Tensor:
+def _shape_parts(node: torch.fx.Node) -> List[Any]:
+    """A value's shape as ints (static dims) and sympy expressions (symbolic ones)."""
+    return [s.node.expr if _is_sym(s) else int(s) for s in _meta(node).shape]
+
+
+def _eval_shape(parts: List[Any], sizes: Dict[Any, int]) -> Optional[List[int]]:
+    """The shape of this call from its parts and the inputs' sizes; None when a
+    dim depends on a size the inputs do not give (a data-dependent one)."""
+    shape = []
+    for p in parts:
+        if isinstance(p, int):
+            shape.append(p)
+            continue
+        v = sizes.get(p)  # a dim that is one of the inputs' symbols
+        if v is None:
+            r = p.xreplace(sizes)
+            if getattr(r, "free_symbols", None):
+                return None
+            v = int(r)
+        shape.append(v)
+    return shape
+
+
+def _saved(v: _V, node: torch.fx.Node, shape: Optional[List[int]]) -> torch.Tensor:
     """A tensor saved for backward: it stays on the device; PyTorch holds an
     uninitialised tensor of its shape, which the backward graph maps back (no
     copy either way). The shape comes from the inputs' sizes, or from the device
-    (a host sync) for a data-dependent one."""
+    (a host sync) for a data-dependent one (shape None)."""
     m = _meta(node)
-    shape = []
-    for s in m.shape:
-        if _is_sym(s):
-            e = s.node.expr
-            r = e.xreplace(sizes)
-            if getattr(r, "free_symbols", None):
-                shape = None
-                break
-            shape.append(int(r))
-        else:
-            shape.append(int(s))
     if shape is None:
         shape = list(v.t.shape)
         if v.trans:
@@ -928,6 +958,31 @@ class _Module(torch.nn.Module):
         return out[0] if self.single else tuple(out)
 
 
+_OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+_omp_hinted = {"done": False}
+
+
+def _openmp_hint(ctx: Context) -> Optional[str]:
+    """The hint logged once (INFO) when the backend runs on a CPU device while
+    PyTorch's OpenMP threads keep their default waiting, else None: after each
+    of PyTorch's parallel ops (SGD's updates, say) its idle workers spin for a
+    few milliseconds on the cores the device's threads need (python/README.md,
+    "Threads on small machines")."""
+    if _omp_hinted["done"]:
+        return None
+    _omp_hinted["done"] = True
+    if ctx.kernel_style != "cpu" or torch.get_num_threads() < 2 or any(v in os.environ for v in _OMP_WAIT_VARS):
+        return None
+    if "OpenMP" not in torch.__config__.parallel_info():
+        return None
+    msg = ("clbound: the device is a CPU and PyTorch's %d OpenMP threads keep their default waiting (they spin "
+           "for milliseconds after each parallel op, on the cores clbound's device uses); GOMP_SPINCOUNT=10000 in "
+           "the environment before Python starts lets them sleep sooner (python/README.md, \"Threads on small "
+           "machines\")" % torch.get_num_threads())
+    log.info(msg)
+    return msg
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """The TorchDynamo backend ("clbound"): AOTAutograd's forward and backward
     graphs lowered to clbound ops."""
@@ -936,6 +991,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Cal
     if kwargs:
         raise TypeError(f"the clbound backend takes no options, not {sorted(kwargs)}")
     _stats["frames"] += 1
+    _openmp_hint(context())
     aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
                        bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
                        inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"))

@@ -399,3 +399,31 @@ def test_batches_held_in_memory_do_not_pin_device_memory():
     assert live[-1] == live[6], live
     s = cd.stats()
     assert s["graph_breaks"] == 0, s
+
+
+# ---- PyTorch's OpenMP workers spin on the device's cores: the backend says so once ----
+
+def test_openmp_hint_is_logged_once_where_it_applies(caplog, monkeypatch):
+    ctx = cd.context()
+    caplog.set_level(logging.INFO, logger="clbound.dynamo")
+    for v in cd._OMP_WAIT_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    monkeypatch.setitem(cd._omp_hinted, "done", False)
+    openmp = "OpenMP" in torch.__config__.parallel_info()
+    msg = cd._openmp_hint(ctx)
+    if ctx.kernel_style == "cpu" and openmp:
+        assert msg is not None and "GOMP_SPINCOUNT=10000" in msg and "4 OpenMP threads" in msg, msg
+        assert [r.getMessage() for r in caplog.records if "GOMP_SPINCOUNT" in r.getMessage()] == [msg]
+    else:  # a GPU, or a PyTorch without OpenMP: nothing to say
+        assert msg is None
+    assert cd._openmp_hint(ctx) is None  # once per process
+    # the variable set (or one torch thread): no hint
+    for env, threads in (({"GOMP_SPINCOUNT": "10000"}, 4), ({"OMP_WAIT_POLICY": "passive"}, 4), ({}, 1)):
+        monkeypatch.setitem(cd._omp_hinted, "done", False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setattr(torch, "get_num_threads", lambda t=threads: t)
+        assert cd._openmp_hint(ctx) is None, (env, threads)
+        for k in env:
+            monkeypatch.delenv(k)
