@@ -123,7 +123,7 @@ def main() -> int:
     load = os.getloadavg()
     print(f"read-sync.py: {args.rounds} round(s), {args.reps} reps per case, medians in us; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"| case | reads after one wait (us) | reads enqueued, CLBOUND_HOST_PTRS=off (us) | enqueued / after one wait |")
+    print("| case | reads after one wait (us) | reads enqueued, CLBOUND_HOST_PTRS=off (us) | enqueued / after one wait |")
     print("|---|---|---|---|")
     for row in rows:
         r = row["enqueued / after one wait"]
