@@ -47,6 +47,10 @@ Run from the repository root after `make build`:
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
 --warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager,torch_share --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
+--gomp-spincount N (every variant once more per round with GOMP_SPINCOUNT=N in its
+environment, interleaved with the runs under the environment's own OpenMP waiting:
+the tables and ratios of both settings from the same rounds; docs/benchmarks.md,
+"Threads")
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
 the top entries by own time and by cumulative time; --profile-steps N, 20).
 Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
@@ -388,9 +392,11 @@ def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
 
 # ---- the driver: every variant in a fresh process, interleaved rounds ----
 
-def run_worker(variant: str, model: str, args: argparse.Namespace) -> Dict[str, Any]:
+def run_worker(variant: str, model: str, args: argparse.Namespace, spin: Optional[int] = None) -> Dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="clb-tc-bench-")
     env = dict(os.environ)
+    if spin is not None:  # how PyTorch's OpenMP workers wait: read when GNU OpenMP loads
+        env["GOMP_SPINCOUNT"] = str(spin)
     # the warm steps time optimized kernels from the first step on (the default's
     # tiered builds swap them in seconds later: bench/cold-process.py times those)
     env.setdefault("CLBOUND_COLD_BUILD", "optimized")
@@ -551,6 +557,8 @@ def main() -> int:
     ap.add_argument("--variants", type=names(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--torch-threads", type=positive, default=None,
                     help="torch.set_num_threads in every variant (default: PyTorch's own choice)")
+    ap.add_argument("--gomp-spincount", type=positive, default=None,
+                    help="also run every variant with GOMP_SPINCOUNT=N, interleaved in the same rounds")
     ap.add_argument("--timeout", type=positive, default=300, help="seconds per variant process")
     ap.add_argument("--json", action="store_true", help="also print the summary as one JSON object")
     ap.add_argument("--profile", choices=MODELS, help="profile warm steps of the clbound variant instead")
@@ -573,6 +581,11 @@ def main() -> int:
         profile(args.profile, args.warmup, args.profile_steps)
         return 0
 
+    if args.gomp_spincount is not None and "GOMP_SPINCOUNT" in os.environ:
+        print("torch-compile.py: --gomp-spincount compares with the environment's own OpenMP waiting, but "
+              f"GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']} is set already; unset it", file=sys.stderr)
+        return 2
+    settings: List[Optional[int]] = [None] if args.gomp_spincount is None else [None, args.gomp_spincount]
     ind_rounds = args.rounds if args.inductor_rounds is None else min(args.inductor_rounds, args.rounds)
     if "eager" not in args.variants:
         args.variants.insert(0, "eager")  # the loss reference
@@ -584,19 +597,37 @@ def main() -> int:
     t_start = time.perf_counter()
     results: List[Dict[str, Any]] = []
     for rd in range(args.rounds):
-        for model in args.models:
-            order = args.variants[rd % len(args.variants):] + args.variants[:rd % len(args.variants)]
-            for v in order:
-                if v == "inductor" and rd >= ind_rounds:
-                    continue
-                r = run_worker(v, model, args)
-                r["round"] = rd
-                results.append(r)
-                what = r.get("error") or (f"first step {r['first_s']:.2f} s, warm {r['warm_ms']:.3f} ms, "
-                                          f"process {r['process_s']:.1f} s")
-                print(f"  round {rd + 1} {model} {v}: {what}", file=sys.stderr, flush=True)
+        for spin in settings[rd % len(settings):] + settings[:rd % len(settings)]:
+            for model in args.models:
+                order = args.variants[rd % len(args.variants):] + args.variants[:rd % len(args.variants)]
+                for v in order:
+                    if v == "inductor" and rd >= ind_rounds:
+                        continue
+                    r = run_worker(v, model, args, spin)
+                    r["round"], r["spin"] = rd, spin
+                    results.append(r)
+                    what = r.get("error") or (f"first step {r['first_s']:.2f} s, warm {r['warm_ms']:.3f} ms, "
+                                              f"process {r['process_s']:.1f} s")
+                    label = "" if spin is None else f" GOMP_SPINCOUNT={spin}"
+                    print(f"  round {rd + 1}{label} {model} {v}: {what}", file=sys.stderr, flush=True)
     load1 = os.getloadavg()
-    summary = report(results, args, (load0, load1))
+    summaries = {}
+    for spin in settings:
+        if len(settings) > 1:
+            print("\n## OpenMP waiting: " + ("the environment's own" if spin is None else f"GOMP_SPINCOUNT={spin}"))
+        summaries[spin] = report([r for r in results if r["spin"] == spin], args, (load0, load1))
+    summary = summaries[None]
+    if len(settings) > 1:
+        print("\nbackend / native graph API, both settings from the same rounds:")
+        for model in args.models:
+            parts = []
+            for spin in settings:
+                g = summaries[spin]["models"][model].get("ratios", {}).get("graph", {})
+                name = "the environment's own waiting" if spin is None else f"GOMP_SPINCOUNT={spin}"
+                parts.append(f"{name} {fmt(g.get('median'), '.2f')}x")
+            print(f"  {model}: {', '.join(parts)}")
+        summary = dict(summary, gomp_spincount={"value": args.gomp_spincount,
+                                                "models": summaries[args.gomp_spincount]["models"]})
     dev = next((r.get("device") for r in results if r.get("device")), None)
     tr = next((r for r in results if "torch" in r), {})
     # PyTorch's OpenMP workers spin after each parallel op (docs/benchmarks.md,
@@ -611,8 +642,9 @@ def main() -> int:
         print(json.dumps(summary))
     # exit status 1: a loss off eager's by more than 1e-5, or a variant that failed
     # (inductor excepted: it needs a working C++ compiler)
-    bad = [f"{m} {v}" for m, s in summary["models"].items() for v, x in s.items() if v != "ratios" and (
-        (x.get("max_loss_diff") is not None and x["max_loss_diff"] > LOSS_TOL) or (x["errors"] and v != "inductor"))]
+    bad = [f"{m} {v}" for one in summaries.values() for m, s in one["models"].items() for v, x in s.items()
+           if v != "ratios" and ((x.get("max_loss_diff") is not None and x["max_loss_diff"] > LOSS_TOL)
+                                 or (x["errors"] and v != "inductor"))]
     if bad:
         print(f"torch-compile.py: failed: {', '.join(bad)} (losses off eager's by more than {LOSS_TOL:g}, "
               "or the variant failed)", file=sys.stderr)
