@@ -77,7 +77,6 @@ def worker(reps: int) -> Dict[str, float]:
             f()
             ts.append(time.perf_counter() - t0)
         out[name] = statistics.median(ts) * 1e6
-    out["host_syncs_per_small"] = 0.0
     c0 = ctx.counters()["host_syncs"]
     small()
     out["host_syncs_per_small"] = float(ctx.counters()["host_syncs"] - c0)
