@@ -75,6 +75,21 @@ CLB_API clb_status clb_tensor_to_dlpack_legacy(clb_context_t ctx, clb_tensor_t t
  * made on the device (enqueued), since the graph rewrites its buffers. */
 CLB_API clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out);
 
+/* Host export without a copy, of n tensors with one host sync, where the
+ * device's buffers are host memory (PoCL's CPU device; elsewhere
+ * CLB_ERR_UNSUPPORTED, nothing done: use clb_tensor_to_dlpack, a copy). outs[i]
+ * is a kDLCPU tensor (device_id 0, flags 0: not a copy) whose `data` points
+ * into ts[i]'s own buffer, at ts[i]'s actual sizes read in that sync (NULL data
+ * when empty). As with the device export, the buffer is retained and kept out
+ * of clbound's memory pool until the deleter runs, so freeing ts[i] or the
+ * context does not hand the memory to another tensor; a graph's tensor is
+ * exported as a copy made on the device, since the graph rewrites its buffers.
+ * The export and ts[i] are the same memory: while ts[i] lives, write either
+ * only while no queued op uses it (after a host sync). A failed tensor, or any
+ * error, exports nothing (every outs[i] NULL). */
+CLB_API clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor_t *ts,
+                                              struct DLManagedTensorVersioned **outs);
+
 /* Host import: a new clbound tensor holding a copy of src (kDLCPU or
  * kDLCUDAHost memory; any strides, including 0 and negative ones; byte_offset
  * honoured). bounds (may be NULL: src's shape) gives each dim's bound, which must
@@ -84,7 +99,19 @@ CLB_API clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t
  * before returning, on success and on failure alike, as DLPack asks of a consumer. */
 CLB_API clb_status clb_tensor_from_dlpack(clb_context_t ctx, struct DLManagedTensorVersioned *src, const int64_t *bounds,
                                           const uint8_t *dynamic, clb_tensor_t *out);
-/* The same for a legacy DLManagedTensor. */
+/* clb_tensor_from_dlpack without the host copy: the device copies straight
+ * from src's memory when the write runs, after this returns, and src->deleter
+ * is called once that write is done: at a later write or host sync of ctx
+ * (clb_context_sync, any read), or when ctx is freed. The producer must not
+ * change the memory until then; this is for data that stays unchanged until
+ * the caller's next sync, such as a framework's input to one call, and saves a
+ * copy on the calling thread. Where there is nothing to write (an empty
+ * tensor), src is strided or bool (those are copied as by
+ * clb_tensor_from_dlpack), or the call fails, the deleter is called before
+ * returning. */
+CLB_API clb_status clb_tensor_from_dlpack_borrowed(clb_context_t ctx, struct DLManagedTensorVersioned *src,
+                                                   const int64_t *bounds, const uint8_t *dynamic, clb_tensor_t *out);
+/* clb_tensor_from_dlpack for a legacy DLManagedTensor (always a copy). */
 CLB_API clb_status clb_tensor_from_dlpack_legacy(clb_context_t ctx, DLManagedTensor *src, const int64_t *bounds,
                                                  const uint8_t *dynamic, clb_tensor_t *out);
 

@@ -448,6 +448,13 @@ int clb__view_current(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *s
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
                        const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out);
 int64_t clb__numel(int rank, const int64_t *dims);
+/* One host sync, then the actual sizes of ts[0..n) (into dims[i * CLB_MAX_RANK
+ * ...]) read through host pointers, with clb_tensors_read's checks (a failed
+ * tensor's error, records within bounds). The host pointers of ts' shape
+ * records and of data[i]'s data buffers are learnt first (maps enqueued before
+ * the wait); where one cannot be, CLB_ERR_UNSUPPORTED without a sync. */
+clb_status clb__tensors_sync_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
+                                    const clb_tensor_t *data, int64_t *dims);
 /* A new tensor sharing x's data buffer (the buffer goes back to the pool when
  * the last holder is freed), with its own shape record, not yet written. */
 clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, int rank, const int64_t *bounds,
@@ -479,9 +486,21 @@ clb_status clb__fork_check(clb_context_t ctx, const char *op);
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes);
 #define CLB_STAGING_MAX_BYTES (256u << 20)
+/* Enqueues a non-blocking write straight from `host`, which the caller keeps
+ * valid and unchanged until release(release_arg) runs: once the write is done,
+ * found by clb__staging_reap (at a later write or host sync, or when the
+ * context is freed). release also runs, before returning, when there is
+ * nothing to write or the write cannot be enqueued. */
+clb_status clb__write_borrowed(clb_context_t ctx, const char *op, cl_mem mem, size_t offset, const void *host,
+                               size_t bytes, void (*release)(void *), void *release_arg);
 /* Frees the staging copies whose writes are done (all of them when `all`: the
  * caller has seen the queue finish, e.g. at a host sync). */
 void clb__staging_reap(clb_context_t ctx, int all);
+
+/* clb_tensor_write borrowing `host` (clb__write_borrowed); release runs in
+ * every case, before returning where the write fails or is empty. */
+clb_status clb__tensor_write_borrowed(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,
+                                      const void *host, size_t bytes, void (*release)(void *), void *release_arg);
 
 /* ---- context.c ------------------------------------------------------------ */
 

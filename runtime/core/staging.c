@@ -1,17 +1,33 @@
 /* staging.c: host writes from staging copies, freed once written: found at the
  * next write (by polling the write's event) or host sync, with no event
- * callbacks (their delivery is the least uniform part of vendor drivers). */
+ * callbacks (their delivery is the least uniform part of vendor drivers).
+ * A borrowed write (clb__write_borrowed) has no copy: the device reads the
+ * caller's memory, and the caller's release function runs where a copy would
+ * be freed. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/core/core.h"
 
-/* A staging copy and the event of its write. */
+/* A staging copy (or a borrowed region and its release) and the event of its write. */
 struct clb__staging {
   void *copy;
   size_t bytes;
   cl_event ev;
+  void (*release)(void *); /* a borrowed write's: called instead of free(copy) */
+  void *release_arg;
 };
+
+/* Makes room for one more entry. */
+static clb_status staging_slot(clb_context_t ctx, const char *op) {
+  if (ctx->n_staging < ctx->cap_staging) return CLB_OK;
+  size_t ncap = ctx->cap_staging ? 2 * ctx->cap_staging : 16;
+  struct clb__staging *n = realloc(ctx->staging, ncap * sizeof *n);
+  if (!n) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging list of %zu writes", op, ncap);
+  ctx->staging = n;
+  ctx->cap_staging = ncap;
+  return CLB_OK;
+}
 
 void clb__staging_reap(clb_context_t ctx, int all) {
   size_t done = 0;
@@ -23,8 +39,12 @@ void clb__staging_reap(clb_context_t ctx, int all) {
     else if (!all && state > CL_COMPLETE) /* queued, submitted or running (an error is < 0: done) */
       break; /* the queue is in order: the later ones are not done either */
     clReleaseEvent(s->ev);
-    free(s->copy);
-    ctx->staging_bytes -= s->bytes;
+    if (s->release) {
+      s->release(s->release_arg);
+    } else {
+      free(s->copy);
+      ctx->staging_bytes -= s->bytes;
+    }
   }
   ctx->n_staging -= done;
   memmove(ctx->staging, ctx->staging + done, ctx->n_staging * sizeof *ctx->staging);
@@ -45,13 +65,8 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
     clWaitForEvents(1, &ctx->staging[0].ev); /* bounded: wait for the oldest write */
     clb__staging_reap(ctx, 0);
   }
-  if (ctx->n_staging == ctx->cap_staging) {
-    size_t ncap = ctx->cap_staging ? 2 * ctx->cap_staging : 16;
-    struct clb__staging *n = realloc(ctx->staging, ncap * sizeof *n);
-    if (!n) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging list of %zu writes", op, ncap);
-    ctx->staging = n;
-    ctx->cap_staging = ncap;
-  }
+  clb_status st = staging_slot(ctx, op);
+  if (st != CLB_OK) return st;
   void *copy = malloc(bytes);
   if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
   memcpy(copy, host, bytes);
@@ -61,8 +76,31 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
     free(copy);
     return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
   }
-  ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev};
+  ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev, NULL, NULL};
   ctx->staging_bytes += bytes;
+  ctx->counters.bytes_to_device += bytes;
+  ctx->counters.host_writes++;
+  return CLB_OK;
+}
+
+clb_status clb__write_borrowed(clb_context_t ctx, const char *op, cl_mem mem, size_t offset, const void *host,
+                               size_t bytes, void (*release)(void *), void *release_arg) {
+  clb_status st = bytes ? clb__launch_host(ctx, op, mem) : CLB_OK;
+  if (st == CLB_OK && bytes) {
+    clb__staging_reap(ctx, 0);
+    st = staging_slot(ctx, op);
+  }
+  if (st != CLB_OK || !bytes) {
+    release(release_arg);
+    return st;
+  }
+  cl_event ev = NULL;
+  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, host, 0, NULL, &ev);
+  if (e != CL_SUCCESS) {
+    release(release_arg);
+    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
+  }
+  ctx->staging[ctx->n_staging++] = (struct clb__staging){NULL, bytes, ev, release, release_arg};
   ctx->counters.bytes_to_device += bytes;
   ctx->counters.host_writes++;
   return CLB_OK;

@@ -400,22 +400,39 @@ static clb_status write_sizes(clb_context_t ctx, const char *op, clb_tensor_t t,
   return CLB_OK;
 }
 
-clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
-                            const void *host, size_t bytes) {
-  static const char *op = "clb_tensor_write";
-  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+/* clb_tensor_write, from a staging copy (release NULL) or borrowing host
+ * (clb__write_borrowed: release runs once the write is done, or before
+ * returning when there is no write to wait for, failures included). */
+static clb_status write_tensor(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,
+                               const void *host, size_t bytes, void (*release)(void *), void *release_arg) {
   clb_status st = clb__check_output(ctx, op, "t", t); /* writing clears a failed mark */
+  if (st == CLB_OK) st = check_dims(ctx, op, t, dims);
+  size_t want = st == CLB_OK ? (size_t)clb__numel(t->rank, dims) * clb_dtype_size(t->dtype) : 0;
+  if (st == CLB_OK && bytes != want)
+    st = clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
+  if (st == CLB_OK && want && !host) st = clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
+  if (st == CLB_OK) st = write_sizes(ctx, op, t, dims);
+  if (st != CLB_OK) {
+    if (release) release(release_arg);
+    return st;
+  }
+  st = release ? clb__write_borrowed(ctx, op, t->data.mem, (size_t)t->data.offset, host, bytes, release, release_arg)
+               : clb__write_async(ctx, op, t->data.mem, (size_t)t->data.offset, host, bytes);
   if (st != CLB_OK) return st;
-  if ((st = check_dims(ctx, op, t, dims)) != CLB_OK) return st;
-  size_t want = (size_t)clb__numel(t->rank, dims) * clb_dtype_size(t->dtype);
-  if (bytes != want)
-    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: %zu bytes given, the dims need %zu", op, bytes, want);
-  if (want && !host) return clb__set_error(ctx, CLB_ERR_NULL, "%s: host is NULL", op);
-  if ((st = write_sizes(ctx, op, t, dims)) != CLB_OK) return st;
-  if ((st = clb__write_async(ctx, op, t->data.mem, (size_t)t->data.offset, host, bytes)) != CLB_OK) return st;
   t->written_by = 0; /* written by the host: whatever failed before is gone */
   clear_failed(t);
   return CLB_OK;
+}
+
+clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
+                            const void *host, size_t bytes) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "clb_tensor_write: ctx is NULL");
+  return write_tensor(ctx, "clb_tensor_write", t, dims, host, bytes, NULL, NULL);
+}
+
+clb_status clb__tensor_write_borrowed(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,
+                                      const void *host, size_t bytes, void (*release)(void *), void *release_arg) {
+  return write_tensor(ctx, op, t, dims, host, bytes, release, release_arg);
 }
 
 clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims) {
@@ -595,6 +612,30 @@ clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, in
   }
   free(rec);
   return st;
+}
+
+clb_status clb__tensors_sync_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
+                                    const clb_tensor_t *data, int64_t *dims) {
+  clb_status st = clb__launch_host(ctx, op, NULL);
+  if (st != CLB_OK) return st;
+  int ok = direct_prepare(ctx, n, ts);
+  if (!direct_prepare(ctx, n, data) || !ok)
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: a buffer of the %d tensors has no host pointer", op, n);
+  if ((st = clb__sync(ctx, op)) != CLB_OK) return st;
+  char name[32];
+  for (int i = 0; i < n; i++) {
+    clb_tensor_t t = ts[i];
+    int64_t rec[CLB_MAX_RANK];
+    snprintf(name, sizeof name, "ts[%d]", i);
+    if (t->failed) return failed_error(ctx, op, name, t);
+    direct_sizes(ctx, t, rec);
+    for (int d = 0; d < t->rank; d++)
+      if (rec[d] < 0 || rec[d] > t->bound[d])
+        return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %s's shape record dim %d holds %lld, bound %lld", op, name,
+                              d, (long long)rec[d], (long long)t->bound[d]);
+    memcpy(dims + (size_t)i * CLB_MAX_RANK, rec, (size_t)t->rank * sizeof *dims);
+  }
+  return CLB_OK;
 }
 
 clb_status clb__read_data(clb_context_t ctx, const char *op, clb_tensor_t t, void *host, size_t bytes) {

@@ -285,7 +285,108 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
   return CLB_OK;
 }
 
+/* ---- host export without a copy ----------------------------------------------------- */
+
+/* Frees what an unfinished shared export made: holders and structs. */
+static void shared_undo(struct clb__dl_export **es, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!es[i]) continue;
+    clb_tensor_free(es[i]->holder);
+    free(es[i]);
+  }
+}
+
+clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor_t *ts,
+                                      struct DLManagedTensorVersioned **outs) {
+  static const char *op = "clb_tensors_to_dlpack_host";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  if (n < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: n is %d", op, n);
+  if (n == 0) return CLB_OK;
+  if (!ts || !outs) return clb__set_error(ctx, CLB_ERR_NULL, "%s: ts or outs is NULL (n %d)", op, n);
+  char name[32];
+  for (int i = 0; i < n; i++) outs[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "ts[%d]", i);
+    clb_status st = clb__check_tensor(ctx, op, name, ts[i]);
+    if (st != CLB_OK) return st;
+  }
+  if (!clb__host_ptrs_ok(ctx))
+    return clb__set_error(ctx, CLB_ERR_UNSUPPORTED,
+                          "%s: the device's buffers are not host memory (as PoCL's CPU device's are); read with "
+                          "clb_tensors_read or clb_tensor_to_dlpack, which copy",
+                          op);
+  clb_status st = clb__context_on_release(ctx, detach_all);
+  if (st != CLB_OK) return st;
+  struct clb__dl_export **es = calloc((size_t)n, sizeof *es);
+  clb_tensor_t *holders = calloc((size_t)n, sizeof *holders);
+  int64_t *dims = malloc((size_t)n * CLB_MAX_RANK * sizeof *dims);
+  if (!es || !holders || !dims) {
+    free(es);
+    free(holders);
+    free(dims);
+    return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: %d exports", op, n);
+  }
+  for (int i = 0; i < n && st == CLB_OK; i++) {
+    clb_tensor_t t = ts[i];
+    if (!(es[i] = calloc(1, sizeof *es[i]))) {
+      st = clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: export %d of %d", op, i, n);
+      break;
+    }
+    st = clb__tensor_share(ctx, op, t, t->rank, t->bound, t->dyn, &es[i]->holder);
+    /* a graph rewrites its tensors' buffers at its next run: a copy of its own */
+    if (st == CLB_OK && t->graph_held) st = clb__tensor_unshare(ctx, op, &es[i]->holder, 1);
+    holders[i] = es[i]->holder;
+  }
+  if (st == CLB_OK) st = clb__tensors_sync_direct(ctx, op, n, ts, holders, dims);
+  for (int i = 0; i < n && st == CLB_OK; i++) {
+    cl_int err = clRetainMemObject(es[i]->holder->data.mem);
+    if (err != CL_SUCCESS) {
+      for (int j = 0; j < i; j++) clReleaseMemObject(es[j]->mem);
+      st = clb__cl_error(ctx, err, "%s: clRetainMemObject of ts[%d]", op, i);
+    } else {
+      es[i]->mem = es[i]->holder->data.mem;
+    }
+  }
+  if (st != CLB_OK) {
+    shared_undo(es, n);
+    free(es);
+    free(holders);
+    free(dims);
+    return st;
+  }
+  for (int i = 0; i < n; i++) {
+    struct clb__dl_export *e = es[i];
+    clb_tensor_t t = ts[i];
+    const int64_t *d = dims + (size_t)i * CLB_MAX_RANK;
+    DLTensor *dl = &e->v.dl_tensor;
+    fill_dl(dl, t, d, e->shape, e->strides);
+    dl->data = clb__numel(t->rank, d) ? (char *)e->holder->data.host + e->holder->data.offset : NULL;
+    dl->device.device_type = kDLCPU;
+    dl->device.device_id = 0;
+    e->v.version.major = DLPACK_MAJOR_VERSION;
+    e->v.version.minor = DLPACK_MINOR_VERSION;
+    e->v.manager_ctx = e;
+    e->v.deleter = device_deleter;
+    e->v.flags = 0;
+    e->ctx = ctx;
+    e->next = ctx->exports;
+    if (ctx->exports) ctx->exports->prev = e;
+    ctx->exports = e;
+    outs[i] = &e->v;
+  }
+  free(es);
+  free(holders);
+  free(dims);
+  return CLB_OK;
+}
+
 /* ---- import ------------------------------------------------------------------------ */
+
+/* A borrowed import's release: the producer's deleter, once the write is done. */
+static void borrowed_release(void *arg) {
+  struct DLManagedTensorVersioned *m = arg;
+  m->deleter(m);
+}
 
 /* Copies element `src` (esize bytes) to `dst`, turning a bool into 0 or 1. */
 static void put_elem(unsigned char *dst, const unsigned char *src, size_t esize, int is_bool) {
@@ -293,8 +394,12 @@ static void put_elem(unsigned char *dst, const unsigned char *src, size_t esize,
   else memcpy(dst, src, esize);
 }
 
+/* managed: the tensor to borrow (clb_tensor_from_dlpack_borrowed), or NULL
+ * to copy. *borrowed is set when the write took it over: its deleter then runs
+ * once the write is done (clb__write_borrowed), and the caller must not call it. */
 static clb_status import_dl(clb_context_t ctx, const char *op, const DLTensor *dl, const int64_t *bounds,
-                            const uint8_t *dynamic, clb_tensor_t *out) {
+                            const uint8_t *dynamic, struct DLManagedTensorVersioned *managed, int *borrowed,
+                            clb_tensor_t *out) {
   if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost)
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED,
                           "%s: device type %d: clbound imports host memory (kDLCPU, kDLCUDAHost); copy device "
@@ -333,7 +438,7 @@ static clb_status import_dl(clb_context_t ctx, const char *op, const DLTensor *d
       s *= dl->shape[d];
     }
   }
-  const void *src = base;
+  const void *data = base;
   unsigned char *tmp = NULL;
   if (n > 0 && (!dense || dt == CLB_DTYPE_BOOL)) {
     tmp = malloc((size_t)n * esize);
@@ -354,11 +459,16 @@ static clb_status import_dl(clb_context_t ctx, const char *op, const DLTensor *d
         idx[d] = 0;
       }
     }
-    src = tmp;
+    data = tmp;
   }
   clb_tensor_t t = NULL;
   clb_status st = clb_tensor_new(ctx, dt, rank, bounds ? bounds : dl->shape, dynamic, &t);
-  if (st == CLB_OK) st = clb_tensor_write(ctx, t, dl->shape, src, (size_t)n * esize);
+  if (st == CLB_OK && managed && !tmp && managed->deleter) {
+    *borrowed = 1; /* from here on the write owns the deleter, failures included */
+    st = clb__tensor_write_borrowed(ctx, op, t, dl->shape, data, (size_t)n * esize, borrowed_release, managed);
+  } else if (st == CLB_OK) {
+    st = clb_tensor_write(ctx, t, dl->shape, data, (size_t)n * esize);
+  }
   free(tmp);
   if (st != CLB_OK) {
     clb_tensor_free(t);
@@ -371,7 +481,8 @@ static clb_status import_dl(clb_context_t ctx, const char *op, const DLTensor *d
 /* Checks the arguments, then imports dl; the caller calls the deleter after.
  * version: the versioned struct's, or NULL for the legacy struct. */
 static clb_status import_api(clb_context_t ctx, const char *op, const DLTensor *dl, const DLPackVersion *version,
-                             const int64_t *bounds, const uint8_t *dynamic, clb_tensor_t *out) {
+                             const int64_t *bounds, const uint8_t *dynamic, struct DLManagedTensorVersioned *managed,
+                             int *borrowed, clb_tensor_t *out) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   if (!dl) return clb__set_error(ctx, CLB_ERR_NULL, "%s: src is NULL", op);
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
@@ -379,21 +490,34 @@ static clb_status import_api(clb_context_t ctx, const char *op, const DLTensor *
   if (version && version->major != DLPACK_MAJOR_VERSION)
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: DLPack version %u.%u; clbound speaks %d.x", op,
                           (unsigned)version->major, (unsigned)version->minor, DLPACK_MAJOR_VERSION);
-  return import_dl(ctx, op, dl, bounds, dynamic, out);
+  return import_dl(ctx, op, dl, bounds, dynamic, managed, borrowed, out);
+}
+
+/* Either versioned import: a copy, or borrowing src when `borrow`. */
+static clb_status import_versioned(clb_context_t ctx, const char *op, struct DLManagedTensorVersioned *src,
+                                   const int64_t *bounds, const uint8_t *dynamic, int borrow, clb_tensor_t *out) {
+  int borrowed = 0;
+  clb_status st = import_api(ctx, op, src ? &src->dl_tensor : NULL, src ? &src->version : NULL, bounds, dynamic,
+                             borrow ? src : NULL, &borrowed, out);
+  if (src && src->deleter && !borrowed) src->deleter(src);
+  return st;
 }
 
 clb_status clb_tensor_from_dlpack(clb_context_t ctx, struct DLManagedTensorVersioned *src, const int64_t *bounds,
                                   const uint8_t *dynamic, clb_tensor_t *out) {
-  clb_status st = import_api(ctx, "clb_tensor_from_dlpack", src ? &src->dl_tensor : NULL, src ? &src->version : NULL,
-                             bounds, dynamic, out);
-  if (src && src->deleter) src->deleter(src);
-  return st;
+  return import_versioned(ctx, "clb_tensor_from_dlpack", src, bounds, dynamic, 0, out);
+}
+
+clb_status clb_tensor_from_dlpack_borrowed(clb_context_t ctx, struct DLManagedTensorVersioned *src,
+                                           const int64_t *bounds, const uint8_t *dynamic, clb_tensor_t *out) {
+  return import_versioned(ctx, "clb_tensor_from_dlpack_borrowed", src, bounds, dynamic, 1, out);
 }
 
 clb_status clb_tensor_from_dlpack_legacy(clb_context_t ctx, DLManagedTensor *src, const int64_t *bounds,
                                          const uint8_t *dynamic, clb_tensor_t *out) {
+  int borrowed = 0;
   clb_status st = import_api(ctx, "clb_tensor_from_dlpack_legacy", src ? &src->dl_tensor : NULL, NULL, bounds,
-                             dynamic, out);
+                             dynamic, NULL, &borrowed, out);
   if (src && src->deleter) src->deleter(src);
   return st;
 }

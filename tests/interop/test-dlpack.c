@@ -329,6 +329,190 @@ static void test_device_export(void) {
   m->deleter(m);
 }
 
+/* clb_tensor_from_dlpack_borrowed: the device copies from the producer's memory
+ * when the write runs; the deleter runs once that write is done (at the next
+ * sync, or the context's free), or at once where nothing is borrowed. */
+static void test_borrowed_import(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  float a[12], b[12];
+  for (int i = 0; i < 12; i++) {
+    a[i] = (float)i + 0.25f;
+    b[i] = -(float)i;
+  }
+  producer p, q;
+  int64_t shape[2] = {3, 4}, bounds[2] = {10, 4}, dims[2];
+  uint8_t dyn[2] = {1, 0};
+  clb_tensor_t t = NULL, u = NULL;
+  size_t bytes;
+  clb_counters c0, c1;
+  c0.struct_size = c1.struct_size = sizeof c0;
+
+  /* dense: borrowed until the next sync; two writes held at once */
+  deleted = 0;
+  produce(&p, a, dl(kDLFloat, 32), 2, shape, NULL, 0);
+  produce(&q, b, dl(kDLFloat, 32), 2, shape, NULL, 0);
+  CL_OK(ctx, clb_context_counters(ctx, &c0));
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, bounds, dyn, &t));
+  EXPECT_EQ_I(deleted, 0); /* nothing has reaped the write yet */
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &q.v, NULL, NULL, &u));
+  EXPECT_TRUE(deleted <= 1); /* the second import may have found the first write done */
+  CL_OK(ctx, clb_context_counters(ctx, &c1));
+  EXPECT_EQ_I(c1.host_syncs, c0.host_syncs); /* no wait in the imports */
+  EXPECT_TRUE(c1.bytes_to_device - c0.bytes_to_device >= 2 * sizeof a);
+  CL_OK(ctx, clb_context_sync(ctx));
+  EXPECT_EQ_I(deleted, 2);
+  float *r = read_all(ctx, t, dims, &bytes);
+  EXPECT_EQ_I(dims[0], 3);
+  EXPECT_EQ_I(bytes, sizeof a);
+  EXPECT_TRUE(memcmp(r, a, sizeof a) == 0);
+  free(r);
+  EXPECT_TRUE(clb_tensor_is_dynamic(t, 0) && !clb_tensor_is_dynamic(u, 0));
+  r = read_all(ctx, u, dims, &bytes);
+  EXPECT_TRUE(bytes == sizeof b && memcmp(r, b, sizeof b) == 0);
+  free(r);
+  clb_tensor_free(t);
+  clb_tensor_free(u);
+
+  /* strided, bool and empty sources are copied or have nothing to write: the
+   * deleter runs before the call returns */
+  int64_t tstr[2] = {1, 3};
+  deleted = 0;
+  produce(&p, a, dl(kDLFloat, 32), 2, shape, tstr, 0);
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, NULL, NULL, &t));
+  EXPECT_EQ_I(deleted, 1);
+  r = read_all(ctx, t, dims, &bytes);
+  int bad = 0;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++) bad += r[i * 4 + j] != a[j * 3 + i];
+  EXPECT_EQ_I(bad, 0);
+  free(r);
+  clb_tensor_free(t);
+  uint8_t flags[3] = {0, 7, 1};
+  int64_t three = 3;
+  produce(&p, flags, dl(kDLBool, 8), 1, &three, NULL, 0);
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, NULL, NULL, &t));
+  EXPECT_EQ_I(deleted, 2);
+  uint8_t fb[3];
+  CL_OK(ctx, clb_tensor_read(ctx, t, dims, fb, sizeof fb, NULL));
+  EXPECT_TRUE(fb[0] == 0 && fb[1] == 1 && fb[2] == 1);
+  clb_tensor_free(t);
+  int64_t empty[2] = {0, 4};
+  produce(&p, NULL, dl(kDLFloat, 32), 2, empty, NULL, 0);
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, bounds, dyn, &t));
+  EXPECT_EQ_I(deleted, 3);
+  CL_OK(ctx, clb_tensor_sizes(ctx, t, dims));
+  EXPECT_EQ_I(dims[0], 0);
+  clb_tensor_free(t);
+
+  /* bad input: the deleter still runs, once, and nothing is made */
+  int64_t small[2] = {2, 4};
+  produce(&p, a, dl(kDLFloat, 32), 2, shape, NULL, 0);
+  t = NULL;
+  EXPECT_STATUS(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, small, dyn, &t), CLB_ERR_OUT_OF_BOUNDS, "> bound 2");
+  EXPECT_EQ_I(deleted, 4);
+  EXPECT_TRUE(t == NULL);
+  produce(&p, a, dl(kDLFloat, 32), 2, shape, NULL, 0);
+  p.v.version.major = DLPACK_MAJOR_VERSION + 1;
+  EXPECT_STATUS(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, NULL, NULL, &t), CLB_ERR_UNSUPPORTED,
+                "clb_tensor_from_dlpack_borrowed: DLPack version");
+  EXPECT_EQ_I(deleted, 5);
+  EXPECT_TRUE(clb_tensor_from_dlpack_borrowed(NULL, NULL, NULL, NULL, &t) == CLB_ERR_NULL);
+
+  /* a write still borrowed when the context is freed: the free runs its deleter */
+  produce(&p, a, dl(kDLFloat, 32), 2, shape, NULL, 0);
+  CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, bounds, dyn, &t));
+  EXPECT_EQ_I(deleted, 5);
+  clb_context_free(ctx);
+  EXPECT_EQ_I(deleted, 6);
+}
+
+/* clb_tensors_to_dlpack_host: where the device's buffers are host memory, n
+ * tensors exported over their own buffers with one sync; the buffers stay out of
+ * the pool until the deleters run, past the tensors and the context. */
+static void test_host_shared_export(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  int64_t b = 1000, d = 10; /* 4000 bytes: no other buffer in the pool has that size */
+  uint8_t dyn = 1;
+  clb_tensor_t ts[3] = {NULL, NULL, NULL};
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, &b, &dyn, &ts[0]));
+  double v[10];
+  for (int i = 0; i < 10; i++) v[i] = 100 + i;
+  clb_test_write(ctx, ts[0], &d, v);
+  int64_t m23[2] = {2, 3};
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, m23, NULL, &ts[1]));
+  double w[6] = {0.5, -1, 2, 3, 4, 5};
+  clb_test_write(ctx, ts[1], m23, w);
+  int64_t e_b = 7, zero = 0;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F64, 1, &e_b, &dyn, &ts[2]));
+  clb_test_write(ctx, ts[2], &zero, NULL);
+  struct DLManagedTensorVersioned *outs[3];
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  clb_device_info_get(0, &di);
+  clb_counters c0, c1;
+  c0.struct_size = c1.struct_size = sizeof c0;
+  CL_OK(ctx, clb_context_counters(ctx, &c0));
+  clb_status st = clb_tensors_to_dlpack_host(ctx, 3, ts, outs);
+  if (st == CLB_ERR_UNSUPPORTED) { /* a GPU (or host pointers turned off): refused, with the way out */
+    EXPECT_TRUE(!di.is_cpu || getenv("CLBOUND_HOST_PTRS") != NULL);
+    EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "clb_tensors_read") != NULL);
+    EXPECT_TRUE(outs[0] == NULL && outs[2] == NULL);
+    for (int i = 0; i < 3; i++) clb_tensor_free(ts[i]);
+    clb_context_free(ctx);
+    return;
+  }
+  REQUIRE_TRUE(st == CLB_OK);
+  CL_OK(ctx, clb_context_counters(ctx, &c1));
+  EXPECT_EQ_I(c1.host_syncs - c0.host_syncs, 1);
+  EXPECT_EQ_I(outs[0]->dl_tensor.device.device_type, kDLCPU);
+  EXPECT_EQ_I(outs[0]->flags, 0); /* not a copy */
+  EXPECT_EQ_I(outs[0]->dl_tensor.ndim, 1);
+  EXPECT_EQ_I(outs[0]->dl_tensor.shape[0], 10);
+  EXPECT_EQ_I(outs[0]->dl_tensor.strides[0], 1);
+  const int32_t *xi = outs[0]->dl_tensor.data;
+  for (int i = 0; i < 10; i++) EXPECT_EQ_I(xi[i], 100 + i);
+  EXPECT_EQ_I(outs[1]->dl_tensor.shape[0], 2);
+  EXPECT_EQ_I(outs[1]->dl_tensor.shape[1], 3);
+  EXPECT_EQ_I(outs[1]->dl_tensor.strides[0], 3);
+  const float *xf = outs[1]->dl_tensor.data;
+  for (int i = 0; i < 6; i++) EXPECT_TRUE(xf[i] == (float)w[i]);
+  EXPECT_EQ_I(outs[2]->dl_tensor.shape[0], 0);
+  EXPECT_TRUE(outs[2]->dl_tensor.data == NULL);
+  /* the same memory as the tensor: an op writing it shows through the export */
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_NEG, ts[1], &ts[1]));
+  CL_OK(ctx, clb_context_sync(ctx));
+  for (int i = 0; i < 6; i++) EXPECT_TRUE(xf[i] == -(float)w[i]);
+  /* freed, the tensor's buffer stays the export's: a new tensor of its size gets another */
+  cl_mem mem = clb_tensor_data_mem(ts[0]);
+  clb_tensor_free(ts[0]);
+  clb_tensor_t u = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, &b, &dyn, &u));
+  EXPECT_TRUE(clb_tensor_data_mem(u) != mem);
+  static double z[1000];
+  clb_test_write(ctx, u, &b, z);
+  CL_OK(ctx, clb_context_sync(ctx));
+  for (int i = 0; i < 10; i++) EXPECT_EQ_I(xi[i], 100 + i);
+  outs[0]->deleter(outs[0]);
+  outs[2]->deleter(outs[2]);
+  /* after the deleter the buffer is back in the pool */
+  clb_tensor_t r = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, &b, &dyn, &r));
+  EXPECT_TRUE(clb_tensor_data_mem(r) == mem);
+  /* bad input exports nothing */
+  struct DLManagedTensorVersioned *one[2] = {NULL, NULL};
+  clb_tensor_t with_null[2] = {r, NULL};
+  EXPECT_STATUS(ctx, clb_tensors_to_dlpack_host(ctx, 2, with_null, one), CLB_ERR_NULL, "ts[1]");
+  EXPECT_TRUE(one[0] == NULL && one[1] == NULL);
+  EXPECT_STATUS(ctx, clb_tensors_to_dlpack_host(ctx, -1, with_null, one), CLB_ERR_INVALID_ARG, "n is -1");
+  EXPECT_STATUS(ctx, clb_tensors_to_dlpack_host(ctx, 1, with_null, NULL), CLB_ERR_NULL, "outs");
+  EXPECT_EQ_I(clb_tensors_to_dlpack_host(ctx, 0, NULL, NULL), CLB_OK);
+  /* an export outlives its context: its memory stays valid until its deleter */
+  clb_tensor_free(ts[1]);
+  clb_context_free(ctx);
+  for (int i = 0; i < 6; i++) EXPECT_TRUE(xf[i] == -(float)w[i]);
+  outs[1]->deleter(outs[1]);
+}
+
 /* The capability query agrees with the ops, for every dtype. */
 static void test_capabilities(clb_context_t ctx, int fp64) {
   size_t n = 0;
@@ -398,5 +582,7 @@ int main(void) {
   CL_OK(ctx, clb_context_sync(ctx));
   clb_context_free(ctx);
   test_device_export();
+  test_borrowed_import();
+  test_host_shared_export();
   return clb_test_finish("interop/dlpack");
 }
