@@ -420,15 +420,24 @@ class Context:
         sync (a size over its bound, a failed device check, a short source)."""
         self._check(L.ctx_sync(self._live()))
 
-    def numpy_all(self, tensors: Sequence[Tensor]) -> List[np.ndarray]:
+    def numpy_all(self, tensors: Sequence[Tensor], *, copy: bool = True) -> List[np.ndarray]:
         """The live parts of several tensors of this context as new numpy arrays,
         with one host sync (Tensor.numpy() makes one per tensor): the sizes of
         all in one wait, then the data of all in one more (both after the one
-        wait where the device's buffers are host memory, as on PoCL)."""
+        wait where the device's buffers are host memory, as on PoCL).
+
+        copy=False gives arrays over the tensors' own memory instead, with no
+        copy (clb_tensors_to_dlpack_host): only where the device's buffers are
+        host memory (PoCL's CPU device), else BufferError. Each buffer stays
+        out of clbound's pool while an array over it lives, even past the
+        tensor and the context; while the tensor lives, the array and the
+        tensor are one memory, so write either only after a host sync."""
         ts = list(tensors)
         n = len(ts)
         if n == 0:
             return []
+        if copy is False:
+            return self._views_all(ts)
         hs = (L.p * n)(*[self._arg(t, f"tensors[{i}]").value for i, t in enumerate(ts)])
         bufs = []
         for t in ts:  # at the bounds: untouched pages cost nothing, and the live part always fits
@@ -444,6 +453,18 @@ class Context:
             k = math.prod(shape)
             out.append(b[:k].reshape(shape))
         return out
+
+    def _views_all(self, ts: List[Tensor]) -> List[np.ndarray]:
+        from . import _dlpack
+        n = len(ts)
+        hs = (L.p * n)(*[self._arg(t, f"tensors[{i}]").value for i, t in enumerate(ts)])
+        outs = (L.p * n)()
+        st = L.ts_to_dlpack_host(self._live(), n, hs, outs)
+        if st != 0:
+            if L.status_name(st).decode() == "ERR_UNSUPPORTED":
+                raise BufferError(f"numpy_all(copy=False): {L.ctx_errmsg(self._h).decode()}")
+            self._check(st)
+        return [np.asarray(_dlpack.HostView(outs[i], t.dtype.str)) for i, t in enumerate(ts)]
 
     def metrics(self) -> Dict[str, Any]:
         """The context's counters as a dict (the CLBOUND_METRICS_FILE keys)."""
@@ -579,7 +600,8 @@ class Context:
         return t
 
     def from_dlpack(self, obj: Any, bounds: Optional[Shape] = None,
-                    dynamic: Optional[Iterable[bool]] = None, *, copy: Optional[bool] = None) -> Tensor:
+                    dynamic: Optional[Iterable[bool]] = None, *, copy: Optional[bool] = None,
+                    borrow: bool = False) -> Tensor:
         """A tensor holding a copy of any host object that speaks DLPack (numpy
         arrays, torch / jax CPU tensors; DLPack 1.x capsules, or legacy ones from
         older producers), with bounds (default: its shape) and dynamic flags as
@@ -591,10 +613,21 @@ class Context:
         buffers are host memory (PoCL's CPU device) and a C-contiguous, writable
         CPU object, and gives a static tensor of exactly its shape (no bounds or
         dynamic dims); anything else raises BufferError. The tensor keeps the
-        object alive; write the object only between ops (after a host sync)."""
+        object alive; write the object only between ops (after a host sync).
+
+        borrow=True (with copy=None) skips the host copy instead: the device
+        copies from the object's memory when the write runs, after this
+        returns, and the object is held until that write is done (the next
+        host sync of this context at the latest: sync(), any read). Change the
+        object only after that sync. A framework's input to one call, read back
+        in the same call, is the use: one copy fewer on the calling thread
+        (clb_tensor_from_dlpack_borrowed). Legacy capsules, strided and bool
+        objects are copied as with borrow=False."""
         from . import _dlpack
         self._live()
         if copy is False:
+            if borrow:
+                raise ValueError("from_dlpack: borrow=True is a deferred copy; copy=False shares the memory instead")
             return self._share_host(obj, bounds, dynamic)
         b = None
         if bounds is not None:
@@ -610,7 +643,7 @@ class Context:
             _dlpack.release(ptr, versioned)
             raise
         h = ctypes.c_void_p()
-        cfn = L.from_dlpack if versioned else L.from_dlpack_legacy
+        cfn = (L.from_dlpack_borrowed if borrow else L.from_dlpack) if versioned else L.from_dlpack_legacy
         self._check(cfn(self._h, ptr, b, dyn, ctypes.byref(h)))  # consumes ptr
         return self._wrap(h)
 

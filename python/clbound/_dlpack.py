@@ -188,3 +188,22 @@ def flags(capsule: Any) -> int:
     want to see IS_COPIED)."""
     ptr = _api.PyCapsule_GetPointer(capsule, VERSIONED)
     return int(ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned)).contents.flags)
+
+
+class HostView:
+    """The owner of one kDLCPU export without a copy (clb_tensors_to_dlpack_host):
+    its __array_interface__ hands numpy the memory, and the export's deleter runs
+    when the last array over it is gone (numpy keeps the owner as the arrays'
+    base). Any numpy version reads it, DLPack 1.x consumer or not."""
+
+    def __init__(self, ptr: int, typestr: str) -> None:
+        dl = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned)).contents.dl_tensor
+        dims = ctypes.cast(dl.shape, ctypes.POINTER(ctypes.c_int64))
+        self._ptr = ptr
+        self.__array_interface__ = {"shape": tuple(int(dims[k]) for k in range(dl.ndim)), "typestr": typestr,
+                                    "data": ((dl.data or 0) + dl.byte_offset, False), "version": 3}
+
+    def __del__(self) -> None:
+        ptr, self._ptr = self._ptr, 0
+        if ptr:
+            release(ptr, True)

@@ -2,9 +2,12 @@
 and 5, issue 16 item 6): arguments checked before C, numpy's casting rules,
 out= on ops, set_sizes, reads at the actual size, nonzero(as_tuple=True),
 kernel_style, help() docs. Integer results are compared with numpy exactly."""
+import gc
 import inspect
+import os
 import tracemalloc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -354,6 +357,62 @@ def test_numpy_all_reads_many_tensors_with_one_sync(ctx):
     assert ctx.numpy_all([]) == []
     with pytest.raises(TypeError):
         ctx.numpy_all([a, np.zeros(3)])
+
+
+def test_numpy_all_copy_false_views_the_device_memory(ctx):
+    """copy=False: arrays over the tensors' own buffers (one sync, no copy) where
+    the device's buffers are host memory, BufferError elsewhere. An array keeps
+    its buffer out of the pool past the tensor and the context."""
+    a = ctx.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3), bounds=(9, 3), dynamic=(True, False))
+    m = ctx.compare("gt", a, 4.0)
+    e = ctx.from_numpy(np.zeros((0, 2), dtype=np.int64), bounds=(5, 2), dynamic=(True, False))
+    try:
+        before = ctx.counters()["host_syncs"]
+        got = ctx.numpy_all([a, m, e], copy=False)
+    except BufferError as err:
+        assert "not host memory" in str(err), err
+        assert ctx.kernel_style != "cpu" or os.environ.get("CLBOUND_HOST_PTRS") == "off"
+        return
+    assert ctx.counters()["host_syncs"] == before + 1
+    for g, w in zip(got, (np.arange(12, dtype=np.float32).reshape(4, 3), np.arange(12).reshape(4, 3) > 4,
+                          np.zeros((0, 2), dtype=np.int64))):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    ctx.neg(a, out=a)  # the same memory: an op writing the tensor shows in the array after a sync
+    ctx.sync()
+    np.testing.assert_array_equal(got[0], -np.arange(12, dtype=np.float32).reshape(4, 3))
+    del a, m
+    gc.collect()
+    fill = ctx.from_numpy(np.full((9, 3), 5, dtype=np.float32))  # a buffer of the freed tensor's size
+    ctx.sync()
+    np.testing.assert_array_equal(got[0], -np.arange(12, dtype=np.float32).reshape(4, 3))
+    del fill
+
+
+def test_from_dlpack_borrow_skips_the_host_copy(ctx):
+    """borrow=True: the device copies from the object when its write runs; the
+    object is held until then (a sync at the latest) and let go after."""
+    a = np.arange(20, dtype=np.float32).reshape(5, 4)
+    want = a.copy()
+    ref = weakref.ref(a)
+    t = ctx.from_dlpack(a, bounds=(8, 4), dynamic=(True, False), borrow=True)
+    del a
+    gc.collect()
+    assert ref() is not None  # the queued write still reads it
+    ctx.sync()
+    gc.collect()
+    assert ref() is None  # let go once the write is done
+    assert t.shape == (5, 4) and t.bounds == (8, 4)
+    np.testing.assert_array_equal(t.numpy(), want)
+    # what is copied anyway: a strided array, bool; and the sharing mode is another thing
+    s = ctx.from_dlpack(want[:, ::2], borrow=True)
+    np.testing.assert_array_equal(s.numpy(), want[:, ::2])
+    b = ctx.from_dlpack(want > 7, borrow=True)
+    np.testing.assert_array_equal(b.numpy(), want > 7)
+    with pytest.raises(ValueError, match="borrow=True"):
+        ctx.from_dlpack(want, copy=False, borrow=True)
+    with pytest.raises(clbound.ClboundError, match="bound"):
+        ctx.from_dlpack(want, bounds=(2, 4), dynamic=(True, False), borrow=True)
 
 
 def test_host_blas_names_its_kernels(ctx):
