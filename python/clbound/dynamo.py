@@ -53,7 +53,7 @@ _lock = threading.Lock()
 _ctx: Optional[Context] = None
 _logged_breaks: set = set()
 _STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "shared",
-              "fused_linear", "fused_op_by_op")
+              "outputs_shared", "fused_linear", "fused_op_by_op")
 _stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
 
 
@@ -80,8 +80,9 @@ def stats() -> Dict[str, Any]:
     pattern op by op, its tensors not laid out for the fused op), shared
     (parameters given to the device without a copy, once each, on a device whose
     buffers are host memory: their later calls count as uploads_skipped, also
-    after the optimizer changed them), plus the Context's host syncs, program
-    builds and kernels compiled."""
+    after the optimizer changed them), outputs_shared (outputs handed to
+    PyTorch over the device's memory, no copy, on such a device), plus the
+    Context's host syncs, program builds and kernels compiled."""
     out: Dict[str, Any] = dict(_stats)
     out["graph_break_ops"] = sorted(_logged_breaks)
     if _ctx is not None and _ctx._h is not None:
@@ -177,6 +178,7 @@ class _Lowered:
         self.in_specs: List[Optional[Tuple[Tuple[int, ...], Tuple[bool, ...], type]]] = []
         self.in_cache: Dict[int, Tuple[Any, int, int, Tensor]] = {}
         self.used_shared = False  # this call read a shared parameter (its memory is PyTorch's)
+        self.borrowed = False  # this call queued a write from an input's own memory
         trans: Dict[torch.fx.Node, bool] = {}
         for node in gm.graph.nodes:
             if node.op == "placeholder":
@@ -226,14 +228,47 @@ class _Lowered:
                 return _V(t)
         _stats["uploads"] += 1
         # a new device tensor each time (from clbound's pool): the last one may still
-        # be held by a forward's saved tensors that a backward has yet to read
-        t = self.ctx.from_dlpack(x.detach().contiguous(), bounds=bounds, dynamic=dynamic)
+        # be held by a forward's saved tensors that a backward has yet to read.
+        # Borrowed: the device copies from x's memory, which stays unchanged
+        # until this call's closing sync (no copy on this thread)
+        self.borrowed = True
+        t = self.ctx.from_dlpack(x.detach().contiguous(), bounds=bounds, dynamic=dynamic, borrow=True)
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
+
+    def _read(self, ts: List[Tensor], keep: set) -> List[np.ndarray]:
+        """The outputs ts as numpy arrays, with one host sync. Where the device's
+        buffers are host memory, an output that this call's ops made and that no
+        other output, saved tensor or input holds goes to PyTorch over the
+        device's memory (no copy; the buffer leaves clbound's pool until PyTorch
+        frees it): a backward's gradients, for one. The others are copied, so
+        that PyTorch's in-place ops on an output never change what clbound still
+        reads. keep: the data buffers (Tensor.data_mem) of the inputs and the
+        saved outputs; a view is its base's buffer."""
+        if not _views["on"]:
+            return self.ctx.numpy_all(ts)
+        mems = [t.data_mem for t in ts]
+        counts: Dict[int, int] = {}
+        for m in mems:
+            counts[m] = counts.get(m, 0) + 1
+        own = [counts[m] == 1 and m not in keep and getattr(t, "_shared", None) is None for t, m in zip(ts, mems)]
+        if not any(own):
+            return self.ctx.numpy_all(ts)
+        try:
+            views = self.ctx.numpy_all([t for t, o in zip(ts, own) if o], copy=False)
+        except BufferError as e:  # this device's buffers are not host memory: copies from now on
+            _views["on"] = False
+            log.info("clbound: outputs are copied to PyTorch (%s)", e)
+            return self.ctx.numpy_all(ts)
+        _stats["outputs_shared"] += len(views)
+        rest = self.ctx.numpy_all([t for t, o in zip(ts, own) if not o]) if not all(own) else []
+        it_v, it_r = iter(views), iter(rest)
+        return [next(it_v) if o else next(it_r) for o in own]
 
     def __call__(self, args: List[Any]) -> List[Any]:
         _stats["calls"] += 1
         self.used_shared = False
+        self.borrowed = False
         env: Dict[Any, Any] = {"__ctx__": self.ctx}
         given: Dict[torch.fx.Node, Any] = {}
         sizes: Dict[Any, int] = {}
@@ -254,6 +289,7 @@ class _Lowered:
             env[node] = fn(self.ctx, env)
         outs: List[Any] = []
         reads: List[Tuple[int, Any]] = []  # (position, node) of the outputs read from the device
+        saved: List[Any] = []  # nodes of the outputs saved for backward (they stay on the device)
         for k, a in enumerate(_flat(self.output_node.args[0])):
             if not isinstance(a, torch.fx.Node):
                 outs.append(a)
@@ -265,16 +301,21 @@ class _Lowered:
                     _remember(given[a], env[a], filled=True)  # the backward reuses the upload
             elif self.n_user is not None and k >= self.n_user and isinstance(env[a], _V):
                 outs.append(_saved(env[a], a, _eval_shape(self.out_shapes[a], sizes)))
+                saved.append(a)
             elif isinstance(env[a], _V):
                 reads.append((len(outs), a))
                 outs.append(None)
             else:
                 outs.append(_force(env[a]))
         if reads:  # every output read with one host sync
-            arrays = self.ctx.numpy_all([env[a].t for _, a in reads])
+            keep = {v.t.data_mem for v in (env[n] for n in self.placeholders) if isinstance(v, _V)}
+            keep.update(env[a].t.data_mem for a in saved)
+            arrays = self._read([env[a].t for _, a in reads], keep)
             for (i, a), arr in zip(reads, arrays):
                 outs[i] = _host_torch(arr, env[a], a)
-        elif self.used_shared:  # nothing read: wait anyway, before PyTorch may step a shared parameter
+        elif self.used_shared or self.borrowed:
+            # nothing read: wait anyway, before PyTorch may step a shared parameter or
+            # change an input whose memory a queued write still reads
             self.ctx.sync()
         return outs
 
@@ -285,6 +326,9 @@ class _Lowered:
 # replaced is shared again.
 _shared: Dict[int, Tuple[Any, int, Tuple[int, ...], Any, Tensor]] = {}
 _sharing = {"on": True}
+
+
+_views = {"on": True}
 
 
 def _share(ctx: Context, x: torch.Tensor) -> Optional[Tensor]:

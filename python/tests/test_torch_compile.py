@@ -6,6 +6,7 @@ Skipped where torch is missing (CLBOUND_TEST_TORCH=1 make test installs it into
 the test venv; CI does, and there a missing torch fails, as conftest.py's
 `torch` fixture does)."""
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -369,6 +370,62 @@ def test_two_forwards_before_their_backwards():
         grads.append([p.grad.clone() for p in model.parameters()])
     for want, got in zip(*grads):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
+
+
+def _host_memory_device():
+    return cd.context().kernel_style == "cpu" and os.environ.get("CLBOUND_HOST_PTRS") != "off"
+
+
+def test_gradients_reach_pytorch_without_a_copy():
+    # where the device's buffers are host memory, a backward's gradients go to
+    # PyTorch over the device's memory: clipping them in place, and accumulating
+    # into kept gradients (zero_grad(set_to_none=False)), train as eager does
+    def run(backend, set_to_none):
+        torch.manual_seed(0)
+        model = WideMLP()
+        m = torch.compile(model, backend=backend) if backend else model
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        g = torch.Generator().manual_seed(5)
+        losses = []
+        for n in (64, 300, 17, 150, 90):
+            x, y = torch.randn(n, 256, generator=g), (torch.rand(n, generator=g) > 0.5).float()
+            torch._dynamo.mark_dynamic(x, 0, min=2, max=4096)
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = torch.nn.functional.binary_cross_entropy(m(x).squeeze(1), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)  # in place, on every gradient
+            opt.step()
+            losses.append(loss.item())
+        return np.array(losses), [p.grad.clone() for p in model.parameters()]
+
+    for set_to_none in (True, False):
+        want, want_grads = run(None, set_to_none)
+        before = cd.stats()["outputs_shared"]
+        got, got_grads = run("clbound", set_to_none)
+        np.testing.assert_allclose(got, want, rtol=0, atol=LOSS_TOL)
+        for a, b in zip(got_grads, want_grads):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-6)
+        shared = cd.stats()["outputs_shared"] - before
+        assert shared == (6 * 5 if _host_memory_device() else 0), shared
+
+
+def test_an_output_written_in_place_leaves_its_backward_alone():
+    # the model's output is also what its backward reads (the sigmoid's output):
+    # it reaches PyTorch as a copy, so writing it changes no gradient
+    def grads(scribble):
+        torch.manual_seed(0)
+        model = Feedforward(2, hidden_size=10)
+        compiled = torch.compile(model, backend="clbound")
+        x = create_dynamic_test_data(5, 2, 7)[0].clone()
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=10)
+        out = compiled(x)
+        if scribble:
+            out.detach().fill_(0.5)
+        out.backward(torch.ones_like(out))
+        return [p.grad.clone() for p in model.parameters()]
+
+    for a, b in zip(grads(True), grads(False)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 def test_batches_held_in_memory_do_not_pin_device_memory():
