@@ -389,6 +389,15 @@ CLB_API clb_status clb_tensor_from_host(clb_context_t ctx, clb_dtype dtype, int 
  * the host buffer only: returns once `host` may be reused. */
 CLB_API clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *dims,
                                     const void *host, size_t bytes);
+/* clb_tensor_write without the copy on the calling thread: the device reads
+ * `host` when the write runs, after this returns. `host` must stay valid and
+ * unchanged until release(release_arg) runs, once the write is done: found at a
+ * later write or host sync of ctx, or when ctx is freed (before returning where
+ * nothing is written or the call fails). release may be NULL: then `host` is the
+ * caller's to keep until the next host sync of ctx (clb_context_sync, any read)
+ * or its free. */
+CLB_API clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const void *host,
+                                             size_t bytes, void (*release)(void *), void *release_arg);
 
 /* Sets the actual sizes without touching data (new elements are unspecified). */
 CLB_API clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims);

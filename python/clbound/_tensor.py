@@ -198,6 +198,16 @@ class Tensor:
         dims, _ = L.shape(arr.shape, "array shape")
         self.ctx._check(L.t_write(self.ctx._live(), self._h, dims, arr.ctypes.data_as(L.p), arr.nbytes))
 
+    def _write_borrowed(self, address: int, nbytes: int, shape: Tuple[int, ...]) -> None:
+        """clb_tensor_write_borrowed with no release: the device reads `nbytes`
+        of dense data of this dtype at `address` when the write runs. The caller
+        keeps that memory valid and unchanged until the context's next host sync
+        (a read or sync()); for callers that sync before they let go of it, as
+        the torch.compile backend does within one call."""
+        self._live()
+        dims, _ = L.shape(shape, "shape")
+        self.ctx._check(L.t_write_borrowed(self.ctx._live(), self._h, dims, address, nbytes, None, None))
+
     def numpy(self) -> np.ndarray:
         """The live part as a new numpy array (a host sync). The host buffer has the
         actual size, not the bound: a tensor with dynamic dims is read into a

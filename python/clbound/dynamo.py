@@ -179,6 +179,7 @@ class _Lowered:
         self.in_cache: Dict[int, Tuple[Any, int, int, Tensor]] = {}
         self.used_shared = False  # this call read a shared parameter (its memory is PyTorch's)
         self.borrowed = False  # this call queued a write from an input's own memory
+        self.held: List[torch.Tensor] = []  # the inputs those writes read, until the call's closing sync
         trans: Dict[torch.fx.Node, bool] = {}
         for node in gm.graph.nodes:
             if node.op == "placeholder":
@@ -228,11 +229,20 @@ class _Lowered:
                 return _V(t)
         _stats["uploads"] += 1
         # a new device tensor each time (from clbound's pool): the last one may still
-        # be held by a forward's saved tensors that a backward has yet to read.
-        # Borrowed: the device copies from x's memory, which stays unchanged
-        # until this call's closing sync (no copy on this thread)
-        self.borrowed = True
-        t = self.ctx.from_dlpack(x.detach().contiguous(), bounds=bounds, dynamic=dynamic, borrow=True)
+        # be held by a forward's saved tensors that a backward has yet to read
+        xc = x.detach()
+        if not xc.is_contiguous():
+            xc = xc.contiguous()
+        npdt = spec[2]
+        if xc.device.type == "cpu" and xc.dtype is not torch.bool and _TORCH_TO_NP.get(xc.dtype) is npdt:
+            # borrowed: the device copies from the batch's own memory, which this
+            # call holds, unchanged, until its closing sync (no copy on this thread)
+            t = self.ctx.tensor(npdt, bounds, dynamic)
+            self.held.append(xc)
+            self.borrowed = True
+            t._write_borrowed(xc.data_ptr(), xc.numel() * xc.element_size(), tuple(xc.shape))
+        else:
+            t = self.ctx.from_dlpack(xc, bounds=bounds, dynamic=dynamic)
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
 
@@ -266,6 +276,21 @@ class _Lowered:
         return [next(it_v) if o else next(it_r) for o in own]
 
     def __call__(self, args: List[Any]) -> List[Any]:
+        self.held = []
+        done = False
+        try:
+            outs = self._run(args)
+            done = True  # the run ended with a host sync: the borrowed writes are done
+            return outs
+        finally:
+            if self.held and not done:  # a borrowed write may still read a batch: wait for it first
+                try:
+                    self.ctx.sync()
+                except Exception:  # the error that got here is the one to report
+                    pass
+            self.held = []
+
+    def _run(self, args: List[Any]) -> List[Any]:
         _stats["calls"] += 1
         self.used_shared = False
         self.borrowed = False
@@ -860,10 +885,17 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                 and thr.args[2] == 0 and node(thr.args[1])):
             thr = None
         keepdim = db is not None and bool(db.args[2] if len(db.args) > 2 else db.kwargs.get("keepdim", False))
+        # sum(g, [0], keepdim=True) read only by a view back to [N] (nn.Linear's bias
+        # gradient): the view is linear_backward's dbias itself, no reshape either way
+        dbv = next(iter(db.users)) if keepdim and len(db.users) == 1 else None
+        if dbv is not None and not (dbv in index and dbv.target in _RESHAPE and dbv.args[0] is db
+                                    and _static_1d(dbv) and _static_1d(db, keepdim=True)
+                                    and _meta(dbv).shape[0] == _meta(db).shape[1]):
+            dbv = None
 
         def linear_bw(ctx: Context, env: Dict[Any, Any], g: Any = g, x: Any = x, w: Any = w, dx: Any = dx,
                       dw: Any = dw, db: Any = db, thr: Any = thr, keepdim: bool = keepdim, first: Any = first,
-                      alone: Callable[..., Any] = fns[first]) -> Any:
+                      dbv: Any = dbv, alone: Callable[..., Any] = fns[first]) -> Any:
             vx, vw, vg = env[x], (env[w] if w is not None else None), env[g]
             bx, bg = vx.t.bounds, vg.t.bounds
             bw = vw.t.bounds if vw is not None else (bg[1], bx[1])
@@ -877,7 +909,9 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
             need = [k for k, n in (("dx", dx), ("dw", dw), ("dbias", db)) if n is not None]
             gx, gw, gb = ctx.linear_backward(vx.t, vw.t if vw is not None else None, vg.t, need, relu_x=relu)
             env[dw] = _V(gw)
-            if db is not None:
+            if dbv is not None:
+                env[dbv], env[db] = _V(gb), None  # the view was db's only reader
+            elif db is not None:
                 env[db] = _V(ctx.reshape(gb, [1, -1]) if keepdim else gb)
             if relu:
                 env[thr], env[dx] = _V(gx), None  # dx's only reader was the ReLU's backward
@@ -885,10 +919,18 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                 env[dx] = _V(gx)
             return env[first]
         fns[first] = linear_bw
-        for n in members + ([thr] if thr is not None else []):
+        for n in members + [m for m in (thr, dbv) if m is not None]:
             if n is not first:
                 fns[n] = _set_or_run(n, fns[n])
     steps[:] = [(n, fns[n]) for n, _ in steps]
+
+
+def _static_1d(n: torch.fx.Node, keepdim: bool = False) -> bool:
+    """n is [N] with N static ([1, N] when keepdim)."""
+    m = _meta(n)
+    if not isinstance(m, torch.Tensor) or m.dim() != (2 if keepdim else 1) or any(_is_sym(d) for d in m.shape):
+        return False
+    return not keepdim or int(m.shape[0]) == 1
 
 
 def _root(n: torch.fx.Node) -> torch.fx.Node:

@@ -430,6 +430,18 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
   return write_tensor(ctx, "clb_tensor_write", t, dims, host, bytes, NULL, NULL);
 }
 
+static void release_nothing(void *arg) { (void)arg; }
+
+clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const void *host,
+                                     size_t bytes, void (*release)(void *), void *release_arg) {
+  if (!ctx) {
+    if (release) release(release_arg);
+    return clb__set_error(NULL, CLB_ERR_NULL, "clb_tensor_write_borrowed: ctx is NULL");
+  }
+  return write_tensor(ctx, "clb_tensor_write_borrowed", t, dims, host, bytes, release ? release : release_nothing,
+                      release_arg);
+}
+
 clb_status clb__tensor_write_borrowed(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,
                                       const void *host, size_t bytes, void (*release)(void *), void *release_arg) {
   return write_tensor(ctx, op, t, dims, host, bytes, release, release_arg);

@@ -284,6 +284,55 @@ static void test_from_host(clb_context_t ctx) {
   unsetenv("CLBOUND_HOST_PTRS");
 }
 
+/* clb_tensor_write_borrowed: no copy on the calling thread; the caller's
+ * release runs once the write is done (or at once where nothing is written). */
+static int released;
+static void count_release(void *arg) { released += arg == &released; }
+
+static void test_write_borrowed(void) {
+  CLB_TEST_CASE("core/tensor: borrowed writes");
+  clb_context_t ctx = clb_test_context(NULL);
+  int64_t bounds[2] = {10, 4}, dims[2] = {3, 4}, got[2];
+  uint8_t dyn[2] = {1, 0};
+  clb_tensor_t t = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bounds, dyn, &t));
+  float a[12], back[40];
+  for (int i = 0; i < 12; i++) a[i] = 1.5f * (float)i - 4.0f;
+  released = 0;
+  CL_OK(ctx, clb_tensor_write_borrowed(ctx, t, dims, a, sizeof a, count_release, &released));
+  EXPECT_EQ_I(released, 0); /* nothing has reaped the write yet */
+  CL_OK(ctx, clb_context_sync(ctx));
+  EXPECT_EQ_I(released, 1);
+  CL_OK(ctx, clb_tensor_read(ctx, t, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 3 && got[1] == 4 && memcmp(back, a, sizeof a) == 0);
+  /* no release: the caller keeps the memory until the next sync */
+  int64_t two[2] = {2, 4};
+  CL_OK(ctx, clb_tensor_write_borrowed(ctx, t, two, a + 4, 8 * sizeof *a, NULL, NULL));
+  CL_OK(ctx, clb_tensor_read(ctx, t, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 2 && memcmp(back, a + 4, 8 * sizeof *a) == 0);
+  /* bad input and empty writes release at once, and write nothing */
+  int64_t over[2] = {11, 4}, empty[2] = {0, 4};
+  EXPECT_STATUS(ctx, clb_tensor_write_borrowed(ctx, t, over, a, 44 * sizeof *a, count_release, &released),
+                CLB_ERR_OUT_OF_BOUNDS, "clb_tensor_write_borrowed");
+  EXPECT_EQ_I(released, 2);
+  EXPECT_STATUS(ctx, clb_tensor_write_borrowed(ctx, t, dims, a, 7, count_release, &released), CLB_ERR_INVALID_ARG,
+                "7 bytes given");
+  EXPECT_EQ_I(released, 3);
+  CL_OK(ctx, clb_tensor_read(ctx, t, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 2 && memcmp(back, a + 4, 8 * sizeof *a) == 0);
+  CL_OK(ctx, clb_tensor_write_borrowed(ctx, t, empty, NULL, 0, count_release, &released));
+  EXPECT_EQ_I(released, 4);
+  CL_OK(ctx, clb_tensor_sizes(ctx, t, got));
+  EXPECT_EQ_I(got[0], 0);
+  EXPECT_TRUE(clb_tensor_write_borrowed(NULL, t, dims, a, sizeof a, count_release, &released) == CLB_ERR_NULL);
+  EXPECT_EQ_I(released, 5);
+  /* still borrowed when the context is freed: the free releases it */
+  CL_OK(ctx, clb_tensor_write_borrowed(ctx, t, dims, a, sizeof a, count_release, &released));
+  clb_tensor_free(t);
+  clb_context_free(ctx);
+  EXPECT_EQ_I(released, 6);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_staging_freed(ctx);
@@ -293,6 +342,7 @@ int main(void) {
   test_read_many(ctx);
   test_from_host(ctx);
   clb_context_free(ctx);
+  test_write_borrowed();
   test_oom();
   return clb_test_finish("core/tensor");
 }
