@@ -23,6 +23,7 @@ except ImportError as e:
 import torch._dynamo  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
+import clbound  # noqa: E402
 import clbound.dynamo as cd  # noqa: E402
 
 # Losses are float32 on both sides; clbound's kernels sum in another order than
@@ -426,6 +427,33 @@ def test_an_output_written_in_place_leaves_its_backward_alone():
 
     for a, b in zip(grads(True), grads(False)):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_a_failing_call_waits_for_its_borrowed_writes(monkeypatch):
+    # the batch is written from its own memory after the upload returns: a call
+    # that fails before its closing sync waits for that write before it lets go
+    torch.manual_seed(0)
+    model = WideMLP()
+    compiled = torch.compile(model, backend="clbound")
+    x = torch.randn(50, 256)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=4096)
+    with torch.no_grad():
+        compiled(x)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(clbound.Context, "linear", boom)
+    x2 = torch.randn(60, 256)
+    torch._dynamo.mark_dynamic(x2, 0, min=2, max=4096)
+    before = cd.context().counters()["host_syncs"]
+    with pytest.raises(Exception, match="boom"):
+        with torch.no_grad():
+            compiled(x2)
+    assert cd.context().counters()["host_syncs"] == before + 1
+    monkeypatch.undo()
+    with torch.no_grad():
+        np.testing.assert_allclose(compiled(x2).numpy(), model(x2).numpy(), rtol=0, atol=1e-5)
 
 
 def test_batches_held_in_memory_do_not_pin_device_memory():
