@@ -44,7 +44,7 @@ import torch.fx
 
 from . import Context, Tensor
 
-__all__ = ["backend", "context", "stats", "reset_stats", "SUPPORTED", "UnboundedSizeError"]
+__all__ = ["backend", "config", "context", "stats", "reset_stats", "SUPPORTED", "UnboundedSizeError"]
 
 log = logging.getLogger("clbound.dynamo")
 aten = torch.ops.aten
@@ -53,7 +53,7 @@ _lock = threading.Lock()
 _ctx: Optional[Context] = None
 _logged_breaks: set = set()
 _STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "shared",
-              "outputs_shared", "fused_linear", "fused_op_by_op")
+              "outputs_shared", "fused_linear", "fused_op_by_op", "openmp_pauses")
 _stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
 
 
@@ -81,8 +81,9 @@ def stats() -> Dict[str, Any]:
     (parameters given to the device without a copy, once each, on a device whose
     buffers are host memory: their later calls count as uploads_skipped, also
     after the optimizer changed them), outputs_shared (outputs handed to
-    PyTorch over the device's memory, no copy, on such a device), plus the
-    Context's host syncs, program builds and kernels compiled."""
+    PyTorch over the device's memory, no copy, on such a device), openmp_pauses
+    (calls that paused PyTorch's idle OpenMP threads: config.pause_openmp),
+    plus the Context's host syncs, program builds and kernels compiled."""
     out: Dict[str, Any] = dict(_stats)
     out["graph_break_ops"] = sorted(_logged_breaks)
     if _ctx is not None and _ctx._h is not None:
@@ -171,6 +172,7 @@ class _Lowered:
         # the device and go back to PyTorch as uninitialised tensors of their shape
         self.n_user = n_user_outputs
         self.ctx = context()
+        self.cpu = self.ctx.kernel_style == "cpu"  # the device computes on the host's cores
         self.steps: List[Tuple[torch.fx.Node, Callable[..., Any]]] = []
         self.placeholders: List[torch.fx.Node] = []
         self.output_node: Optional[torch.fx.Node] = None
@@ -292,6 +294,7 @@ class _Lowered:
 
     def _run(self, args: List[Any]) -> List[Any]:
         _stats["calls"] += 1
+        _pause_openmp(self.cpu)
         self.used_shared = False
         self.borrowed = False
         env: Dict[Any, Any] = {"__ctx__": self.ctx}
@@ -1044,29 +1047,94 @@ class _Module(torch.nn.Module):
         return out[0] if self.single else tuple(out)
 
 
+# ---- PyTorch's idle OpenMP threads and the device's cores ----------------------
+
 _OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-_omp_hinted = {"done": False}
 
 
-def _openmp_hint(ctx: Context) -> Optional[str]:
-    """The hint logged once (INFO) when the backend runs on a CPU device while
-    PyTorch's OpenMP threads keep their default waiting, else None: after each
-    of PyTorch's parallel ops (SGD's updates, say) its idle workers spin for a
-    few milliseconds on the cores the device's threads need (python/README.md,
-    "Threads on small machines")."""
-    if _omp_hinted["done"]:
-        return None
-    _omp_hinted["done"] = True
-    if ctx.kernel_style != "cpu" or torch.get_num_threads() < 2 or any(v in os.environ for v in _OMP_WAIT_VARS):
-        return None
-    if "OpenMP" not in torch.__config__.parallel_info():
-        return None
-    msg = ("clbound: the device is a CPU and PyTorch's %d OpenMP threads keep their default waiting (they spin "
-           "for milliseconds after each parallel op, on the cores clbound's device uses); GOMP_SPINCOUNT=10000 in "
-           "the environment before Python starts lets them sleep sooner (python/README.md, \"Threads on small "
-           "machines\")" % torch.get_num_threads())
-    log.info(msg)
-    return msg
+class config:
+    """The backend's settings, read at each call.
+
+    pause_openmp: on a CPU device, each call of a lowered graph first pauses
+    PyTorch's idle OpenMP threads (OpenMP 5.0's omp_pause_resource: GNU
+    OpenMP then ends its idle workers, and the next parallel op of PyTorch
+    starts them again). Otherwise a worker that has just finished one of
+    PyTorch's parallel ops (SGD's updates, say) spins for milliseconds on
+    the cores the device's threads compute on (python/README.md, "Threads
+    on small machines"). "auto" (the default): where PyTorch runs more than
+    one thread and neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT says how its
+    threads wait; True: on a CPU device whatever the environment; False:
+    never."""
+
+    pause_openmp: Any = "auto"
+
+
+_omp: Dict[str, Any] = {"pausers": None, "logged": False}
+
+
+def _omp_pausers() -> List[Callable[[], Any]]:
+    """A call pausing the host's threads for each OpenMP runtime loaded in this
+    process (GNU libgomp, LLVM libomp, Intel libiomp5), found by path in
+    /proc/self/maps (Linux; none elsewhere)."""
+    if _omp["pausers"] is None:
+        import ctypes
+        paths: List[str] = []
+        try:
+            with open("/proc/self/maps") as f:
+                for line in f:
+                    parts = line.split(None, 5)
+                    if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith(("libgomp", "libomp",
+                                                                                           "libiomp5")):
+                        paths.append(parts[5].strip())
+        except OSError:
+            pass
+        pausers: List[Callable[[], Any]] = []
+        for path in sorted(set(paths)):
+            try:
+                lib = ctypes.CDLL(path)  # loaded already: the same library, not a second copy
+                one = lib.omp_pause_resource
+            except (OSError, AttributeError):
+                continue
+            one.argtypes, one.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+            # the host's device number: omp_initial_device (-1) from OpenMP 5.1 on,
+            # without setting up offloading; before, what omp_get_initial_device
+            # says (GNU OpenMP 9-11: its host fallback, -2)
+            host = -1 if hasattr(lib, "omp_get_mapped_ptr") else int(lib.omp_get_initial_device())
+            pausers.append(lambda one=one, host=host: one(1, host))  # omp_pause_soft
+        _omp["pausers"] = pausers
+    return _omp["pausers"]
+
+
+def _pause_wanted(cpu: bool) -> bool:
+    mode = config.pause_openmp
+    if not cpu or mode is False:
+        return False
+    if mode is True:
+        return True
+    if mode != "auto":
+        raise ValueError(f"clbound.dynamo.config.pause_openmp is {mode!r}: \"auto\", True or False")
+    return torch.get_num_threads() > 1 and not any(v in os.environ for v in _OMP_WAIT_VARS)
+
+
+def _pause_openmp(cpu: bool) -> int:
+    """Pauses PyTorch's idle OpenMP threads where config.pause_openmp asks for
+    it (the first time, one INFO line says so); the runtimes paused."""
+    if not _pause_wanted(cpu):
+        return 0
+    pausers = _omp_pausers()
+    if not _omp["logged"]:
+        _omp["logged"] = True
+        if pausers:
+            log.info("clbound: the device is a CPU: each call pauses PyTorch's idle OpenMP threads, which would "
+                     "spin on the device's cores (clbound.dynamo.config.pause_openmp = False turns this off)")
+        else:
+            log.info("clbound: the device is a CPU and no OpenMP runtime to pause was found; PyTorch's idle "
+                     "threads may spin on the device's cores (GOMP_SPINCOUNT=10000 before Python starts lets "
+                     "GNU OpenMP's sleep sooner)")
+    for pause in pausers:
+        pause()
+    _stats["openmp_pauses"] += 1
+    return len(pausers)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
@@ -1077,7 +1145,6 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Cal
     if kwargs:
         raise TypeError(f"the clbound backend takes no options, not {sorted(kwargs)}")
     _stats["frames"] += 1
-    _openmp_hint(context())
     aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
                        bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
                        inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"))

@@ -486,29 +486,72 @@ def test_batches_held_in_memory_do_not_pin_device_memory():
     assert s["graph_breaks"] == 0, s
 
 
-# ---- PyTorch's OpenMP workers spin on the device's cores: the backend says so once ----
+# ---- PyTorch's idle OpenMP threads would spin on the device's cores: paused ----
 
-def test_openmp_hint_is_logged_once_where_it_applies(caplog, monkeypatch):
-    ctx = cd.context()
+def _threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def _settle(want, timeout=2.0):
+    """The process's thread count once it is `want` (ended threads take a moment to go)."""
+    import time
+    end = time.monotonic() + timeout
+    n = _threads()
+    while n != want and time.monotonic() < end:
+        time.sleep(0.01)
+        n = _threads()
+    return n
+
+
+def test_openmp_threads_are_paused_where_they_would_spin(caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="clbound.dynamo")
     for v in cd._OMP_WAIT_VARS:
         monkeypatch.delenv(v, raising=False)
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
-    monkeypatch.setitem(cd._omp_hinted, "done", False)
-    openmp = "OpenMP" in torch.__config__.parallel_info()
-    msg = cd._openmp_hint(ctx)
-    if ctx.kernel_style == "cpu" and openmp:
-        assert msg is not None and "GOMP_SPINCOUNT=10000" in msg and "4 OpenMP threads" in msg, msg
-        assert [r.getMessage() for r in caplog.records if "GOMP_SPINCOUNT" in r.getMessage()] == [msg]
-    else:  # a GPU, or a PyTorch without OpenMP: nothing to say
-        assert msg is None
-    assert cd._openmp_hint(ctx) is None  # once per process
-    # the variable set (or one torch thread): no hint
-    for env, threads in (({"GOMP_SPINCOUNT": "10000"}, 4), ({"OMP_WAIT_POLICY": "passive"}, 4), ({}, 1)):
-        monkeypatch.setitem(cd._omp_hinted, "done", False)
+    monkeypatch.setitem(cd._omp, "logged", False)
+    torch.manual_seed(0)
+    model = WideMLP()
+    compiled = torch.compile(model, backend="clbound")
+    x = torch.randn(64, 256)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=4096)
+    big = torch.ones(1 << 20)
+
+    def call():
+        with torch.no_grad():
+            return compiled(x)
+
+    call()
+    cpu = cd.context().kernel_style == "cpu"
+    openmp = "OpenMP" in torch.__config__.parallel_info() and os.path.isdir("/proc/self/task")
+    threads = torch.get_num_threads()
+    # auto: a CPU device, PyTorch on more than one thread, no waiting set: each call pauses
+    before = cd.stats()["openmp_pauses"]
+    big.add_(1)  # a parallel op: PyTorch's OpenMP workers run, then wait
+    n_before = _threads()
+    with torch.no_grad():
+        want = model(x)
+    np.testing.assert_allclose(call().numpy(), want.numpy(), rtol=0, atol=1e-5)
+    paused = cd.stats()["openmp_pauses"] - before
+    assert paused == (1 if cpu and threads > 1 else 0), (paused, cpu, threads)
+    if paused and openmp and cd._omp_pausers():
+        # GNU OpenMP ends its idle workers: the process has threads - 1 fewer
+        assert _settle(n_before - (threads - 1)) == n_before - (threads - 1)
+        msgs = [r.getMessage() for r in caplog.records if "pauses PyTorch's idle OpenMP threads" in r.getMessage()]
+        assert len(msgs) == 1 and "config.pause_openmp = False" in msgs[0], msgs
+        call()  # logged once
+        assert len([r for r in caplog.records if "pauses PyTorch's idle" in r.getMessage()]) == 1
+        big.add_(1)  # PyTorch's next parallel op starts them again
+        assert _threads() == n_before
+    # the environment says how PyTorch's threads wait: auto leaves them; True pauses anyway; False never
+    for env, mode, want in (({"GOMP_SPINCOUNT": "10000"}, "auto", 0), ({"OMP_WAIT_POLICY": "passive"}, "auto", 0),
+                            ({"GOMP_SPINCOUNT": "10000"}, True, 1 if cpu else 0), ({}, False, 0)):
         for k, v in env.items():
             monkeypatch.setenv(k, v)
-        monkeypatch.setattr(torch, "get_num_threads", lambda t=threads: t)
-        assert cd._openmp_hint(ctx) is None, (env, threads)
+        monkeypatch.setattr(cd.config, "pause_openmp", mode)
+        before = cd.stats()["openmp_pauses"]
+        call()
+        assert cd.stats()["openmp_pauses"] - before == want, (env, mode)
         for k in env:
             monkeypatch.delenv(k)
+    monkeypatch.setattr(cd.config, "pause_openmp", "sometimes")
+    with pytest.raises(Exception, match="pause_openmp is 'sometimes'"):
+        call()
