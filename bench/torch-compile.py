@@ -18,6 +18,8 @@ kernels:
 
   eager     eager PyTorch on the CPU
   clbound   torch.compile(model, backend="clbound")
+  clbound_nopause  the same with clbound.dynamo.config.pause_openmp = False: PyTorch's
+            idle OpenMP threads are not paused at each call (not run unless named)
   inductor  torch.compile(model, backend="inductor", dynamic=True)
   graph     clbound.graph.Graph(policy="dynamic"): g.linear/unary/loss/train,
             fed the same batches (its first step includes building the graph)
@@ -45,7 +47,8 @@ are made before the loop, the same for every variant.
 Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
---warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager,torch_share --json
+--warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager,torch_share (the
+default; clbound_nopause on request) --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --gomp-spincount N (every variant once more per round with GOMP_SPINCOUNT=N in its
 environment, interleaved with the runs under the environment's own OpenMP waiting:
@@ -71,7 +74,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 MODELS = ("xla", "wide")
-VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share")
+VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share", "clbound_nopause")
+DEFAULT_VARIANTS = VARIANTS[:-1]
+BACKENDS = ("clbound", "clbound_nopause")  # the clbound backend, with and without its OpenMP pause
 OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 LOSS_TOL = 1e-5
 SKIPPED = 77
@@ -197,7 +202,9 @@ class TorchStep:
         torch.manual_seed(0)
         self.model = new_model(torch, model)
         self.run_model = self.model
-        if variant == "clbound":
+        if variant in BACKENDS:
+            import clbound.dynamo as cd
+            cd.config.pause_openmp = "auto" if variant == "clbound" else False
             self.run_model = torch.compile(self.model, backend="clbound")
         elif variant == "inductor":
             self.run_model = torch.compile(self.model, backend="inductor", dynamic=True)
@@ -288,7 +295,7 @@ def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[
 
     batches = make_batches(torch, model, steps)
     registered = False
-    if variant == "clbound":
+    if variant in BACKENDS:
         registered = ensure_backend_registered(torch)
     step = GraphStep(torch, model) if variant == "graph" else TorchStep(torch, variant, model)
     out: Dict[str, Any] = {"variant": variant, "model": model, "steps": steps,
@@ -297,7 +304,7 @@ def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[
     snap: Dict[str, Any] = {}
     try:
         for i, (x, y) in enumerate(batches):
-            if i == warmup and variant in ("clbound", "graph"):
+            if i == warmup and variant in BACKENDS + ("graph",):
                 snap = counts_now(variant, step)
             t0 = time.perf_counter()
             losses.append(step(x, y))
@@ -311,17 +318,18 @@ def worker(variant: str, model: str, steps: int, warmup: int, threads: Optional[
     if snap:
         end, n = counts_now(variant, step), len(batches) - warmup
         out.update({f"{k}_per_step": (end[k] - snap[k]) / n for k in snap})
-    if variant in ("clbound", "inductor", "aot_eager"):
+    if variant in BACKENDS + ("inductor", "aot_eager"):
         out["dynamo_frames"] = int(counters["stats"]["unique_graphs"])
-    if variant == "clbound":
+    if variant in BACKENDS:
         import clbound.dynamo as cd
         s = cd.stats()
         out.update(graphs_lowered=s["graphs_lowered"], graph_breaks=s["graph_breaks"],
                    graph_break_ops=s["graph_break_ops"], host_syncs=s.get("host_syncs"),
-                   program_builds=s.get("program_builds"), backend_registered_here=registered)
+                   program_builds=s.get("program_builds"), backend_registered_here=registered,
+                   openmp_pauses=s["openmp_pauses"])
     if variant == "graph":
         out.update(step.stats())
-    if variant == "clbound":
+    if variant in BACKENDS:
         out["device"] = cd.context().metrics()["device"]
     if variant == "graph":
         out["device"] = step.ctx.metrics()["device"]
@@ -464,17 +472,18 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                 if e is not None and v != "torch_share":  # not a training run
                     diffs.append(max(abs(a - b) for a, b in zip(r["losses"], e["losses"])))
             notes = []
-            if v == "clbound" and ok:
+            if v in BACKENDS and ok:
                 r = ok[-1]
                 notes.append(f"{plural(r['dynamo_frames'], 'Dynamo frame')}, "
-                             f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}")
+                             f"{plural(r['graphs_lowered'], 'graph')} lowered, {plural(r['graph_breaks'], 'graph break')}"
+                             f", {plural(r['openmp_pauses'], 'OpenMP pause')}")
             if v in ("inductor", "aot_eager") and ok:
                 notes.append(plural(ok[-1]["dynamo_frames"], "Dynamo frame"))
             if v == "torch_share" and ok:
                 notes.append("the loop's eager part alone (no model, no Dynamo): losses not compared")
             if v == "graph" and ok:
                 notes.append(f"{plural(ok[-1]['plans'], 'plan')}, {plural(ok[-1]['program_builds'], 'program build')}")
-            if v in ("clbound", "graph") and ok and "kernel_launches_per_step" in ok[-1]:
+            if v in BACKENDS + ("graph",) and ok and "kernel_launches_per_step" in ok[-1]:
                 r = ok[-1]
                 notes.append(f"a warm step: {plural(r['kernel_launches_per_step'], 'launch')}, "
                              f"{plural(r['host_syncs_per_step'], 'host sync')}, "
@@ -491,24 +500,25 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
             msum[v] = {"runs": len(ok), "first_s": first, "total_s": total, "warm_ms": warm,
                        "max_loss_diff": maxdiff, "warm_ms_rounds": [r["warm_ms"] for r in ok],
                        "errors": [r["error"] for r in by[v] if "error" in r]}
-            if ok and v == "clbound":
+            if ok and v in BACKENDS:
                 msum[v].update({k: ok[-1][k] for k in ("dynamo_frames", "graphs_lowered", "graph_breaks",
                                                        "graph_break_ops")})
         ratios = {}
-        for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor"),
-                            ("aot_eager", "aot_eager")):
-            if "clbound" not in args.variants or other not in args.variants:
-                continue
-            per = []
-            for rd in rounds:
-                a = [r for r in by["clbound"] if r["round"] == rd and "error" not in r]
-                b = [r for r in by[other] if r["round"] == rd and "error" not in r]
-                if a and b:
-                    per.append(a[0]["warm_ms"] / b[0]["warm_ms"])
-            ratios[other] = {"median": med(per), "rounds": per}
-            target = " (issue 33's target: <= 1.2x)" if other == "graph" else ""
-            print(f"warm step, clbound backend / {what}: {fmt(med(per), '.2f')}x{words(med(per), what)}"
-                  f" (rounds: {', '.join(format(p, '.2f') for p in per) or '-'}){target}")
+        for back, label in (("clbound", "clbound backend"), ("clbound_nopause", "clbound backend, no OpenMP pause")):
+            for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor"),
+                                ("aot_eager", "aot_eager")):
+                if back not in args.variants or other not in args.variants:
+                    continue
+                per = []
+                for rd in rounds:
+                    a = [r for r in by[back] if r["round"] == rd and "error" not in r]
+                    b = [r for r in by[other] if r["round"] == rd and "error" not in r]
+                    if a and b:
+                        per.append(a[0]["warm_ms"] / b[0]["warm_ms"])
+                ratios[other if back == "clbound" else f"{back}/{other}"] = {"median": med(per), "rounds": per}
+                target = " (issue 33's target: <= 1.2x)" if other == "graph" else ""
+                print(f"warm step, {label} / {what}: {fmt(med(per), '.2f')}x{words(med(per), what)}"
+                      f" (rounds: {', '.join(format(p, '.2f') for p in per) or '-'}){target}")
         # the front end's own floor: PyTorch's Dynamo and AOTAutograd with eager
         # kernels, against the graph API (no backend behind them can beat it)
         if "aot_eager" in args.variants and "graph" in args.variants:
@@ -554,7 +564,7 @@ def main() -> int:
                     "cores); default: every round")
     ap.add_argument("--warmup", type=positive, default=10)
     ap.add_argument("--models", type=names(MODELS), default=list(MODELS))
-    ap.add_argument("--variants", type=names(VARIANTS), default=list(VARIANTS))
+    ap.add_argument("--variants", type=names(VARIANTS), default=list(DEFAULT_VARIANTS))
     ap.add_argument("--torch-threads", type=positive, default=None,
                     help="torch.set_num_threads in every variant (default: PyTorch's own choice)")
     ap.add_argument("--gomp-spincount", type=positive, default=None,
