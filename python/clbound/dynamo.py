@@ -31,6 +31,7 @@ torch.compile", has the details.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import operator
 import os
@@ -43,6 +44,7 @@ import torch
 import torch.fx
 
 from . import Context, Tensor
+from . import _lib as L
 
 __all__ = ["backend", "config", "context", "stats", "reset_stats", "SUPPORTED", "UnboundedSizeError"]
 
@@ -201,6 +203,9 @@ class _Lowered:
         # per placeholder, its symbols (a SymInt's, or a tensor's dims'), and per
         # output saved for backward, its shape as ints and symbols
         self.binds = [b for b in (_binder(i, n) for i, n in enumerate(self.placeholders)) if b is not None]
+        # clb_tensor_new's arguments for each tensor input: (dtype code, rank, bounds, dynamic flags)
+        self.new_args = {i: (L.dtype_code(sp[2]), len(sp[0]), L.shape(sp[0], "bounds")[0], L.flags(sp[1], len(sp[0])))
+                         for i, sp in enumerate(self.in_specs) if sp is not None}
         self.out_shapes = {a: _shape_parts(a) for a in _flat(self.output_node.args[0])
                            if isinstance(a, torch.fx.Node) and isinstance(_meta(a), torch.Tensor)}
         _stats["graphs_lowered"] += 1
@@ -238,11 +243,18 @@ class _Lowered:
         npdt = spec[2]
         if xc.device.type == "cpu" and xc.dtype is not torch.bool and _TORCH_TO_NP.get(xc.dtype) is npdt:
             # borrowed: the device copies from the batch's own memory, which this
-            # call holds, unchanged, until its closing sync (no copy on this thread)
-            t = self.ctx.tensor(npdt, bounds, dynamic)
+            # call holds, unchanged, until its closing sync (no copy on this thread);
+            # the C calls made directly with the placeholder's arguments, built once
+            ctx = self.ctx
+            code, rank, cbounds, cdyn = self.new_args[i]
+            h = ctypes.c_void_p()
+            ctx._check(L.t_new(ctx._live(), code, rank, cbounds, cdyn, ctypes.byref(h)))
+            t = ctx._wrap(h)
             self.held.append(xc)
             self.borrowed = True
-            t._write_borrowed(xc.data_ptr(), xc.numel() * xc.element_size(), tuple(xc.shape))
+            dims = (ctypes.c_int64 * max(rank, 1))(*xc.shape)
+            ctx._check(L.t_write_borrowed(ctx._h, h, dims, xc.data_ptr(), xc.numel() * xc.element_size(), None,
+                                          None))
         else:
             t = self.ctx.from_dlpack(xc, bounds=bounds, dynamic=dynamic)
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
@@ -1077,7 +1089,6 @@ def _omp_pausers() -> List[Callable[[], Any]]:
     process (GNU libgomp, LLVM libomp, Intel libiomp5), found by path in
     /proc/self/maps (Linux; none elsewhere)."""
     if _omp["pausers"] is None:
-        import ctypes
         paths: List[str] = []
         try:
             with open("/proc/self/maps") as f:
