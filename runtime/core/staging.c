@@ -11,7 +11,7 @@
 
 /* A staging copy (or a borrowed region and its release) and the event of its write. */
 struct clb__staging {
-  void *copy;
+  void *copy; /* the staging copy; a borrowed write's memory (the caller's) */
   size_t bytes;
   cl_event ev;
   void (*release)(void *); /* a borrowed write's: called instead of free(copy) */
@@ -55,6 +55,18 @@ void clb__staging_reap(clb_context_t ctx, int all) {
   }
 }
 
+/* Enqueues the non-blocking write of s.bytes from s.copy (the staging copy, or
+ * the borrowed memory) into mem at offset, and keeps s, with its event, for
+ * clb__staging_reap; a slot must be free (staging_slot). */
+static clb_status enqueue(clb_context_t ctx, const char *op, cl_mem mem, size_t offset, struct clb__staging s) {
+  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, s.bytes, s.copy, 0, NULL, &s.ev);
+  if (e != CL_SUCCESS) return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, s.bytes);
+  ctx->staging[ctx->n_staging++] = s;
+  ctx->counters.bytes_to_device += s.bytes;
+  ctx->counters.host_writes++;
+  return CLB_OK;
+}
+
 clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_t offset,
                             const void *host, size_t bytes) {
   if (bytes == 0) return CLB_OK;
@@ -70,16 +82,12 @@ clb_status clb__write_async(clb_context_t ctx, const char *op, cl_mem mem, size_
   void *copy = malloc(bytes);
   if (!copy) return clb__set_error(ctx, CLB_ERR_HOST_OOM, "%s: staging %zu bytes", op, bytes);
   memcpy(copy, host, bytes);
-  cl_event ev = NULL;
-  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, copy, 0, NULL, &ev);
-  if (e != CL_SUCCESS) {
+  st = enqueue(ctx, op, mem, offset, (struct clb__staging){copy, bytes, NULL, NULL, NULL});
+  if (st != CLB_OK) {
     free(copy);
-    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
+    return st;
   }
-  ctx->staging[ctx->n_staging++] = (struct clb__staging){copy, bytes, ev, NULL, NULL};
   ctx->staging_bytes += bytes;
-  ctx->counters.bytes_to_device += bytes;
-  ctx->counters.host_writes++;
   return CLB_OK;
 }
 
@@ -94,14 +102,7 @@ clb_status clb__write_borrowed(clb_context_t ctx, const char *op, cl_mem mem, si
     release(release_arg);
     return st;
   }
-  cl_event ev = NULL;
-  cl_int e = clEnqueueWriteBuffer(ctx->queue, mem, CL_FALSE, offset, bytes, host, 0, NULL, &ev);
-  if (e != CL_SUCCESS) {
-    release(release_arg);
-    return clb__cl_error(ctx, e, "%s: writing %zu bytes to the device", op, bytes);
-  }
-  ctx->staging[ctx->n_staging++] = (struct clb__staging){NULL, bytes, ev, release, release_arg};
-  ctx->counters.bytes_to_device += bytes;
-  ctx->counters.host_writes++;
-  return CLB_OK;
+  st = enqueue(ctx, op, mem, offset, (struct clb__staging){(void *)host, bytes, NULL, release, release_arg});
+  if (st != CLB_OK) release(release_arg);
+  return st;
 }

@@ -236,6 +236,20 @@ static void detach_all(clb_context_t ctx) {
   ctx->exports = NULL;
 }
 
+/* Finishes export e (no copy, flags 0, the deleter above) and links it into
+ * ctx's outstanding exports. */
+static void export_link(clb_context_t ctx, struct clb__dl_export *e) {
+  e->v.version.major = DLPACK_MAJOR_VERSION;
+  e->v.version.minor = DLPACK_MINOR_VERSION;
+  e->v.manager_ctx = e;
+  e->v.deleter = device_deleter;
+  e->v.flags = 0;
+  e->ctx = ctx;
+  e->next = ctx->exports;
+  if (ctx->exports) ctx->exports->prev = e;
+  ctx->exports = e;
+}
+
 clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct DLManagedTensorVersioned **out) {
   static const char *op = "clb_tensor_to_dlpack_device";
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
@@ -266,21 +280,13 @@ clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t, struct
     return clb__cl_error(ctx, err, "%s of %s: clRetainMemObject", op, desc);
   }
   e->mem = e->holder->data.mem;
-  e->ctx = ctx;
   DLTensor *dl = &e->v.dl_tensor;
   fill_dl(dl, t, dims, e->shape, e->strides);
   dl->data = clb__numel(t->rank, dims) ? (void *)e->mem : NULL;
   dl->byte_offset = dl->data ? (uint64_t)e->holder->data.offset : 0; /* the data's place in e->mem (0 for a copy) */
   dl->device.device_type = kDLOpenCL;
   dl->device.device_id = 0;
-  e->v.version.major = DLPACK_MAJOR_VERSION;
-  e->v.version.minor = DLPACK_MINOR_VERSION;
-  e->v.manager_ctx = e;
-  e->v.deleter = device_deleter;
-  e->v.flags = 0;
-  e->next = ctx->exports;
-  if (ctx->exports) ctx->exports->prev = e;
-  ctx->exports = e;
+  export_link(ctx, e);
   *out = &e->v;
   return CLB_OK;
 }
@@ -363,15 +369,7 @@ clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor
     dl->data = clb__numel(t->rank, d) ? (char *)e->holder->data.host + e->holder->data.offset : NULL;
     dl->device.device_type = kDLCPU;
     dl->device.device_id = 0;
-    e->v.version.major = DLPACK_MAJOR_VERSION;
-    e->v.version.minor = DLPACK_MINOR_VERSION;
-    e->v.manager_ctx = e;
-    e->v.deleter = device_deleter;
-    e->v.flags = 0;
-    e->ctx = ctx;
-    e->next = ctx->exports;
-    if (ctx->exports) ctx->exports->prev = e;
-    ctx->exports = e;
+    export_link(ctx, e);
     outs[i] = &e->v;
   }
   free(es);

@@ -155,6 +155,19 @@ static void test_host_export(clb_context_t ctx, int fp64) {
 
 /* Host import: dense, strided (a transpose, a negative stride, a broadcast
  * stride of 0, a byte offset), bools normalized, with bounds; errors; ownership. */
+/* t holds the transpose of the [4, 3] array a (read at [3, 4]); t is freed. */
+static void expect_transpose(clb_context_t ctx, clb_tensor_t t, const float *a) {
+  int64_t dims[2];
+  size_t bytes;
+  float *r = read_all(ctx, t, dims, &bytes);
+  int bad = dims[0] != 3 || dims[1] != 4;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++) bad += r[i * 4 + j] != a[j * 3 + i];
+  EXPECT_EQ_I(bad, 0);
+  free(r);
+  clb_tensor_free(t);
+}
+
 static void test_host_import(clb_context_t ctx) {
   float a[12];
   for (int i = 0; i < 12; i++) a[i] = (float)i + 0.5f;
@@ -187,13 +200,7 @@ static void test_host_import(clb_context_t ctx) {
   produce(&p, a, dl(kDLFloat, 32), 2, shape, tstr, 0);
   CL_OK(ctx, clb_tensor_from_dlpack_legacy(ctx, &p.l, NULL, NULL, &t));
   EXPECT_EQ_I(deleted, 2);
-  r = read_all(ctx, t, dims, &bytes);
-  int bad = 0;
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 4; j++) bad += r[i * 4 + j] != a[j * 3 + i];
-  EXPECT_EQ_I(bad, 0);
-  free(r);
-  clb_tensor_free(t);
+  expect_transpose(ctx, t, a);
 
   /* rows reversed (stride -4 from the last row, through byte_offset), and a
    * broadcast dim (stride 0) */
@@ -201,7 +208,7 @@ static void test_host_import(clb_context_t ctx) {
   produce(&p, a, dl(kDLFloat, 32), 2, shape, rs, 8 * sizeof(float));
   CL_OK(ctx, clb_tensor_from_dlpack(ctx, &p.v, NULL, NULL, &t));
   r = read_all(ctx, t, dims, &bytes);
-  bad = 0;
+  int bad = 0;
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 4; j++) bad += r[i * 4 + j] != a[(2 - i) * 4 + j];
   EXPECT_EQ_I(bad, 0);
@@ -380,13 +387,7 @@ static void test_borrowed_import(void) {
   produce(&p, a, dl(kDLFloat, 32), 2, shape, tstr, 0);
   CL_OK(ctx, clb_tensor_from_dlpack_borrowed(ctx, &p.v, NULL, NULL, &t));
   EXPECT_EQ_I(deleted, 1);
-  r = read_all(ctx, t, dims, &bytes);
-  int bad = 0;
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 4; j++) bad += r[i * 4 + j] != a[j * 3 + i];
-  EXPECT_EQ_I(bad, 0);
-  free(r);
-  clb_tensor_free(t);
+  expect_transpose(ctx, t, a);
   uint8_t flags[3] = {0, 7, 1};
   int64_t three = 3;
   produce(&p, flags, dl(kDLBool, 8), 1, &three, NULL, 0);
