@@ -267,7 +267,7 @@ class _Lowered:
         device's memory (no copy; the buffer leaves clbound's pool until PyTorch
         frees it): a backward's gradients, for one. The others are copied, so
         that PyTorch's in-place ops on an output never change what clbound still
-        reads. keep: the data buffers (Tensor.data_mem) of the inputs and the
+        reads, and so is an output using less than half its buffer. keep: the data buffers (Tensor.data_mem) of the inputs and the
         saved outputs; a view is its base's buffer."""
         if not _views["on"]:
             return self.ctx.numpy_all(ts)
@@ -284,7 +284,15 @@ class _Lowered:
             _views["on"] = False
             log.info("clbound: outputs are copied to PyTorch (%s)", e)
             return self.ctx.numpy_all(ts)
-        _stats["outputs_shared"] += len(views)
+        # an output using less than half its buffer is copied after all: PyTorch
+        # may keep it (predictions collected over an epoch), and a buffer is sized
+        # at the bounds, not the batch
+        mine = [t for t, o in zip(ts, own) if o]
+        for k, (t, v) in enumerate(zip(mine, views)):
+            if 2 * v.size < t.bound_numel:
+                views[k] = v.copy()  # the export goes with the view
+            else:
+                _stats["outputs_shared"] += 1
         rest = self.ctx.numpy_all([t for t, o in zip(ts, own) if not o]) if not all(own) else []
         it_v, it_r = iter(views), iter(rest)
         return [next(it_v) if o else next(it_r) for o in own]

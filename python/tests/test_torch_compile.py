@@ -410,6 +410,24 @@ def test_gradients_reach_pytorch_without_a_copy():
         assert shared == (6 * 5 if _host_memory_device() else 0), shared
 
 
+def test_small_outputs_are_copied_not_kept_at_their_bound():
+    # an inference output over the device's memory would keep a buffer sized at
+    # the bound [<=4096, 1]; one using less than half of it is copied instead
+    torch.manual_seed(0)
+    model = WideMLP()
+    compiled = torch.compile(model, backend="clbound")
+    for n, shared in ((64, 0), (3000, 1)):
+        x = torch.randn(n, 256)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=4096)
+        before = cd.stats()["outputs_shared"]
+        with torch.no_grad():
+            got = compiled(x)
+            want = model(x)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
+        assert got.shape == (n, 1)
+        assert cd.stats()["outputs_shared"] - before == (shared if _host_memory_device() else 0), n
+
+
 def test_an_output_written_in_place_leaves_its_backward_alone():
     # the model's output is also what its backward reads (the sigmoid's output):
     # it reaches PyTorch as a copy, so writing it changes no gradient
