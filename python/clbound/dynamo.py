@@ -182,8 +182,7 @@ class _Lowered:
         self.in_specs: List[Optional[Tuple[Tuple[int, ...], Tuple[bool, ...], type]]] = []
         self.in_cache: Dict[int, Tuple[Any, int, int, Tensor]] = {}
         self.used_shared = False  # this call read a shared parameter (its memory is PyTorch's)
-        self.borrowed = False  # this call queued a write from an input's own memory
-        self.held: List[torch.Tensor] = []  # the inputs those writes read, until the call's closing sync
+        self.held: List[torch.Tensor] = []  # inputs a queued write reads, until the call's closing sync
         trans: Dict[torch.fx.Node, bool] = {}
         for node in gm.graph.nodes:
             if node.op == "placeholder":
@@ -251,7 +250,6 @@ class _Lowered:
             ctx._check(L.t_new(ctx._live(), code, rank, cbounds, cdyn, ctypes.byref(h)))
             t = ctx._wrap(h)
             self.held.append(xc)
-            self.borrowed = True
             dims = (ctypes.c_int64 * max(rank, 1))(*xc.shape)
             ctx._check(L.t_write_borrowed(ctx._h, h, dims, xc.data_ptr(), xc.numel() * xc.element_size(), None,
                                           None))
@@ -267,8 +265,9 @@ class _Lowered:
         device's memory (no copy; the buffer leaves clbound's pool until PyTorch
         frees it): a backward's gradients, for one. The others are copied, so
         that PyTorch's in-place ops on an output never change what clbound still
-        reads, and so is an output using less than half its buffer. keep: the data buffers (Tensor.data_mem) of the inputs and the
-        saved outputs; a view is its base's buffer."""
+        reads, and so is an output using less than half its buffer. keep: the
+        data buffers (Tensor.data_mem) of the inputs and the saved outputs; a
+        view is its base's buffer."""
         if not _views["on"]:
             return self.ctx.numpy_all(ts)
         mems = [t.data_mem for t in ts]
@@ -278,8 +277,9 @@ class _Lowered:
         own = [counts[m] == 1 and m not in keep and getattr(t, "_shared", None) is None for t, m in zip(ts, mems)]
         if not any(own):
             return self.ctx.numpy_all(ts)
+        mine = [t for t, o in zip(ts, own) if o]
         try:
-            views = self.ctx.numpy_all([t for t, o in zip(ts, own) if o], copy=False)
+            views = self.ctx.numpy_all(mine, copy=False)
         except BufferError as e:  # this device's buffers are not host memory: copies from now on
             _views["on"] = False
             log.info("clbound: outputs are copied to PyTorch (%s)", e)
@@ -287,7 +287,6 @@ class _Lowered:
         # an output using less than half its buffer is copied after all: PyTorch
         # may keep it (predictions collected over an epoch), and a buffer is sized
         # at the bounds, not the batch
-        mine = [t for t, o in zip(ts, own) if o]
         for k, (t, v) in enumerate(zip(mine, views)):
             if 2 * v.size < t.bound_numel:
                 views[k] = v.copy()  # the export goes with the view
@@ -316,7 +315,6 @@ class _Lowered:
         _stats["calls"] += 1
         _pause_openmp(self.cpu)
         self.used_shared = False
-        self.borrowed = False
         env: Dict[Any, Any] = {"__ctx__": self.ctx}
         given: Dict[torch.fx.Node, Any] = {}
         sizes: Dict[Any, int] = {}
@@ -361,7 +359,7 @@ class _Lowered:
             arrays = self._read([env[a].t for _, a in reads], keep)
             for (i, a), arr in zip(reads, arrays):
                 outs[i] = _host_torch(arr, env[a], a)
-        elif self.used_shared or self.borrowed:
+        elif self.used_shared or self.held:
             # nothing read: wait anyway, before PyTorch may step a shared parameter or
             # change an input whose memory a queued write still reads
             self.ctx.sync()
@@ -374,9 +372,7 @@ class _Lowered:
 # replaced is shared again.
 _shared: Dict[int, Tuple[Any, int, Tuple[int, ...], Any, Tensor]] = {}
 _sharing = {"on": True}
-
-
-_views = {"on": True}
+_views = {"on": True}  # outputs handed to PyTorch over the device's memory (off once the device refuses)
 
 
 def _share(ctx: Context, x: torch.Tensor) -> Optional[Tensor]:
