@@ -555,6 +555,17 @@ clb_status clb_tensor_read(clb_context_t ctx, clb_tensor_t t, int64_t *dims, voi
   return clb__read_data(ctx, op, t, host, bytes);
 }
 
+/* A read record's checks: t's failure, if any, then each dim within its bound. */
+static clb_status check_record(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t,
+                               const int64_t *r) {
+  if (t->failed) return failed_error(ctx, op, name, t);
+  for (int d = 0; d < t->rank; d++)
+    if (r[d] < 0 || r[d] > t->bound[d])
+      return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %s's shape record dim %d holds %lld, bound %lld", op, name, d,
+                            (long long)r[d], (long long)t->bound[d]);
+  return CLB_OK;
+}
+
 clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, int64_t *dims, void *const *hosts,
                             const size_t *caps, size_t *bytes_out) {
   static const char *op = "clb_tensors_read";
@@ -589,14 +600,7 @@ clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, in
     clb_tensor_t t = ts[i];
     const int64_t *r = rec + (size_t)i * CLB_MAX_RANK;
     snprintf(name, sizeof name, "ts[%d]", i);
-    if (t->failed) {
-      st = failed_error(ctx, op, name, t);
-      break;
-    }
-    for (int d = 0; d < t->rank && st == CLB_OK; d++)
-      if (r[d] < 0 || r[d] > t->bound[d])
-        st = clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %s's shape record dim %d holds %lld, bound %lld", op, name, d,
-                            (long long)r[d], (long long)t->bound[d]);
+    if ((st = check_record(ctx, op, name, t, r)) != CLB_OK) break;
     size_t bytes = (size_t)clb__numel(t->rank, r) * clb_dtype_size(t->dtype);
     if (dims) memcpy(dims + (size_t)i * CLB_MAX_RANK, r, (size_t)t->rank * sizeof *dims);
     if (sizes) sizes[i] = bytes;
@@ -639,12 +643,8 @@ clb_status clb__tensors_sync_direct(clb_context_t ctx, const char *op, int n, co
     clb_tensor_t t = ts[i];
     int64_t rec[CLB_MAX_RANK];
     snprintf(name, sizeof name, "ts[%d]", i);
-    if (t->failed) return failed_error(ctx, op, name, t);
-    direct_sizes(ctx, t, rec);
-    for (int d = 0; d < t->rank; d++)
-      if (rec[d] < 0 || rec[d] > t->bound[d])
-        return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s: %s's shape record dim %d holds %lld, bound %lld", op, name,
-                              d, (long long)rec[d], (long long)t->bound[d]);
+    if (!t->failed) direct_sizes(ctx, t, rec);
+    if ((st = check_record(ctx, op, name, t, rec)) != CLB_OK) return st;
     memcpy(dims + (size_t)i * CLB_MAX_RANK, rec, (size_t)t->rank * sizeof *dims);
   }
   return CLB_OK;
