@@ -263,8 +263,8 @@ class GraphStep:
     def __call__(self, x: Any, y: Any) -> float:
         if self.g is None:
             self.build()
-        self.g.feed(self.x, x.numpy())
-        self.g.feed(self.y, y.numpy())
+        self.g.feed(self.x, x.numpy(), borrow=True)  # no copy: the batch outlives value()'s sync
+        self.g.feed(self.y, y.numpy(), borrow=True)
         self.g.run()
         return float(self.g.value(self.loss))
 

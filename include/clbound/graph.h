@@ -152,6 +152,16 @@ CLB_API clb_status clb_graph_set_buckets(clb_graph_t g, clb_node input, int dim,
  * over its bound or a static dim that differs is CLB_ERR_OUT_OF_BOUNDS. */
 CLB_API clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host,
                                   size_t bytes);
+/* clb_graph_feed without the copy: the next run writes the input straight from
+ * `host`, which the caller keeps valid and unchanged until release(release_arg)
+ * runs: once that write is done (found at a later write or host sync, or when
+ * the context is freed), or when the feed is replaced or the graph freed before
+ * a run took it. With release NULL, the memory is the caller's to keep until
+ * the host sync after that run. Only that run reads it: a later run without a
+ * new feed is CLB_ERR_INVALID_ARG. release also runs, before returning, when
+ * the feed is refused (clb_graph_feed's errors). */
+CLB_API clb_status clb_graph_feed_borrowed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host,
+                                           size_t bytes, void (*release)(void *), void *release_arg);
 
 /* Runs the graph (a training step after clb_graph_train) on the inputs last fed.
  * Chooses or compiles a plan first. Errors: CLB_ERR_INVALID_ARG (an input never

@@ -73,6 +73,19 @@ _g_train = _fn("clb_graph_train", _i, _p, _i, ctypes.c_double, ctypes.c_double)
 _g_set_lr = _fn("clb_graph_set_lr", _i, _p, ctypes.c_double)
 _g_set_buckets = _fn("clb_graph_set_buckets", _i, _p, _i, _i, _i64p, ctypes.c_size_t)
 _g_feed = _fn("clb_graph_feed", _i, _p, _i, _i64p, _p, ctypes.c_size_t)
+_g_feed_borrowed = _fn("clb_graph_feed_borrowed", _i, _p, _i, _i64p, _p, ctypes.c_size_t, _p, _p)
+
+# Arrays fed with borrow=True, held until the C library's release says their
+# write is done (or the feed was dropped): serial -> array.
+_fed: Dict[int, Any] = {}
+_fed_serial = [0]
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _fed_released(arg: Optional[int]) -> None:
+    fed = _fed  # None once the interpreter is tearing the module down
+    if fed is not None:
+        fed.pop(arg or 0, None)
 _g_run = _fn("clb_graph_run", _i, _p)
 _g_tensor = _fn("clb_graph_tensor", _p, _p, _i)
 _g_keep = _fn("clb_graph_keep", ctypes.c_int, _p, _i)
@@ -281,16 +294,29 @@ class Graph:
 
     # ---- running ----
 
-    def feed(self, node: Node, array: Any, casting: str = "same_kind") -> None:
+    def feed(self, node: Node, array: Any, casting: str = "same_kind", *, borrow: bool = False) -> None:
         """Gives an input its data for the next run (copied now); its shape is the
         actual sizes. Converted to the input's dtype under numpy's `casting` rule,
-        as Tensor.write."""
+        as Tensor.write.
+
+        borrow=True skips the copy (clb_graph_feed_borrowed): the next run writes
+        the input straight from the array's memory (a converted copy's, where
+        the dtype or layout differs), and the array is held until that write is
+        done. Change it only after the host sync that follows the run (value(),
+        any read, sync()). Only that run reads it: feed again before the next."""
         n = self._n(node, "node")
         if n not in self._inputs:
             raise ValueError(f"node {n} is not an input of this graph")
         arr = _convert(array, self._inputs[n], casting)
         dims, _ = L.shape(arr.shape, "array shape")
-        self.ctx._check(_g_feed(self._live(), n, dims, arr.ctypes.data_as(_p), arr.nbytes))
+        if not borrow:
+            self.ctx._check(_g_feed(self._live(), n, dims, arr.ctypes.data_as(_p), arr.nbytes))
+            return
+        h = self._live()
+        _fed_serial[0] += 1
+        key = _fed_serial[0]
+        _fed[key] = arr
+        self.ctx._check(_g_feed_borrowed(h, n, dims, arr.ctypes.data_as(_p), arr.nbytes, _fed_released, key))
 
     def run(self) -> None:
         """Runs the graph (a training step after train()) on the inputs last fed;

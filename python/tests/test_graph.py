@@ -62,6 +62,50 @@ def test_training_matches_reference(ctx, policy, plans):
     g.close()
 
 
+def test_borrowed_feeds_train_as_copied_ones(ctx):
+    """feed(borrow=True): the same losses as copied feeds; the array is held
+    until its run's write is done (the value()'s sync), and only that run reads
+    it: a second run without a new feed is refused; a float64 array is converted
+    (a copy then) and still trains the same."""
+    import gc
+    import weakref
+    from clbound import graph as G
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((1, 3)).astype(np.float32)
+    batches = []
+    for n in (5, 17, 64, 3):
+        xs = rng.standard_normal((n, 3)).astype(np.float32)
+        batches.append((xs, (xs @ np.array([[1.0], [-2.0], [0.5]], np.float32)).astype(np.float32)))
+    runs = {}
+    for borrow in (False, True):
+        g = Graph(ctx, policy="dynamic", name="borrow-%s" % borrow)
+        x = g.input("x", np.float32, (64, 3), (True, False))
+        t = g.input("t", np.float32, (64, 1), (True, False))
+        loss = g.loss("mse", g.linear(x, g.param("w", w0)), t)
+        g.train(loss, lr=0.05)
+        losses = []
+        for i, (xs, ts) in enumerate(batches):
+            xa = xs.astype(np.float64) if borrow and i == 1 else xs.copy()
+            ref = weakref.ref(xa)
+            held = len(G._fed)
+            g.feed(x, xa, borrow=borrow)
+            g.feed(t, ts, borrow=borrow)
+            del xa
+            gc.collect()
+            if borrow:
+                assert len(G._fed) == held + 2 and (i == 1 or ref() is not None)  # held for the run
+            g.run()
+            losses.append(float(g.value(loss)))
+            if borrow:
+                assert len(G._fed) == held and ref() is None  # released after the write
+        if borrow:
+            with pytest.raises(clbound.ClboundError, match="fed borrowed"):
+                g.run()
+        runs[borrow] = losses
+        g.close()
+    assert runs[True] == runs[False]
+
+
 def test_deferred_check(ctx):
     g = Graph(ctx, policy="dynamic")
     a = g.input("a", np.float32, (6,))

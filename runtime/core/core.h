@@ -496,6 +496,9 @@ clb_status clb__write_borrowed(clb_context_t ctx, const char *op, cl_mem mem, si
 /* Frees the staging copies whose writes are done (all of them when `all`: the
  * caller has seen the queue finish, e.g. at a host sync). */
 void clb__staging_reap(clb_context_t ctx, int all);
+/* Waits for the borrowed writes whose release is (release, release_arg), and
+ * runs the releases of every write done by then (no host sync is counted). */
+void clb__staging_wait(clb_context_t ctx, void (*release)(void *), void *release_arg);
 
 /* clb_tensor_write borrowing `host` (clb__write_borrowed); release runs in
  * every case, before returning where the write fails or is empty. */

@@ -55,6 +55,19 @@ void clb__staging_reap(clb_context_t ctx, int all) {
   }
 }
 
+void clb__staging_wait(clb_context_t ctx, void (*release)(void *), void *release_arg) {
+  size_t last = ctx->n_staging;
+  for (size_t i = 0; i < ctx->n_staging; i++)
+    if (ctx->staging[i].release == release && ctx->staging[i].release_arg == release_arg) last = i;
+  if (last == ctx->n_staging) return;
+  if (clWaitForEvents(1, &ctx->staging[last].ev) == CL_SUCCESS) { /* in order: the earlier ones are done too */
+    clb__staging_reap(ctx, 0);
+    return;
+  }
+  clFinish(ctx->queue); /* the event cannot say: the queue's end does */
+  clb__staging_reap(ctx, 1);
+}
+
 /* Enqueues the non-blocking write of s.bytes from s.copy (the staging copy, or
  * the borrowed memory) into mem at offset, and keeps s, with its event, for
  * clb__staging_reap; a slot must be free (staging_slot). */

@@ -69,7 +69,7 @@ void clb_graph_free(clb_graph_t g) {
     clb__graph_release_tensors(n);
     if (n->kind == GN_PARAM || n->kind == GN_SCALAR) clb_tensor_free(n->t);
     clb_tensor_free(n->vel);
-    free(n->feed);
+    clb__graph_feed_free(g, n);
   }
   clb__graph_mem_free(g);
   for (int i = 0; i < g->n_in_ladders; i++) free(g->in_ladders[i].ladder);

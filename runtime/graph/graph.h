@@ -32,6 +32,15 @@ typedef struct slot_info {
   char what[96]; /* "dim 0 of x", "count of nonzero 'X'" */
 } slot_info;
 
+/* An input's copy of its fed data, apart from the node array (which moves as
+ * nodes are added), so that the writes reading it can find it: `busy` counts
+ * those still queued; the copy changes only once they are done. */
+struct clb__feed_copy {
+  void *p;
+  size_t cap;
+  int busy;
+};
+
 typedef struct gnode {
   gn_kind kind;
   char name[48];
@@ -51,11 +60,17 @@ typedef struct gnode {
   uint64_t deps;   /* slots the output's size depends on */
   int trainable;
   int requires_grad;
-  /* feed */
-  void *feed;
-  size_t feed_bytes, feed_cap;
+  /* feed: the data the next run writes, from the input's copy (clb_graph_feed)
+   * or the caller's memory (clb_graph_feed_borrowed), written without a
+   * staging copy either way */
+  struct clb__feed_copy *copy;
+  const void *feed;
+  size_t feed_bytes;
   int64_t feed_dims[CLB_MAX_RANK];
   int fed;
+  int borrowed;                    /* feed is the caller's: 1 until a run reads it, then 2 */
+  void (*feed_release)(void *);    /* the borrowed feed's, until a write takes it over */
+  void *feed_release_arg;
   /* run state: tensors of the current plan (key), freed when the key changes */
   int have_key;
   slot_val key[CLB_GRAPH_MAX_SLOTS];
@@ -144,6 +159,9 @@ static inline gnode *clb__graph_node(clb_graph_t g, clb_node n) {
 const char *clb__graph_kind_name(gn_kind k);
 /* Frees the tensors of the node's current plan (not a param's value). */
 void clb__graph_release_tensors(gnode *n);
+/* An input's feed at the graph's end: a borrowed feed no run took is released,
+ * the copy freed once no write reads it. */
+void clb__graph_feed_free(clb_graph_t g, gnode *n);
 /* alias.c: gives every tensor outside the graph that shares a buffer of the
  * graph's (a view or device export of a tensor it handed out) a copy of its
  * own, before the graph rewrites or gives back its buffers. */

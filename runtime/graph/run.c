@@ -117,8 +117,29 @@ static void shape_log(clb_graph_t g) {
 
 /* ---- feeding ------------------------------------------------------------------------- */
 
-clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host, size_t bytes) {
-  static const char *op = "clb_graph_feed";
+/* A write of an input's copy is done (clb__write_borrowed's release). */
+static void copy_written(void *arg) { ((struct clb__feed_copy *)arg)->busy--; }
+
+/* Runs a borrowed feed's release unless a write has taken it over. */
+static void drop_borrowed(gnode *n) {
+  if (n->feed_release) n->feed_release(n->feed_release_arg);
+  n->feed_release = NULL;
+  n->feed_release_arg = NULL;
+}
+
+void clb__graph_feed_free(clb_graph_t g, gnode *n) {
+  drop_borrowed(n);
+  if (!n->copy) return;
+  if (n->copy->busy) clb__staging_wait(g->ctx, copy_written, n->copy);
+  free(n->copy->p);
+  free(n->copy);
+  n->copy = NULL;
+}
+
+/* clb_graph_feed and clb_graph_feed_borrowed: the input's checks; *need the
+ * bytes its dims take. */
+static clb_status feed_check(clb_graph_t g, const char *op, clb_node input, const int64_t *dims, const void *host,
+                             size_t bytes, gnode **out) {
   if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
   gnode *n = clb__graph_node(g, input);
   if (!n || n->kind != GN_INPUT)
@@ -135,18 +156,57 @@ clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, co
   if (bytes != need)
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "%s %s: %zu bytes given, %zu needed for these dims", op, n->name, bytes, need);
   if (need && !host) return clb__set_error(g->ctx, CLB_ERR_NULL, "%s %s: host data is NULL", op, n->name);
-  if (need > n->feed_cap) {
-    void *p = realloc(n->feed, need);
-    if (!p) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "%s %s: out of host memory for %zu bytes", op, n->name, need);
-    n->feed = p;
-    n->feed_cap = need;
-  }
-  if (need) memcpy(n->feed, host, need);
-  n->feed_bytes = need;
-  for (int d = 0; d < n->rank; d++) n->feed_dims[d] = dims[d];
-  n->fed = 1;
+  *out = n;
   return CLB_OK;
 }
+
+static void feed_set(gnode *n, const void *data, size_t bytes, const int64_t *dims) {
+  n->feed = data;
+  n->feed_bytes = bytes;
+  for (int d = 0; d < n->rank; d++) n->feed_dims[d] = dims[d];
+  n->fed = 1;
+}
+
+clb_status clb_graph_feed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host, size_t bytes) {
+  static const char *op = "clb_graph_feed";
+  gnode *n;
+  clb_status st = feed_check(g, op, input, dims, host, bytes, &n);
+  if (st != CLB_OK) return st;
+  struct clb__feed_copy *c = n->copy;
+  if (!c && !(c = n->copy = calloc(1, sizeof *c)))
+    return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "%s %s: out of host memory", op, n->name);
+  if (c->busy) clb__staging_wait(g->ctx, copy_written, c); /* a run's write still reads the last copy */
+  if (bytes > c->cap) {
+    void *p = realloc(c->p, bytes);
+    if (!p) return clb__set_error(g->ctx, CLB_ERR_HOST_OOM, "%s %s: out of host memory for %zu bytes", op, n->name, bytes);
+    c->p = p;
+    c->cap = bytes;
+  }
+  if (bytes) memcpy(c->p, host, bytes);
+  drop_borrowed(n);
+  n->borrowed = 0;
+  feed_set(n, c->p, bytes, dims);
+  return CLB_OK;
+}
+
+clb_status clb_graph_feed_borrowed(clb_graph_t g, clb_node input, const int64_t *dims, const void *host, size_t bytes,
+                                   void (*release)(void *), void *release_arg) {
+  static const char *op = "clb_graph_feed_borrowed";
+  gnode *n;
+  clb_status st = feed_check(g, op, input, dims, host, bytes, &n);
+  if (st != CLB_OK) {
+    if (release) release(release_arg);
+    return st;
+  }
+  drop_borrowed(n);
+  n->borrowed = 1;
+  n->feed_release = release;
+  n->feed_release_arg = release_arg;
+  feed_set(n, host, bytes, dims);
+  return CLB_OK;
+}
+
+static void release_nothing(void *arg) { (void)arg; }
 
 /* ---- forward ----------------------------------------------------------------------- */
 
@@ -167,7 +227,23 @@ static clb_status run_input(clb_graph_t g, gnode *n) {
     }
     if ((st = clb_tensor_new(g->ctx, n->dtype, n->rank, b, dyn, &n->t)) != CLB_OK) return st;
   }
-  return clb_tensor_write(g->ctx, n->t, n->feed_dims, n->feed, n->feed_bytes);
+  /* walking a new plan to collect its kernels launches nothing: the sizes only,
+   * the data at the step itself (which a borrowed feed is kept for) */
+  if (g->ctx->collect) return clb_tensor_set_sizes(g->ctx, n->t, n->feed_dims);
+  if (!n->borrowed) {
+    n->copy->busy++;
+    return clb__tensor_write_borrowed(g->ctx, "clb_graph_run", n->t, n->feed_dims, n->feed, n->feed_bytes, copy_written,
+                                      n->copy);
+  }
+  if (n->borrowed == 2)
+    return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "clb_graph_run: input %s of graph '%s' was fed borrowed "
+                          "(clb_graph_feed_borrowed) and an earlier run read it; feed it again", n->name, g->name);
+  void (*release)(void *) = n->feed_release ? n->feed_release : release_nothing;
+  void *arg = n->feed_release_arg;
+  n->borrowed = 2; /* this run's: its release now goes with the write */
+  n->feed_release = NULL;
+  n->feed_release_arg = NULL;
+  return clb__tensor_write_borrowed(g->ctx, "clb_graph_run", n->t, n->feed_dims, n->feed, n->feed_bytes, release, arg);
 }
 
 static int64_t bucket_of(clb_graph_t g, int64_t count) {

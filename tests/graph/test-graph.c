@@ -1,8 +1,8 @@
 /* test-graph.c: the graph executor: training under each policy against the
  * double reference, plans and recompile reasons per policy, guards, deferred
  * device checks, build-time shape errors, gradients with momentum, a gradient
- * sum inside the backward's host-BLAS merge, and the
- * shape log. */
+ * sum inside the backward's host-BLAS merge, copied and borrowed feeds, and
+ * the shape log. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,16 +86,22 @@ static void small_build(clb_context_t ctx, clb_policy_kind p, small_graph *s) {
   CL_OK(ctx, clb_graph_reduce(s->g, CLB_REDUCE_SUM, a, &s->y));
 }
 
-static double small_run(clb_context_t ctx, small_graph *s, int64_t n) {
-  float x[64 * 4];
+/* The small graph's y for n rows of x, in double. */
+static double small_want(const small_graph *s, const float *x, int64_t n) {
   double want = 0;
-  for (int64_t i = 0; i < n * 4; i++) x[i] = (float)((i * 37) % 11) / 4.0f - 1.0f;
   for (int64_t r = 0; r < n; r++)
     for (int j = 0; j < 3; j++) {
       double v = s->b[j];
       for (int k = 0; k < 4; k++) v += (double)x[r * 4 + k] * s->w[j * 4 + k];
       want += v > 0 ? v : 0;
     }
+  return want;
+}
+
+static double small_run(clb_context_t ctx, small_graph *s, int64_t n) {
+  float x[64 * 4];
+  for (int64_t i = 0; i < n * 4; i++) x[i] = (float)((i * 37) % 11) / 4.0f - 1.0f;
+  double want = small_want(s, x, n);
   const int64_t d[2] = {n, 4};
   CL_OK(ctx, clb_graph_feed(s->g, s->x, d, x, sizeof(float) * (size_t)(n * 4)));
   CL_OK(ctx, clb_graph_run(s->g));
@@ -169,6 +175,83 @@ static void test_input_policies(clb_context_t ctx) {
     EXPECT_STATUS(ctx, clb_graph_feed(s.g, s.x, d, big, sizeof big), CLB_ERR_OUT_OF_BOUNDS, "dim 0 is 65");
     clb_graph_free(s.g);
   }
+}
+
+static float small_y(clb_context_t ctx, small_graph *s) {
+  float got = 0;
+  CL_OK(ctx, clb_tensor_read(ctx, clb_graph_tensor(s->g, s->y), NULL, &got, sizeof got, NULL));
+  return got;
+}
+
+static void count_release(void *arg) { ++*(int *)arg; }
+
+static uint64_t host_syncs(clb_context_t ctx) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  CL_OK(ctx, clb_context_counters(ctx, &c));
+  return c.host_syncs;
+}
+
+/* Feeds: clb_graph_feed copies at the call (the caller's memory may change
+ * before the run), and a second feed waits for the run that still writes the
+ * first copy, with no host sync; clb_graph_feed_borrowed reads the caller's
+ * memory at the next run only, and its release runs once: after that run's
+ * write, or when the feed is refused, replaced or the graph freed first. */
+static void test_feeds(clb_context_t ctx) {
+  small_graph s;
+  small_build(ctx, CLB_POLICY_DYNAMIC, &s);
+  float a[64 * 4], b[64 * 4];
+  for (int i = 0; i < 64 * 4; i++) {
+    a[i] = (float)((i * 37) % 11) / 4.0f - 1.0f;
+    b[i] = (float)((i * 13) % 7) / 2.0f - 1.5f;
+  }
+  const int64_t d40[2] = {40, 4}, d64[2] = {64, 4}, d65[2] = {65, 4};
+  const double want_a40 = small_want(&s, a, 40), want_b64 = small_want(&s, b, 64);
+  /* borrowed, on the graph's first run (its plan's kernel-collecting walk first) */
+  int released = 0;
+  CL_OK(ctx, clb_graph_feed_borrowed(s.g, s.x, d40, a, sizeof(float) * 40 * 4, count_release, &released));
+  EXPECT_EQ_I(released, 0);
+  CL_OK(ctx, clb_graph_run(s.g));
+  EXPECT_NEAR(small_y(ctx, &s), want_a40);
+  EXPECT_EQ_I(released, 1); /* the read's sync found the write done */
+  /* only that run reads it */
+  EXPECT_STATUS(ctx, clb_graph_run(s.g), CLB_ERR_INVALID_ARG, "fed borrowed");
+  EXPECT_EQ_I(released, 1);
+  /* refused, replaced before a run, dropped with the graph: released each time */
+  EXPECT_STATUS(ctx, clb_graph_feed_borrowed(s.g, s.x, d65, a, sizeof(float) * 65 * 4, count_release, &released),
+                CLB_ERR_OUT_OF_BOUNDS, "dim 0 is 65");
+  EXPECT_EQ_I(released, 2);
+  CL_OK(ctx, clb_graph_feed_borrowed(s.g, s.x, d40, a, sizeof(float) * 40 * 4, count_release, &released));
+  CL_OK(ctx, clb_graph_feed_borrowed(s.g, s.x, d64, b, sizeof(float) * 64 * 4, count_release, &released));
+  EXPECT_EQ_I(released, 3);
+  CL_OK(ctx, clb_graph_run(s.g));
+  EXPECT_NEAR(small_y(ctx, &s), want_b64);
+  EXPECT_EQ_I(released, 4);
+  /* copied: the caller's memory changes between feed and run; fed again with no
+   * sync since the last run, whose write may still read the copy */
+  float c[64 * 4];
+  memcpy(c, a, sizeof c);
+  CL_OK(ctx, clb_graph_feed(s.g, s.x, d40, c, sizeof(float) * 40 * 4));
+  memcpy(c, b, sizeof c);
+  uint64_t syncs = host_syncs(ctx);
+  CL_OK(ctx, clb_graph_run(s.g));
+  CL_OK(ctx, clb_graph_run(s.g)); /* the copy is read again, as often as runs ask */
+  CL_OK(ctx, clb_graph_feed(s.g, s.x, d64, c, sizeof(float) * 64 * 4));
+  memset(c, 0, sizeof c);
+  EXPECT_EQ_I(host_syncs(ctx), syncs); /* the wait for the write is not a host sync */
+  CL_OK(ctx, clb_graph_run(s.g));
+  EXPECT_NEAR(small_y(ctx, &s), want_b64);
+  CL_OK(ctx, clb_graph_feed(s.g, s.x, d40, a, sizeof(float) * 40 * 4));
+  CL_OK(ctx, clb_graph_run(s.g));
+  EXPECT_NEAR(small_y(ctx, &s), want_a40);
+  /* a borrowed feed with no release: the caller's until the sync after its run */
+  CL_OK(ctx, clb_graph_feed_borrowed(s.g, s.x, d64, b, sizeof(float) * 64 * 4, NULL, NULL));
+  CL_OK(ctx, clb_graph_run(s.g));
+  EXPECT_NEAR(small_y(ctx, &s), want_b64);
+  /* a pending borrowed feed is released with its graph */
+  CL_OK(ctx, clb_graph_feed_borrowed(s.g, s.x, d40, a, sizeof(float) * 40 * 4, count_release, &released));
+  clb_graph_free(s.g);
+  EXPECT_EQ_I(released, 5);
 }
 
 /* Two counts paired by a loss: a deferred check the device makes. */
@@ -483,6 +566,7 @@ int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_gradient_sum(ctx);
   test_input_policies(ctx);
+  test_feeds(ctx);
   test_deferred_check(ctx);
   test_merged_error(ctx);
   test_build_errors(ctx);
