@@ -56,6 +56,12 @@ the tables and ratios of both settings from the same rounds; docs/benchmarks.md,
 "Threads")
 --profile MODEL (no benchmark: cProfile of warm steps of the clbound variant,
 the top entries by own time and by cumulative time; --profile-steps N, 20).
+--host-cpu MODEL (no benchmark: the calling thread's CPU time per warm step of
+the clbound variant, by phase of its two calls; then the warm step with the
+calling thread kept busy for 0, 100 and 200 us before each call's closing
+sync, the values interleaved step by step: what CPU the backend spends while
+the device works costs on a machine with few cores; --profile-steps N steps
+per value).
 Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
 or a variant other than inductor failed; without PyTorch it prints a line saying
 so and exits 77 (skipped).
@@ -398,6 +404,92 @@ def profile(model: str, warmup: int, steps: int, top: int = 10) -> None:
                   f"{v[1] / steps:7.1f}  {where(k)}")
 
 
+def host_cpu(model: str, warmup: int, steps: int, spins: tuple = (0, 100, 200)) -> None:
+    """The calling thread's CPU time (time.thread_time) per warm step of the
+    clbound variant, by phase of each lowered graph's call; then the warm step
+    (median) with the thread kept busy for each of `spins` us before each
+    call's closing sync, the values taking turns step by step."""
+    import torch
+    import torch._dynamo  # noqa: F401
+    import clbound.dynamo as cd
+
+    ensure_backend_registered(torch)
+    tt = time.thread_time
+    acc: Dict[str, float] = {}
+    state: Dict[str, Any] = {"on": False, "spin": 0, "t": 0.0, "mark": None}
+
+    def add(k: str, dt: float) -> None:
+        if state["on"]:
+            acc[k] = acc.get(k, 0.0) + dt
+    L = cd._Lowered
+    orig = (L._run, L._upload, L._read)
+
+    def run(self: Any, args: Any) -> Any:
+        state["t"], state["mark"] = tt(), None
+        try:
+            return orig[0](self, args)
+        finally:
+            if state["mark"] is not None:
+                add(f"{self.name}: after the read", tt() - state["mark"])
+
+    def upload(self: Any, i: int, x: Any) -> Any:
+        t = tt()
+        try:
+            return orig[1](self, i, x)
+        finally:
+            add(f"{self.name}: inputs (uploads, parameters found)", tt() - t)
+
+    def read(self: Any, ts: Any, keep: Any) -> Any:
+        t = tt()
+        add(f"{self.name}: everything before the read", t - state["t"])
+        if state["spin"]:
+            end = time.perf_counter() + state["spin"] * 1e-6
+            while time.perf_counter() < end:
+                pass
+        try:
+            return orig[2](self, ts, keep)
+        finally:
+            state["mark"] = tt()
+            add(f"{self.name}: the read (its host sync, outputs to PyTorch)", state["mark"] - t)
+    L._run, L._upload, L._read = run, upload, read
+    try:
+        n = len(spins)
+        batches = make_batches(torch, model, warmup + steps * (n + 1))
+        step = TorchStep(torch, "clbound", model)
+        for x, y in batches[:warmup]:
+            step(x, y)
+        state["on"] = True
+        for x, y in batches[warmup:warmup + steps]:
+            step(x, y)
+        state["on"] = False
+        print(f"torch-compile.py --host-cpu {model}: torch.compile(backend=\"clbound\"), the calling thread's CPU "
+              f"time per warm step, {steps} steps after {warmup} (us/step):")
+        for k in sorted(acc, key=lambda k: (not k.startswith("forward"), k)):
+            print(f"  {1e6 * acc[k] / steps:7.1f}  {k}")
+        total = sum(v for k, v in acc.items() if "inputs" not in k)
+        print(f"  {1e6 * total / steps:7.1f}  in all (the inputs are part of \"everything before the read\")")
+        g = GraphStep(torch, model)
+        for i, (x, y) in enumerate(batches[:warmup + steps]):
+            if i == warmup:
+                c0 = tt()
+            g(x, y)
+        print(f"  {1e6 * (tt() - c0) / steps:7.1f}  the graph API's whole step, for comparison (feeds, run, the loss's read)")
+        times: Dict[int, List[float]] = {s: [] for s in spins}
+        for i, (x, y) in enumerate(batches[warmup + steps:]):
+            state["spin"] = spins[i % n]
+            t0 = time.perf_counter()
+            step(x, y)
+            times[state["spin"]].append(time.perf_counter() - t0)
+        base = statistics.median(times[spins[0]])
+        print(f"warm step with the calling thread busy before each call's sync ({steps} steps each, interleaved):")
+        for sp in spins:
+            m = statistics.median(times[sp])
+            print(f"  busy {sp:4d} us a call ({2 * sp:4d} us a step): {1e3 * m:.3f} ms, "
+                  f"{1e3 * (m - base):+.3f} ms against {spins[0]} us")
+    finally:
+        L._run, L._upload, L._read = orig
+
+
 # ---- the driver: every variant in a fresh process, interleaved rounds ----
 
 def run_worker(variant: str, model: str, args: argparse.Namespace, spin: Optional[int] = None) -> Dict[str, Any]:
@@ -573,10 +665,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="also print the summary as one JSON object")
     ap.add_argument("--profile", choices=MODELS, help="profile warm steps of the clbound variant instead")
     ap.add_argument("--profile-steps", type=positive, default=20)
+    ap.add_argument("--host-cpu", choices=MODELS, help="the calling thread's CPU time by phase instead")
     ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.warmup >= args.steps and not args.profile:
+    if args.warmup >= args.steps and not (args.profile or args.host_cpu):
         args.warmup = args.steps - 1 if args.steps > 1 else 0
     try:
         import torch  # noqa: F401
@@ -589,6 +682,9 @@ def main() -> int:
         return 0
     if args.profile:
         profile(args.profile, args.warmup, args.profile_steps)
+        return 0
+    if args.host_cpu:
+        host_cpu(args.host_cpu, args.warmup, args.profile_steps)
         return 0
 
     if args.gomp_spincount is not None and "GOMP_SPINCOUNT" in os.environ:
