@@ -59,6 +59,19 @@ class Tensor:
         self._h = handle
         self._owned = owned
         self._last_numel = 0
+        self._facts: Optional[Tuple[int, int, Tuple[int, ...], int]] = None  # dtype code, rank, bounds, numel
+
+    def _fixed(self) -> Tuple[int, int, Tuple[int, ...], int]:
+        """(dtype code, rank, bounds, bound numel): fixed for a handle's life, asked
+        of the library once (the backend reads them per op)."""
+        h = self._live()
+        f = self._facts
+        if f is None:
+            r = L.t_rank(h)
+            arr = (ctypes.c_int64 * max(r, 1))()
+            L.t_bounds(h, arr)
+            f = self._facts = (L.t_dtype(h), r, tuple(arr[:r]), L.t_bound_numel(h))
+        return f
 
     def free(self) -> None:
         """Returns the device buffers now; the Tensor is unusable afterwards."""
@@ -100,12 +113,12 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         """The element type, as a numpy dtype. No device work."""
-        return L.NUMPY[L.t_dtype(self._live())]
+        return L.NUMPY[self._fixed()[0]]
 
     @property
     def rank(self) -> int:
         """The number of dims (0..8). No device work."""
-        return L.t_rank(self._live())
+        return self._fixed()[1]
 
     @property
     def ndim(self) -> int:
@@ -119,10 +132,7 @@ class Tensor:
     @property
     def bounds(self) -> Tuple[int, ...]:
         """Each dim's bound: the largest size it may take. No device work."""
-        r = self.rank
-        arr = (ctypes.c_int64 * max(r, 1))()
-        L.t_bounds(self._live(), arr)
-        return tuple(arr[:r])
+        return self._fixed()[2]
 
     @property
     def dynamic(self) -> Tuple[bool, ...]:
@@ -132,7 +142,7 @@ class Tensor:
     @property
     def bound_numel(self) -> int:
         """The number of elements at the bounds (the buffer's capacity)."""
-        return L.t_bound_numel(self._live())
+        return self._fixed()[3]
 
     @property
     def data_mem(self) -> int:
