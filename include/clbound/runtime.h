@@ -398,6 +398,17 @@ CLB_API clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int
  * or its free. */
 CLB_API clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const void *host,
                                              size_t bytes, void (*release)(void *), void *release_arg);
+/* clb_tensor_new followed by clb_tensor_write_borrowed, in one call: a tensor
+ * at `bounds` (dynamic flags as clb_tensor_new) holding `host` at the actual
+ * dims `dims`, written without a copy on the calling thread, with one write of
+ * its shape record instead of two. `host` and `release` as in
+ * clb_tensor_write_borrowed; release also runs, before returning, when the
+ * call fails, and then *out is NULL. A framework's input to one call is the
+ * use. */
+CLB_API clb_status clb_tensor_new_write_borrowed(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *bounds,
+                                                 const uint8_t *dynamic, const int64_t *dims, const void *host,
+                                                 size_t bytes, void (*release)(void *), void *release_arg,
+                                                 clb_tensor_t *out);
 
 /* Sets the actual sizes without touching data (new elements are unspecified). */
 CLB_API clb_status clb_tensor_set_sizes(clb_context_t ctx, clb_tensor_t t, const int64_t *dims);

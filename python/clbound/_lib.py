@@ -347,6 +347,8 @@ t_data_offset = fn("clb_tensor_data_offset", ctypes.c_size_t, p)
 t_shape_mem = fn("clb_tensor_shape_mem", p, p)
 t_write = fn("clb_tensor_write", c_int, p, p, i64p, p, ctypes.c_size_t)
 t_write_borrowed = fn("clb_tensor_write_borrowed", c_int, p, p, i64p, p, ctypes.c_size_t, p, p)
+t_new_write_borrowed = fn("clb_tensor_new_write_borrowed", c_int, p, c_int, c_int, i64p, u8p, i64p, p, ctypes.c_size_t,
+                          p, p, pp)
 t_set_sizes = fn("clb_tensor_set_sizes", c_int, p, p, i64p)
 t_read = fn("clb_tensor_read", c_int, p, p, i64p, p, ctypes.c_size_t, sizep)
 t_from_host = fn("clb_tensor_from_host", c_int, p, c_int, c_int, i64p, p, ctypes.c_size_t, pp)

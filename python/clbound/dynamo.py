@@ -243,16 +243,15 @@ class _Lowered:
         if xc.device.type == "cpu" and xc.dtype is not torch.bool and _TORCH_TO_NP.get(xc.dtype) is npdt:
             # borrowed: the device copies from the batch's own memory, which this
             # call holds, unchanged, until its closing sync (no copy on this thread);
-            # the C calls made directly with the placeholder's arguments, built once
+            # one C call (a pool tensor, one record write), its arguments built once
             ctx = self.ctx
             code, rank, cbounds, cdyn = self.new_args[i]
             h = ctypes.c_void_p()
-            ctx._check(L.t_new(ctx._live(), code, rank, cbounds, cdyn, ctypes.byref(h)))
-            t = ctx._wrap(h)
-            self.held.append(xc)
             dims = (ctypes.c_int64 * max(rank, 1))(*xc.shape)
-            ctx._check(L.t_write_borrowed(ctx._h, h, dims, xc.data_ptr(), xc.numel() * xc.element_size(), None,
-                                          None))
+            self.held.append(xc)
+            ctx._check(L.t_new_write_borrowed(ctx._live(), code, rank, cbounds, cdyn, dims, xc.data_ptr(),
+                                              xc.numel() * xc.element_size(), None, None, ctypes.byref(h)))
+            t = ctx._wrap(h)
         else:
             t = self.ctx.from_dlpack(xc, bounds=bounds, dynamic=dynamic)
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)

@@ -112,11 +112,12 @@ static clb_status write_shape(clb_context_t ctx, const char *op, clb_tensor_t t,
 /* clb_tensor_new's work; with host (clb_tensor_from_host), the data buffer is
  * made over that memory instead of taken from the pool or an arena. */
 static clb_status tensor_make(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
-                              const uint8_t *dynamic, void *host, size_t host_bytes, clb_tensor_t *out);
+                              const uint8_t *dynamic, void *host, size_t host_bytes, int skip_record,
+                              clb_tensor_t *out);
 
 clb_status clb_tensor_new(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *bounds,
                           const uint8_t *dynamic, clb_tensor_t *out) {
-  return tensor_make(ctx, "clb_tensor_new", dtype, rank, bounds, dynamic, NULL, 0, out);
+  return tensor_make(ctx, "clb_tensor_new", dtype, rank, bounds, dynamic, NULL, 0, 0, out);
 }
 
 /* A buffer over host memory, checked to be that memory: a map of it (on a
@@ -161,11 +162,14 @@ clb_status clb_tensor_from_host(clb_context_t ctx, clb_dtype dtype, int rank, co
                           "the buffer's own memory; CLBOUND_HOST_PTRS=off also turns this off): copy with "
                           "clb_tensor_write",
                           op, ctx->info.name);
-  return tensor_make(ctx, op, dtype, rank, dims, NULL, host, bytes, out);
+  return tensor_make(ctx, op, dtype, rank, dims, NULL, host, bytes, 0, out);
 }
 
+/* skip_record: the caller writes the shape record itself before anything
+ * reads it (a host write of the actual dims, right after). */
 static clb_status tensor_make(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
-                              const uint8_t *dynamic, void *host, size_t host_bytes, clb_tensor_t *out) {
+                              const uint8_t *dynamic, void *host, size_t host_bytes, int skip_record,
+                              clb_tensor_t *out) {
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   *out = NULL;
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
@@ -235,7 +239,7 @@ static clb_status tensor_make(clb_context_t ctx, const char *op, clb_dtype dtype
   }
   /* the bounds, unless the plan's record already holds a valid record of this
    * layout (its static dims are these, its producer writes the dynamic ones) */
-  if (!valid) {
+  if (!valid && !skip_record) {
     ctx->fresh_record = 1; /* no host-BLAS product kept by a merge reads it */
     st = write_shape(ctx, op, t, t->bound);
     ctx->fresh_record = 0;
@@ -440,6 +444,38 @@ clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const in
   }
   return write_tensor(ctx, "clb_tensor_write_borrowed", t, dims, host, bytes, release ? release : release_nothing,
                       release_arg);
+}
+
+clb_status clb_tensor_new_write_borrowed(clb_context_t ctx, clb_dtype dtype, int rank, const int64_t *bounds,
+                                         const uint8_t *dynamic, const int64_t *dims, const void *host, size_t bytes,
+                                         void (*release)(void *), void *release_arg, clb_tensor_t *out) {
+  static const char *op = "clb_tensor_new_write_borrowed";
+  if (!release) release = release_nothing;
+  if (out) *out = NULL;
+  if (!ctx) {
+    release(release_arg);
+    return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  }
+  if (!out) {
+    release(release_arg);
+    return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  }
+  /* a tensor with a dynamic dim gets one record write, the actual dims (the
+   * write's); a static one keeps its bounds' record from its making */
+  int dyn = 0;
+  for (int d = 0; dynamic && rank > 0 && rank <= CLB_MAX_RANK && d < rank; d++) dyn |= dynamic[d] != 0;
+  clb_tensor_t t = NULL;
+  clb_status st = tensor_make(ctx, op, dtype, rank, bounds, dynamic, NULL, 0, dyn, &t);
+  if (st != CLB_OK) {
+    release(release_arg);
+    return st;
+  }
+  if ((st = write_tensor(ctx, op, t, dims, host, bytes, release, release_arg)) != CLB_OK) {
+    clb_tensor_free(t); /* its record may never have been written: nothing may read it */
+    return st;
+  }
+  *out = t;
+  return CLB_OK;
 }
 
 clb_status clb__tensor_write_borrowed(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,

@@ -333,6 +333,78 @@ static void test_write_borrowed(void) {
   EXPECT_EQ_I(released, 6);
 }
 
+static uint64_t host_writes(clb_context_t ctx) {
+  clb_counters c;
+  c.struct_size = sizeof c;
+  CL_OK(ctx, clb_context_counters(ctx, &c));
+  return c.host_writes;
+}
+
+/* clb_tensor_new_write_borrowed: a new tensor filled from the caller's memory,
+ * with one shape-record write where new + write make two; an op reads its
+ * actual sizes; every failure releases and leaves *out NULL. */
+static void test_new_write_borrowed(void) {
+  CLB_TEST_CASE("core/tensor: new and borrowed write in one call");
+  clb_context_t ctx = clb_test_context(NULL);
+  int64_t bounds[2] = {10, 4}, dims[2] = {3, 4}, got[2];
+  uint8_t dyn[2] = {1, 0};
+  float a[12], back[40];
+  for (int i = 0; i < 12; i++) a[i] = 1.5f * (float)i - 4.0f;
+  released = 0;
+  clb_tensor_t t = NULL, two = NULL, r = NULL;
+  uint64_t w0 = host_writes(ctx);
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bounds, dyn, &two));
+  CL_OK(ctx, clb_tensor_write_borrowed(ctx, two, dims, a, sizeof a, NULL, NULL));
+  uint64_t w1 = host_writes(ctx);
+  CL_OK(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 2, bounds, dyn, dims, a, sizeof a, count_release,
+                                           &released, &t));
+  EXPECT_EQ_I(w1 - w0, 3); /* the bounds' record, the dims' record, the data */
+  EXPECT_EQ_I(host_writes(ctx) - w1, 2); /* the dims' record, the data */
+  EXPECT_EQ_I(released, 0);
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_RELU, t, &r));
+  CL_OK(ctx, clb_context_sync(ctx));
+  EXPECT_EQ_I(released, 1);
+  CL_OK(ctx, clb_tensor_read(ctx, t, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 3 && got[1] == 4 && memcmp(back, a, sizeof a) == 0);
+  CL_OK(ctx, clb_tensor_read(ctx, r, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 3 && got[1] == 4);
+  for (int i = 0; i < 12; i++) EXPECT_TRUE(back[i] == (a[i] > 0 ? a[i] : 0.0f));
+  EXPECT_TRUE(clb_tensor_is_dynamic(t, 0) && !clb_tensor_is_dynamic(t, 1));
+  clb_tensor_free(r);
+  clb_tensor_free(t);
+  clb_tensor_free(two);
+  /* static: its record holds the bounds from its making */
+  int64_t sb[2] = {3, 4};
+  CL_OK(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 2, sb, NULL, sb, a, sizeof a, NULL, NULL, &t));
+  CL_OK(ctx, clb_tensor_read(ctx, t, got, back, sizeof back, NULL));
+  EXPECT_TRUE(got[0] == 3 && got[1] == 4 && memcmp(back, a, sizeof a) == 0);
+  clb_tensor_free(t);
+  /* failures: released at once, nothing made */
+  int64_t over[2] = {11, 4};
+  t = (clb_tensor_t)&released; /* overwritten with NULL */
+  EXPECT_STATUS(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 2, bounds, dyn, over, a, 44 * sizeof *a,
+                                                   count_release, &released, &t),
+                CLB_ERR_OUT_OF_BOUNDS, "clb_tensor_new_write_borrowed");
+  EXPECT_TRUE(t == NULL);
+  EXPECT_EQ_I(released, 2);
+  EXPECT_STATUS(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 2, bounds, dyn, dims, a, 7, count_release,
+                                                   &released, &t),
+                CLB_ERR_INVALID_ARG, "7 bytes given");
+  EXPECT_EQ_I(released, 3);
+  EXPECT_STATUS(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 9, bounds, dyn, dims, a, sizeof a,
+                                                   count_release, &released, &t),
+                CLB_ERR_RANK, "rank 9");
+  EXPECT_EQ_I(released, 4);
+  EXPECT_STATUS(ctx, clb_tensor_new_write_borrowed(ctx, CLB_DTYPE_F32, 2, bounds, dyn, dims, a, sizeof a,
+                                                   count_release, &released, NULL),
+                CLB_ERR_NULL, "out is NULL");
+  EXPECT_EQ_I(released, 5);
+  EXPECT_TRUE(clb_tensor_new_write_borrowed(NULL, CLB_DTYPE_F32, 2, bounds, dyn, dims, a, sizeof a, count_release,
+                                            &released, &t) == CLB_ERR_NULL);
+  EXPECT_EQ_I(released, 6);
+  clb_context_free(ctx);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   test_staging_freed(ctx);
@@ -343,6 +415,7 @@ int main(void) {
   test_from_host(ctx);
   clb_context_free(ctx);
   test_write_borrowed();
+  test_new_write_borrowed();
   test_oom();
   return clb_test_finish("core/tensor");
 }
