@@ -74,6 +74,12 @@ _g_set_lr = _fn("clb_graph_set_lr", _i, _p, ctypes.c_double)
 _g_set_buckets = _fn("clb_graph_set_buckets", _i, _p, _i, _i, _i64p, ctypes.c_size_t)
 _g_feed = _fn("clb_graph_feed", _i, _p, _i, _i64p, _p, ctypes.c_size_t)
 _g_feed_borrowed = _fn("clb_graph_feed_borrowed", _i, _p, _i, _i64p, _p, ctypes.c_size_t, _p, _p)
+_g_run = _fn("clb_graph_run", _i, _p)
+_g_tensor = _fn("clb_graph_tensor", _p, _p, _i)
+_g_keep = _fn("clb_graph_keep", ctypes.c_int, _p, _i)
+_g_stats = _fn("clb_graph_stats_get", _i, _p, ctypes.POINTER(_Stats))
+_g_reason = _fn("clb_graph_last_reason", ctypes.c_char_p, _p)
+_g_describe = _fn("clb_graph_describe", _i, _p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
 
 # Arrays fed with borrow=True, held until the C library's release says their
 # write is done (or the feed was dropped): serial -> array.
@@ -86,13 +92,6 @@ def _fed_released(arg: Optional[int]) -> None:
     fed = _fed  # None once the interpreter is tearing the module down
     if fed is not None:
         fed.pop(arg or 0, None)
-_g_run = _fn("clb_graph_run", _i, _p)
-_g_tensor = _fn("clb_graph_tensor", _p, _p, _i)
-_g_keep = _fn("clb_graph_keep", ctypes.c_int, _p, _i)
-_g_stats = _fn("clb_graph_stats_get", _i, _p, ctypes.POINTER(_Stats))
-_g_reason = _fn("clb_graph_last_reason", ctypes.c_char_p, _p)
-_g_describe = _fn("clb_graph_describe", _i, _p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
-
 
 
 Node = int

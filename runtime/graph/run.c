@@ -136,8 +136,8 @@ void clb__graph_feed_free(clb_graph_t g, gnode *n) {
   n->copy = NULL;
 }
 
-/* clb_graph_feed and clb_graph_feed_borrowed: the input's checks; *need the
- * bytes its dims take. */
+/* clb_graph_feed and clb_graph_feed_borrowed: the input's checks (dims within
+ * the bounds, bytes for them, data given); *out the input's node. */
 static clb_status feed_check(clb_graph_t g, const char *op, clb_node input, const int64_t *dims, const void *host,
                              size_t bytes, gnode **out) {
   if (!g) return clb__set_error(NULL, CLB_ERR_NULL, "%s: graph is NULL", op);
