@@ -18,6 +18,7 @@ Nodes are ints. See include/clbound/graph.h and docs/graph.md.
 from __future__ import annotations
 
 import ctypes
+import itertools
 from typing import Any, Dict, Iterable, Optional, Sequence
 
 import numpy as np
@@ -84,7 +85,7 @@ _g_describe = _fn("clb_graph_describe", _i, _p, ctypes.c_char_p, ctypes.c_size_t
 # Arrays fed with borrow=True, held until the C library's release says their
 # write is done (or the feed was dropped): serial -> array.
 _fed: Dict[int, Any] = {}
-_fed_serial = [0]
+_fed_serials = itertools.count(1)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -312,8 +313,7 @@ class Graph:
             self.ctx._check(_g_feed(self._live(), n, dims, arr.ctypes.data_as(_p), arr.nbytes))
             return
         h = self._live()
-        _fed_serial[0] += 1
-        key = _fed_serial[0]
+        key = next(_fed_serials)
         _fed[key] = arr
         self.ctx._check(_g_feed_borrowed(h, n, dims, arr.ctypes.data_as(_p), arr.nbytes, _fed_released, key))
 

@@ -500,6 +500,10 @@ void clb__staging_reap(clb_context_t ctx, int all);
  * runs the releases of every write done by then (no host sync is counted). */
 void clb__staging_wait(clb_context_t ctx, void (*release)(void *), void *release_arg);
 
+/* A release that does nothing: a borrowed write whose memory the caller keeps
+ * until the next host sync. */
+void clb__release_nothing(void *arg);
+
 /* clb_tensor_write borrowing `host` (clb__write_borrowed); release runs in
  * every case, before returning where the write fails or is empty. */
 clb_status clb__tensor_write_borrowed(clb_context_t ctx, const char *op, clb_tensor_t t, const int64_t *dims,

@@ -434,7 +434,7 @@ clb_status clb_tensor_write(clb_context_t ctx, clb_tensor_t t, const int64_t *di
   return write_tensor(ctx, "clb_tensor_write", t, dims, host, bytes, NULL, NULL);
 }
 
-static void release_nothing(void *arg) { (void)arg; }
+void clb__release_nothing(void *arg) { (void)arg; }
 
 clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const int64_t *dims, const void *host,
                                      size_t bytes, void (*release)(void *), void *release_arg) {
@@ -442,7 +442,7 @@ clb_status clb_tensor_write_borrowed(clb_context_t ctx, clb_tensor_t t, const in
     if (release) release(release_arg);
     return clb__set_error(NULL, CLB_ERR_NULL, "clb_tensor_write_borrowed: ctx is NULL");
   }
-  return write_tensor(ctx, "clb_tensor_write_borrowed", t, dims, host, bytes, release ? release : release_nothing,
+  return write_tensor(ctx, "clb_tensor_write_borrowed", t, dims, host, bytes, release ? release : clb__release_nothing,
                       release_arg);
 }
 
@@ -450,7 +450,7 @@ clb_status clb_tensor_new_write_borrowed(clb_context_t ctx, clb_dtype dtype, int
                                          const uint8_t *dynamic, const int64_t *dims, const void *host, size_t bytes,
                                          void (*release)(void *), void *release_arg, clb_tensor_t *out) {
   static const char *op = "clb_tensor_new_write_borrowed";
-  if (!release) release = release_nothing;
+  if (!release) release = clb__release_nothing;
   if (out) *out = NULL;
   if (!ctx) {
     release(release_arg);

@@ -206,8 +206,6 @@ clb_status clb_graph_feed_borrowed(clb_graph_t g, clb_node input, const int64_t 
   return CLB_OK;
 }
 
-static void release_nothing(void *arg) { (void)arg; }
-
 /* ---- forward ----------------------------------------------------------------------- */
 
 static clb_status run_input(clb_graph_t g, gnode *n) {
@@ -238,7 +236,7 @@ static clb_status run_input(clb_graph_t g, gnode *n) {
   if (n->borrowed == 2)
     return clb__set_error(g->ctx, CLB_ERR_INVALID_ARG, "clb_graph_run: input %s of graph '%s' was fed borrowed "
                           "(clb_graph_feed_borrowed) and an earlier run read it; feed it again", n->name, g->name);
-  void (*release)(void *) = n->feed_release ? n->feed_release : release_nothing;
+  void (*release)(void *) = n->feed_release ? n->feed_release : clb__release_nothing;
   void *arg = n->feed_release_arg;
   n->borrowed = 2; /* this run's: its release now goes with the write */
   n->feed_release = NULL;
