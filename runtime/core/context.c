@@ -65,6 +65,12 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   ctx->info.struct_size = sizeof ctx->info;
   clb_status st = clb__device_describe(ctx->platform, ctx->device, &ctx->info);
   if (st != CLB_OK) return clb__set_error(NULL, st, "context: cannot describe the device");
+  /* Event callbacks time first launches where the driver compiles then (PoCL).
+   * Elsewhere they are off: on an NVIDIA H200 (driver 580.159.04) processes
+   * that had them hung in a blocking read, the driver's event thread waiting
+   * on a lock (docs/portability.md, "A GPU pass"). */
+  const int timing = (int)clb__env_int(CLB_ENV_FIRST_LAUNCH_TIMING); /* -1 auto, 0 off, 1 on */
+  ctx->time_first_launches = timing < 0 ? ctx->info.is_cpu : timing;
   clb_kernel_style style = opts ? opts->kernel_style : CLB_KERNEL_STYLE_AUTO;
   if (style != CLB_KERNEL_STYLE_AUTO && style != CLB_KERNEL_STYLE_CPU && style != CLB_KERNEL_STYLE_GPU)
     return clb__set_error(NULL, CLB_ERR_INVALID_ARG,

@@ -251,6 +251,7 @@ struct clb_context {
   struct clb__first_seen *first_seen;
   size_t n_first_seen, cap_first_seen;
   struct clb__first_timer *first_timer;
+  int time_first_launches; /* event callbacks time them (CLBOUND_FIRST_LAUNCH_TIMING) */
 };
 
 /* ---- errors.c ------------------------------------------------------------- */
@@ -328,8 +329,9 @@ void clb__launch_add_seq(clb_context_t ctx, uint32_t id, uint64_t seq);
 void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id);
 /* For a launch of k at local size `local`: NULL when the context launched that
  * pair before, else an event slot the caller passes to the enqueue and then
- * hands to clb__first_launch_watch, which times it (from ready to done: on
- * PoCL the kernel's compile for that size, on a GPU little more than the run). */
+ * hands to clb__first_launch_watch, which counts it and, where the context
+ * times first launches (CPU devices by default), times it by event callbacks
+ * (from ready to done: on PoCL the kernel's compile for that size). */
 cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot);
 
 /* The work-group shapes the process's kernels were first launched with, noted

@@ -331,7 +331,7 @@ static void CL_CALLBACK on_done(cl_event ev, cl_int status, void *p) {
 
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev) {
   ctx->counters.first_launches++;
-  first_watch *w = calloc(1, sizeof *w);
+  first_watch *w = ctx->time_first_launches ? calloc(1, sizeof *w) : NULL;
   if (w) {
     w->t = ctx->first_timer;
     __atomic_add_fetch(&w->t->refs, 1, __ATOMIC_ACQ_REL);

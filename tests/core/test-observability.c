@@ -1,8 +1,23 @@
-/* test-observability.c: the metrics JSON and file, and the event log lines. */
-#define _POSIX_C_SOURCE 200809L
+/* test-observability.c: the metrics JSON and file, the event log lines, and
+ * where first launches are timed by event callbacks. */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "cl-test.h"
+
+/* clSetEventCallback, interposed: this executable exports it (ENABLE_EXPORTS),
+ * so libclbound's calls land here first; counted, then passed on. */
+static unsigned long event_callbacks;
+
+CL_API_ENTRY cl_int CL_API_CALL clSetEventCallback(cl_event ev, cl_int type,
+                                                   void(CL_CALLBACK *fn)(cl_event, cl_int, void *), void *user) {
+  typedef cl_int(CL_API_CALL * set_fn)(cl_event, cl_int, void(CL_CALLBACK *)(cl_event, cl_int, void *), void *);
+  static set_fn real;
+  event_callbacks++;
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "clSetEventCallback");
+  return real ? real(ev, type, fn, user) : CL_INVALID_OPERATION;
+}
 
 static char lines[16384];
 
@@ -110,6 +125,42 @@ int main(void) {
   EXPECT_EQ_I(json_int(file, "host_syncs"), 3);
   EXPECT_EQ_I(json_int(file, "program_builds"), 2);
   EXPECT_TRUE(json_int(file, "kernel_launches") > 0);
+
+  /* First launches are counted everywhere and timed by event callbacks only
+   * where CLBOUND_FIRST_LAUNCH_TIMING allows: by default on CPU devices (the
+   * callbacks hung processes in NVIDIA's driver). Untimed, no callback is set
+   * and the time stays 0 after the sync that would have made it whole. */
+  CLB_TEST_CASE("CLBOUND_FIRST_LAUNCH_TIMING");
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  REQUIRE_TRUE(clb_device_info_get(0, &di) == CLB_OK);
+  for (int mode = 0; mode < 3; mode++) { /* unset (auto), off, on */
+    static const char *const val[] = {NULL, "off", "on"};
+    if (val[mode]) setenv("CLBOUND_FIRST_LAUNCH_TIMING", val[mode], 1);
+    else unsetenv("CLBOUND_FIRST_LAUNCH_TIMING");
+    clb_context_t t = clb_test_context(&o);
+    unsigned long cb0 = event_callbacks;
+    clb_tensor_t y = NULL, r = NULL;
+    CL_OK(t, clb_tensor_new(t, CLB_DTYPE_F32, 1, b, NULL, &y));
+    CL_OK(t, clb_fill(t, y, 1));
+    CL_OK(t, clb_reduce_all(t, CLB_REDUCE_SUM, y, &r));
+    CL_OK(t, clb_context_sync(t));
+    clb_counters tc;
+    tc.struct_size = sizeof tc;
+    clb_context_counters(t, &tc);
+    CL_OK(t, clb_context_metrics_json(t, json, sizeof json, &len));
+    EXPECT_EQ_I((long long)tc.first_launches, 3);
+    /* untimed, the figure is 0; timed, it may round to 0 ms too (PoCL's
+     * compiles of these kernels are cached by now), so only >= 0 is sure */
+    int timed = mode == 2 || (mode == 0 && di.is_cpu);
+    EXPECT_EQ_I((long long)(event_callbacks - cb0), timed ? 6 : 0); /* CL_SUBMITTED and CL_COMPLETE each */
+    if (!timed) EXPECT_EQ_I(json_int(json, "first_launch_ms"), 0);
+    else EXPECT_TRUE(json_int(json, "first_launch_ms") >= 0);
+    clb_tensor_free(y);
+    clb_tensor_free(r);
+    clb_context_free(t);
+  }
+  unsetenv("CLBOUND_FIRST_LAUNCH_TIMING");
 
   /* An unknown CLBOUND_LOG category is named once, with the known ones, however
    * many contexts read the variable. */
