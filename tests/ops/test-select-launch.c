@@ -20,10 +20,15 @@ static uint64_t launches_of(clb_context_t ctx) {
 }
 
 /* A context of `style` whose select ops take the path `single` (on, off, auto). */
+/* One launch or three: the one-pass select with look-back, which a device with
+ * forward progress across work-groups runs by default (NVIDIA GPUs), is off
+ * here; ops/select-lookback tests it. */
 static clb_context_t context_with(clb_kernel_style style, const char *single) {
   setenv("CLBOUND_SELECT_SINGLE", single, 1);
+  setenv("CLBOUND_SELECT_LOOKBACK", "off", 1);
   clb_context_t ctx = ops_context(style);
   unsetenv("CLBOUND_SELECT_SINGLE");
+  unsetenv("CLBOUND_SELECT_LOOKBACK");
   return ctx;
 }
 
