@@ -70,10 +70,12 @@ import sys
 import torch
 from torch import nn
 BOUND, SIZES, LR, iters = %d, %r, %r, int(sys.argv[1])
+dev = torch.device(sys.argv[2] if len(sys.argv) > 2 else "cpu")
 torch.set_num_threads(max(1, torch.get_num_threads()))
 X = torch.tensor([[j // 2, j %% 2] for j in range(BOUND)], dtype=torch.float32)
 t = torch.tensor([[j %% 2] for j in range(BOUND)], dtype=torch.float32)
-model = nn.Sequential(nn.Linear(2, 10), nn.ReLU(), nn.Linear(10, 1), nn.Sigmoid())
+X, t = X.to(dev), t.to(dev)
+model = nn.Sequential(nn.Linear(2, 10), nn.ReLU(), nn.Linear(10, 1), nn.Sigmoid()).to(dev)
 with torch.no_grad():
     for q in model.parameters():
         q.fill_(0.01)
@@ -139,6 +141,10 @@ def parse_args():
     p.add_argument("--torch-python", default=sys.executable, help="the interpreter that runs the PyTorch program")
     p.add_argument("--load", type=int, default=0, help="busy-loop processes kept running meanwhile (default 0)")
     p.add_argument("--json", action="store_true", help="also print one JSON object with every run")
+    p.add_argument("--gpu", action="store_true",
+                   help="the peers on the GPU (PyTorch on cuda, JAX on its GPU); every cold process with "
+                        "CUDA_CACHE_DISABLE=1 (NVIDIA's compute cache off), every warm one with a compute "
+                        "cache of the round's own, filled by an untimed run first")
     return p.parse_args()
 
 
@@ -158,6 +164,14 @@ def timed(cmd, env):
     if r.returncode != 0:
         sys.exit("cold-process.py: %s failed (exit %d):\n%s" % (" ".join(cmd[:3]), r.returncode, r.stderr[-2000:]))
     return dt, r.stdout
+
+
+def gpu_cache_env(rd, state):
+    """NVIDIA's compute cache (its JIT of PTX binaries) for a cold process (off) or a
+    warm one (a folder of the round's own, filled by an untimed run before)."""
+    if state == "cold":
+        return {"CUDA_CACHE_DISABLE": "1"}
+    return {"CUDA_CACHE_DISABLE": "0", "CUDA_CACHE_PATH": os.path.join(rd, "cuda-cache")}
 
 
 def peer_loss(out):
@@ -203,7 +217,12 @@ def main():
             os.makedirs(env["POCL_CACHE_DIR"])
             metrics = os.path.join(rd, "metrics.json")
             for state in ("cold", "warm"):
-                dt, out = timed(demo, dict(env, CLBOUND_METRICS_FILE=metrics))
+                senv = dict(env, CLBOUND_METRICS_FILE=metrics)
+                if a.gpu:
+                    senv.update(gpu_cache_env(rd, state))
+                    if state == "warm":  # fills the round's compute cache, untimed
+                        timed(demo, senv)
+                dt, out = timed(demo, senv)
                 js = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
                 runs["clbound_" + state].append(dt)
                 losses["clbound"] = float(js["final_loss"])
@@ -218,6 +237,8 @@ def main():
             # the driver alone: a one-line kernel built and launched from an empty
             # PoCL cache of its own, no clbound op (`clbound bench build-floor`)
             fenv = dict(os.environ, POCL_CACHE_DIR=os.path.join(rd, "pocl-floor"))
+            if a.gpu:
+                fenv.update(gpu_cache_env(rd, "cold"))
             os.makedirs(fenv["POCL_CACHE_DIR"])
             dt, out = timed([tool, "bench", "build-floor", "--json"], fenv)
             runs["driver_floor"].append(dt)
@@ -228,8 +249,10 @@ def main():
             dt, out = timed([tool, "bench", "build-floor", "--json"], fenv)
             runs["driver_floor_warm"].append(dt)
             for name, (python, _) in peers.items():
-                penv = dict(os.environ, JAX_PLATFORMS="cpu")
-                dt, out = timed([python, programs[name], str(a.iterations)], penv)
+                penv = dict(os.environ, JAX_PLATFORMS="cuda" if a.gpu else "cpu")
+                if a.gpu:
+                    penv.update(gpu_cache_env(rd, "cold"))
+                dt, out = timed([python, programs[name], str(a.iterations)] + (["cuda"] if a.gpu else []), penv)
                 runs[name].append(dt)
                 losses[name] = peer_loss(out)
     finally:
@@ -239,8 +262,9 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in runs.items() if v}
     bad = {k: v for k, v in losses.items() if not abs(v - ref) <= TOLERANCE}
-    print("xla-mlp, %d iterations, whole processes, %d interleaved rounds; load average %s at the rounds' starts%s"
+    print("xla-mlp, %d iterations, whole processes, %d interleaved rounds; load average %s at the rounds' starts%s%s"
           % (a.iterations, a.rounds, ", ".join("%.1f" % x for x in loads),
+             "; peers on the GPU, cold processes with CUDA_CACHE_DISABLE=1" if a.gpu else "",
              " (with %d busy-loop processes)" % a.load if a.load else ""))
     print("final loss: float64 reference %.9f; %s" % (ref, ", ".join(
         "%s %.9f (%s)" % (k, v, "ok" if k not in bad else "OFF by %.2g" % abs(v - ref)) for k, v in losses.items())))

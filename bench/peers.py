@@ -27,6 +27,9 @@ def parse_args():
     p.add_argument("--reps", type=int, default=11, help="timed runs per op, median reported (default 11)")
     p.add_argument("--no-whole-step", action="store_true", help="skip the training-step comparison")
     p.add_argument("--json-only", action="store_true", help="print only the JSON object")
+    p.add_argument("--ops-json", default=None, metavar="FILE",
+                   help="clbound's side of the mask ops from FILE, the output of an earlier "
+                        "`clbound bench ops --json` at the same --n, instead of running it again")
     return p.parse_args()
 
 
@@ -136,9 +139,14 @@ def main():
         return 1
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
-    ops = run_json([tool, "bench", "ops", "--json", "--quiet", "--n", str(args.n), "--density", str(args.density),
-                    "--reps", str(args.reps)])
-    ops = [r for r in ops if r.get("n") == args.n]
+    if args.ops_json:
+        with open(args.ops_json) as f:
+            ops = [json.loads(line) for line in f if line.startswith("{")]
+    else:
+        ops = run_json([tool, "bench", "ops", "--json", "--quiet", "--n", str(args.n), "--density",
+                        str(args.density), "--reps", str(args.reps)])
+    # (a saved --ops-json file may hold every density: PyTorch ran at --density)
+    ops = [r for r in ops if r.get("n") == args.n and abs(r.get("density", args.density) - args.density) < 1e-9]
     peer = torch_ops(torch, dev, args.n, args.density, args.reps)
     rows = []
     for r in ops:

@@ -1,0 +1,180 @@
+#!/bin/bash
+# gpu-pass.sh: the checks of a GPU session (issues 27 and 28), in parts, each step
+# under its own time limit and all of them under one budget, so that one call of a
+# short-lived GPU machine brings back everything it got to. Runs in the build folder
+# that gpu-run.sh unpacked (docs/portability.md, "A GPU pass"):
+#
+#   bash ../shared/scripts/gpu-pack.sh                          # here: .gpu/
+#   bash .gpu/gpu-run.sh bash "$PWD/scripts/gpu-pass.sh" PART... # there, from the repository root
+#
+# PARTs, in the order given:
+#   tests   the `gpu` CTest label with every TIMEOUT set to 90 s, graph tests first
+#   demo    the xla-mlp demo's losses under dynamic and static (compare with PoCL's)
+#   steps   bench whole-step (both workloads) and bench steps, as JSON
+#   ops16   bench/peers.py at 16M elements: mask ops against copy and PyTorch CUDA, whole steps
+#   ops256  bench ops at 268435456 elements (timed: issue 27 item 3), then PyTorch at that size
+#   gemm    bench gemm at the wide-mlp shapes against torch.matmul (cuBLAS, fp32, no TF32)
+#   tune    clbound tune (CLBlast's tuners from .gpu/tuners, if carried), then gemm again
+#   diag    the slow tests and `bench steps` alone, each with CLBOUND_LOG=builds, and the
+#           stacks of all their threads (cuda-gdb attached) at 40 s and 65 s: diag.tar.xz
+#   cold    bench/cold-process.py --gpu: the demo as whole processes, cold and warm, against
+#           PyTorch CUDA and JAX
+# GPU_PASS_BUDGET (seconds, default 420) bounds the whole; what is written under $OUT
+# comes back: pass.log (everything), lasttest.log.xz (CTest's full log), stuck.txt.
+set -u
+R=$(cd "$(dirname "$0")/.." && pwd)   # the repository root (scripts that need no build)
+OUT=${OUT:-/var/tmp/gpu-out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+BUDGET=${GPU_PASS_BUDGET:-420}
+B=$PWD/bin/clbound
+PY=python3
+
+left() { echo $((BUDGET - ($(date +%s) - T0))); }
+# step NAME LIMIT CMD...: CMD under min(LIMIT, budget left), with its time and exit status
+step() {
+  local name=$1 lim=$2 l rc s
+  shift 2
+  l=$(left)
+  if [ "$l" -le 5 ]; then echo "== $name: not run, the budget is spent"; return 0; fi
+  [ "$lim" -gt "$l" ] && lim=$l
+  echo "== $name (limit ${lim} s, at +$(($(date +%s) - T0)) s)"
+  s=$(date +%s%N)
+  timeout -k 5 "$lim" "$@"
+  rc=$?
+  echo "== $name: rc=$rc in $((($(date +%s%N) - s) / 1000000)) ms"
+  return 0
+}
+
+# a watchdog: for any test binary or clbound command running past 60 s, the GPU's
+# utilisation (100% = a kernel spinning, 0% = a host wait) and the threads' stacks
+watchdog() {
+  while sleep 10; do
+    for pid in $(pgrep -f "$PWD/(tests/test-|bin/clbound)" 2>/dev/null); do
+      age=$(ps -o etimes= -p "$pid" 2>/dev/null | tr -d ' ')
+      [ -n "$age" ] && [ "$age" -ge 60 ] && [ ! -e "/var/tmp/gpu-pass-seen.$pid" ] || continue
+      touch "/var/tmp/gpu-pass-seen.$pid"
+      { echo "== $(tr '\0' ' ' <"/proc/$pid/cmdline") (pid $pid, ${age} s)"
+        nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+        grep -E 'State|Threads' "/proc/$pid/status"
+        for t in /proc/"$pid"/task/*; do echo "-- $(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null)"; head -8 "$t/stack" 2>/dev/null; done
+      } >>"$OUT/stuck.txt" 2>&1
+    done
+  done
+}
+
+part_tests() {
+  find . -name CTestTestfile.cmake -exec sed -i -E 's/TIMEOUT "[0-9]+"/TIMEOUT "90"/' {} +
+  local g='graph/|tools/demo|adversarial/cli-json'
+  step "ctest graph" 200 ctest -L gpu -R "$g" -j 8 --output-on-failure
+  cp Testing/Temporary/LastTest.log /var/tmp/lasttest-graph.log 2>/dev/null
+  step "ctest rest" 240 ctest -L gpu -E "$g" -j 8 --output-on-failure
+  cat /var/tmp/lasttest-graph.log Testing/Temporary/LastTest.log 2>/dev/null | xz -T0 -6 >"$OUT/lasttest.log.xz"
+  # a crash at graph free, as on the first run, gets a host backtrace
+  timeout 60 "$B" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet >/dev/null 2>&1
+  if [ $? -ge 128 ]; then
+    step "demo backtrace" 60 cuda-gdb -batch -ex run -ex bt --args "$B" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet
+  fi
+}
+
+part_demo() {
+  for p in dynamic static; do
+    step "demo $p" 60 "$B" demo --workload xla-mlp --policy $p --iterations 12 --json --quiet
+  done
+  step "demo default" 90 "$B" demo --json --quiet
+}
+
+part_steps() {
+  for w in xla-mlp wide-mlp; do
+    step "bench whole-step $w" 60 "$B" bench whole-step --json --reps 15 --workload $w
+  done
+  step "bench steps" 90 "$B" bench steps --json --quiet --reps 5 --sizes 256,1024,4096
+}
+
+part_ops16() {
+  step "peers 16M" 150 $PY "$R/bench/peers.py" --clbound "$B" --n 16777216 --reps 11
+}
+
+part_ops256() {
+  step "bench ops 256M (all densities, both paths)" 90 "$B" bench ops --json --quiet --reps 3 --n 268435456 \
+    | tee /var/tmp/ops256.jsonl
+  step "peers 256M (PyTorch side)" 90 $PY "$R/bench/peers.py" --clbound "$B" --n 268435456 --reps 3 \
+    --no-whole-step --ops-json /var/tmp/ops256.jsonl
+}
+
+gemm_vs_torch() {
+  step "bench gemm $1" 90 "$B" bench gemm --json --quiet --shapes 4096x512x256,4096x256x512,256x512x4096,512x256x4096
+  step "torch.matmul $1" 60 $PY - <<'EOF'
+import json, time, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+for m, n, k in ((4096, 512, 256), (4096, 256, 512), (256, 512, 4096), (512, 256, 4096)):
+    a = torch.rand(m, k, device="cuda"); b = torch.rand(k, n, device="cuda")
+    for _ in range(5): torch.matmul(a, b)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(21):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(); torch.matmul(a, b); e1.record(); torch.cuda.synchronize()
+        ts.append(e0.elapsed_time(e1))
+    ms = sorted(ts)[10]
+    print(json.dumps({"peer": "torch.matmul fp32 (cuBLAS, TF32 off)", "shape": "%dx%dx%d" % (m, n, k),
+                      "ms": ms, "gflops": 2.0 * m * n * k / ms / 1e6}))
+EOF
+}
+
+part_gemm() { gemm_vs_torch untuned; }
+
+part_tune() {
+  if [ -d "$R/.gpu/tuners" ]; then
+    export PATH="$R/.gpu/tuners:$PATH"
+    step "clbound tune" 150 "$B" tune --budget 120 --size 512 --no-f64
+    gemm_vs_torch tuned
+  else
+    echo "== tune: not run, no .gpu/tuners (copy CLBlast's clblast_tuner_* there)"
+  fi
+}
+
+part_diag() {
+  local D=/var/tmp/diag pids="" t
+  rm -rf $D && mkdir -p $D
+  for t in ops-elementwise nn-gemm nn-loss ops-select-lookback graph-policy-counts; do
+    CLBOUND_LOG=builds timeout -k 2 75 stdbuf -oL -eL "$PWD/tests/test-$t" >"$D/$t.log" 2>&1 &
+    pids="$pids $!"
+  done
+  CLBOUND_LOG=builds timeout -k 2 75 stdbuf -oL -eL "$B" bench steps --json --quiet --reps 5 --sizes 256,1024,4096 \
+    >"$D/bench-steps.log" 2>&1 &
+  pids="$pids $!"
+  for at in 40 65; do
+    sleep $((at - ${prev:-0})); prev=$at
+    for p in $(pgrep -f "$PWD/(tests/test-|bin/clbound)"); do
+      timeout 20 cuda-gdb -batch -p "$p" -ex "info threads" -ex "thread apply all bt 14" >"$D/stack-$at-$p.txt" 2>&1 &
+    done
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader >"$D/gpu-$at.txt"
+    ps -o pid,etimes,time,stat,args -p "$(pgrep -d, -f "$PWD/(tests/test-|bin/clbound)")" >"$D/ps-$at.txt" 2>&1
+  done
+  wait $pids
+  for f in "$D"/*.log; do echo "== $(basename "$f"): $(grep -c 'built from source' "$f") builds from source, \
+$(grep -o 'built from source in [0-9.]* ms' "$f" | awk '{s+=$5} END {printf "%.1f s", s/1000}') building; last lines:"
+    tail -3 "$f" | cut -c1-300; done
+  tar -C /var/tmp -cJf "$OUT/diag.tar.xz" diag
+}
+
+part_cold() {
+  step "cold-process --gpu" 150 $PY "$R/bench/cold-process.py" --clbound "$B" --gpu --rounds 3 --iterations 100 --json
+}
+
+watchdog &
+WD=$!
+{
+  echo "== gpu-pass: $* (budget $BUDGET s), $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+  for part in "$@"; do
+    case $part in
+      tests|demo|steps|ops16|ops256|gemm|tune|diag|cold) "part_$part" ;;
+      *) echo "gpu-pass: unknown part $part" ;;
+    esac
+  done
+  echo "== gpu-pass: done at +$(($(date +%s) - T0)) s"
+} 2>&1 | tee "$OUT/pass.log"
+kill "$WD" 2>/dev/null
+exit 0
