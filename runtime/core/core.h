@@ -331,7 +331,8 @@ void clb__launch_clear_seqs(clb_context_t ctx, uint32_t id);
  * pair before, else an event slot the caller passes to the enqueue and then
  * hands to clb__first_launch_watch, which counts it and, where the context
  * times first launches (CPU devices by default), times it by event callbacks
- * (from ready to done: on PoCL the kernel's compile for that size). */
+ * (from ready to done: on PoCL the kernel's compile for that size). Where it
+ * does not, the launch passes no event and the watch gets NULL: counted only. */
 cl_event *clb__first_launch_slot(clb_context_t ctx, cl_kernel k, size_t local, cl_event *slot);
 
 /* The work-group shapes the process's kernels were first launched with, noted

@@ -187,10 +187,12 @@ clb_status clb__launch_enqueue(clb_context_t ctx, const char *op, const char *wh
                          "%s %s: launching %zu work-groups of %zu (CLBOUND_TEST_KERNEL_WG_LIMIT=%zu)", op,
                          what ? what : "", groups, local, ctx->kernel_wg_limit);
   cl_event first = NULL, *ev = clb__first_launch_slot(ctx, k, local, &first);
+  const int is_first = ev != NULL;
+  if (!ctx->time_first_launches) ev = NULL; /* counted, not timed: no event at all */
   cl_int e = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, 0, NULL, ev);
   if (e != CL_SUCCESS)
     return clb__cl_error(ctx, e, "%s %s: launching %zu work-groups of %zu", op, what ? what : "", groups, local);
-  if (first) {
+  if (is_first) {
     clb__first_launch_watch(ctx, first);
     clb__wg_note(local, global);
   }
@@ -331,7 +333,8 @@ static void CL_CALLBACK on_done(cl_event ev, cl_int status, void *p) {
 
 void clb__first_launch_watch(clb_context_t ctx, cl_event ev) {
   ctx->counters.first_launches++;
-  first_watch *w = ctx->time_first_launches ? calloc(1, sizeof *w) : NULL;
+  if (!ev) return; /* not timed (CLBOUND_FIRST_LAUNCH_TIMING) */
+  first_watch *w = calloc(1, sizeof *w);
   if (w) {
     w->t = ctx->first_timer;
     __atomic_add_fetch(&w->t->refs, 1, __ATOMIC_ACQ_REL);
