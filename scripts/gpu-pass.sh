@@ -77,7 +77,33 @@ part_tests() {
   fi
 }
 
+# the device's OpenCL extensions (cl_khr_command_buffer and its revision: issue 28)
+device_extensions() {
+  $PY - <<'EOF2'
+import ctypes
+cl = ctypes.CDLL("libOpenCL.so.1")
+n = ctypes.c_uint()
+cl.clGetPlatformIDs(0, None, ctypes.byref(n))
+plats = (ctypes.c_void_p * n.value)()
+cl.clGetPlatformIDs(n, plats, None)
+for p in plats:
+    nd = ctypes.c_uint()
+    cl.clGetDeviceIDs(ctypes.c_void_p(p), ctypes.c_ulonglong(0xFFFFFFFF), 0, None, ctypes.byref(nd))
+    devs = (ctypes.c_void_p * nd.value)()
+    cl.clGetDeviceIDs(ctypes.c_void_p(p), ctypes.c_ulonglong(0xFFFFFFFF), nd, devs, None)
+    for d in devs:
+        size = ctypes.c_size_t()
+        cl.clGetDeviceInfo(ctypes.c_void_p(d), 0x1030, 0, None, ctypes.byref(size))  # CL_DEVICE_EXTENSIONS
+        buf = ctypes.create_string_buffer(size.value)
+        cl.clGetDeviceInfo(ctypes.c_void_p(d), 0x1030, size, buf, None)
+        ext = buf.value.decode().split()
+        print("extensions:", " ".join(ext))
+        print("cl_khr_command_buffer:", "yes" if "cl_khr_command_buffer" in ext else "no")
+EOF2
+}
+
 part_demo() {
+  step "device extensions" 20 device_extensions
   for p in dynamic static; do
     step "demo $p" 60 "$B" demo --workload xla-mlp --policy $p --iterations 12 --json --quiet
   done
