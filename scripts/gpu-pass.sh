@@ -8,6 +8,8 @@
 #   bash .gpu/gpu-run.sh bash "$PWD/scripts/gpu-pass.sh" PART... # there, from the repository root
 #
 # PARTs, in the order given:
+#   confirm the hang of the H200 pass (docs/portability.md): nn/loss and ops/elementwise
+#           with the first-launch callbacks off (the default off CPUs), then on
 #   tests   the `gpu` CTest label with every TIMEOUT set to 90 s, graph tests first
 #   demo    the xla-mlp demo's losses under dynamic and static (compare with PoCL's)
 #   steps   bench whole-step (both workloads) and bench steps, as JSON
@@ -59,6 +61,14 @@ watchdog() {
         grep -E 'State|Threads' "/proc/$pid/status"
         for t in /proc/"$pid"/task/*; do echo "-- $(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null)"; head -8 "$t/stack" 2>/dev/null; done
       } >>"$OUT/stuck.txt" 2>&1
+    done
+  done
+}
+
+part_confirm() {
+  for t in nn-loss ops-elementwise; do
+    for v in off on; do
+      step "$t, CLBOUND_FIRST_LAUNCH_TIMING=$v" 45 env CLBOUND_FIRST_LAUNCH_TIMING=$v "$PWD/tests/test-$t"
     done
   done
 }
@@ -196,7 +206,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      tests|demo|steps|ops16|ops256|gemm|tune|diag|cold) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|cold) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
