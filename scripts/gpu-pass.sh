@@ -19,6 +19,8 @@
 #   tune    clbound tune (CLBlast's tuners from .gpu/tuners, if carried), then gemm again
 #   diag    the slow tests and `bench steps` alone, each with CLBOUND_LOG=builds, and the
 #           stacks of all their threads (cuda-gdb attached) at 40 s and 65 s: diag.tar.xz
+#   sweep   bench ops at 16M, 50%, both select paths, under launch geometries
+#           (CLBOUND_GEOMETRY local x per_cu): a first look at what bounds the mask ops
 #   cold    bench/cold-process.py --gpu: the demo as whole processes, cold and warm, against
 #           PyTorch CUDA and JAX
 # GPU_PASS_BUDGET (seconds, default 420) bounds the whole; what is written under $OUT
@@ -197,6 +199,24 @@ $(grep -o 'built from source in [0-9.]* ms' "$f" | awk '{s+=$5} END {printf "%.1
   tar -C /var/tmp -cJf "$OUT/diag.tar.xz" diag
 }
 
+part_sweep() {
+  local l p
+  for l in 128 256 512 1024; do
+    for p in 4 16 64; do
+      step "bench ops, CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p" 30 env CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p \
+        "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 5 --path both | $PY -c '
+import json, sys
+for line in sys.stdin:
+    if line.startswith("{"):
+        r = json.loads(line)
+        if r.get("n") == 16777216:
+            print("  %-14s %-4s %-8s %.4f ms  %.2f of copy" % (r["op"], r["dtype"], r["path"], r["ms"], r["fraction_of_copy"]))
+    else:
+        sys.stdout.write(line)'
+    done
+  done
+}
+
 part_cold() {
   step "cold-process --gpu" 150 $PY "$R/bench/cold-process.py" --clbound "$B" --gpu --rounds 3 --iterations 100 --json
 }
@@ -208,7 +228,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|cold) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
