@@ -450,6 +450,15 @@ int clb__view_current(clb_tensor_t x, clb_tensor_t v, int rank, const int64_t *s
  * dtype, rank, bounds and dynamic flags needed. */
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
                        const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out);
+/* As clb__output, but a tensor it makes gets no shape record write: for a
+ * producer that writes the whole record (every one of its CLB_MAX_RANK entries)
+ * in the first command after, before anything reads it (host BLAS's native
+ * kernel). A producer that fails before enqueueing that command writes the
+ * bounds instead (clb__record_bounds), so that no record is left unwritten. */
+clb_status clb__output_unrecorded(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
+                                  const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out);
+/* Writes t's bounds into its shape record (a host write, enqueued). */
+clb_status clb__record_bounds(clb_context_t ctx, const char *op, clb_tensor_t t);
 int64_t clb__numel(int rank, const int64_t *dims);
 /* One host sync, then the actual sizes of ts[0..n) (into dims[i * CLB_MAX_RANK
  * ...]) read through host pointers, with clb_tensors_read's checks (a failed

@@ -693,11 +693,30 @@ clb_status clb__read_data(clb_context_t ctx, const char *op, clb_tensor_t t, voi
   return CLB_OK;
 }
 
+/* clb__output's work; a tensor it makes with unrecorded set gets no record
+ * write (clb__output_unrecorded). */
+static clb_status get_output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
+                             const uint8_t *dyn, int unrecorded, clb_tensor_t *out);
+
 clb_status clb__output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
                        const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out) {
+  return get_output(ctx, op, dtype, rank, bounds, dyn, 0, out);
+}
+
+clb_status clb__output_unrecorded(clb_context_t ctx, const char *op, clb_dtype dtype, int rank,
+                                  const int64_t *bounds, const uint8_t *dyn, clb_tensor_t *out) {
+  return get_output(ctx, op, dtype, rank, bounds, dyn, 1, out);
+}
+
+clb_status clb__record_bounds(clb_context_t ctx, const char *op, clb_tensor_t t) {
+  return write_shape(ctx, op, t, t->bound);
+}
+
+static clb_status get_output(clb_context_t ctx, const char *op, clb_dtype dtype, int rank, const int64_t *bounds,
+                             const uint8_t *dyn, int unrecorded, clb_tensor_t *out) {
   if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   if (!*out) {
-    clb_status st = clb_tensor_new(ctx, dtype, rank, bounds, dyn, out);
+    clb_status st = tensor_make(ctx, "clb_tensor_new", dtype, rank, bounds, dyn, NULL, 0, unrecorded, out);
     if (st != CLB_OK) clb__append_error(ctx, " (output of %s)", op);
     else clb__note_output(ctx, op, *out);
     return st;

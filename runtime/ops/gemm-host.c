@@ -381,11 +381,15 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
   int64_t m = g->ta ? a1 : a0, ka = g->ta ? a0 : a1;
   int64_t kb = g->tb ? b1 : b0, n = g->tb ? b0 : b1;
   int64_t k = ka < kb ? ka : kb;
+  /* the whole records: an output may have none written before (clb__output_unrecorded) */
   int64_t *sc = g->sc;
   sc[0] = m;
   sc[1] = n;
+  for (int d = 2; d < CLB_MAX_RANK; d++) sc[d] = 1;
   if (g->has_colsum) {
-    ((int64_t *)g->scs)[0] = a1;
+    int64_t *scs = g->scs;
+    scs[0] = a1;
+    for (int d = 1; d < CLB_MAX_RANK; d++) scs[d] = 1;
     host_colsum(g, a0, a1);
   }
   if (ka != kb) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, ka, kb);

@@ -143,6 +143,10 @@ typedef struct gemm_job {
    * rows into it (colsum_done set); otherwise the caller reduces */
   clb_tensor_t *colsum_out;
   int colsum_done;
+  /* host BLAS's native kernel writes the output's (and dbias's) whole shape
+   * record: an output made here gets no record write of its own */
+  int unrecorded;
+  int made, colsum_made; /* out (dbias) made by this call, unrecorded */
 } gemm_job;
 
 static clb_status check_operand(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
@@ -196,7 +200,11 @@ static clb_status gemm_setup(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) 
     return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out must not be an input", op);
   int64_t ob[2] = {g->mb, g->nb};
   uint8_t od[2] = {(uint8_t)g->dm, (uint8_t)g->dn};
-  if ((st = clb__output(ctx, op, g->dt, 2, ob, od, out)) != CLB_OK) return st;
+  g->made = g->unrecorded && out && !*out;
+  if ((st = (g->unrecorded ? clb__output_unrecorded : clb__output)(ctx, op, g->dt, 2, ob, od, out)) != CLB_OK) {
+    g->made = 0;
+    return st;
+  }
   g->out = *out;
   return CLB_OK;
 }
@@ -451,25 +459,46 @@ static clb_status host_job(clb_context_t ctx, gemm_job *g, clb_host_gemm *j) {
   if (g->colsum_out) {
     int64_t cb = g->a->bound[1];
     uint8_t cd = g->a->dyn[1];
-    clb_status st = clb__output(ctx, "linear_backward dbias", g->dt, 1, &cb, &cd, g->colsum_out);
-    if (st != CLB_OK) return st;
+    g->colsum_made = g->unrecorded && !*g->colsum_out; /* colsum_out is never NULL here */
+    clb_status st = (g->unrecorded ? clb__output_unrecorded : clb__output)(ctx, "linear_backward dbias", g->dt, 1, &cb,
+                                                                           &cd, g->colsum_out);
+    if (st != CLB_OK) {
+      g->colsum_made = 0;
+      return st;
+    }
     j->colsum = *g->colsum_out;
     g->colsum_done = 1;
   }
   return CLB_OK;
 }
 
+/* Host BLAS writes its outputs' records in the native kernel, unless a plan is
+ * being walked to collect its kernels (nothing is enqueued then). */
+static int host_records(clb_context_t ctx) { return !ctx->collect; }
+
+/* The native kernel of jobs[0..n) was not enqueued (st): the outputs they made
+ * unrecorded get their bounds' record, so that no record is left unwritten. */
+static clb_status host_unrecorded_failed(clb_context_t ctx, clb_status st, gemm_job *const *jobs, int n) {
+  for (int i = 0; i < n; i++) {
+    if (jobs[i]->made) clb__record_bounds(ctx, jobs[i]->op, jobs[i]->out);
+    if (jobs[i]->colsum_made) clb__record_bounds(ctx, jobs[i]->op, *jobs[i]->colsum_out);
+    jobs[i]->made = jobs[i]->colsum_made = 0;
+  }
+  return st;
+}
+
 static clb_status gemm_run(clb_context_t ctx, gemm_job *g, clb_tensor_t *out) {
-  clb_status st = gemm_setup(ctx, g, out);
-  if (st != CLB_OK) return st;
   /* AUTO and CLBOUND_GEMM resolved per device (gemm-host.c, docs/gemm.md) */
   int forced, s = clb__gemm_resolve(ctx, &forced);
+  g->unrecorded = s == CLB_GEMM_HOST_BLAS && host_records(ctx);
+  clb_status st = gemm_setup(ctx, g, out);
+  if (st != CLB_OK) return st;
   if (s == CLB_GEMM_HOST_BLAS) {
     clb_host_gemm j;
-    if ((st = host_job(ctx, g, &j)) != CLB_OK) return st;
     /* ReLU in the native kernel; another activation right after it */
-    st = clb__gemm_host_run(ctx, g->op, g->what, &j, 1);
-    if (st != CLB_OK || g->act < 0 || g->act == CLB_UNARY_RELU) return st;
+    if ((st = host_job(ctx, g, &j)) == CLB_OK) st = clb__gemm_host_run(ctx, g->op, g->what, &j, 1);
+    if (st != CLB_OK) return host_unrecorded_failed(ctx, st, &g, 1);
+    if (g->act < 0 || g->act == CLB_UNARY_RELU) return st;
     gemm_job h = *g;
     h.bias = NULL;
     return add_bias(ctx, &h);
@@ -535,21 +564,25 @@ static clb_status linear_backward(clb_context_t ctx, clb_tensor_t x, clb_tensor_
   if (clb__gemm_resolve(ctx, &forced) == CLB_GEMM_HOST_BLAS) {
     /* dx (with the ReLU's backward), dW and dbias in one native kernel */
     clb_host_gemm jobs[2];
+    gemm_job *made[2] = {&gx, &gw};
     int n = 0;
+    gx.unrecorded = gw.unrecorded = host_records(ctx);
     if (dx) {
-      if ((st = gemm_setup(ctx, &gx, dx)) != CLB_OK || (st = host_job(ctx, &gx, &jobs[n])) != CLB_OK) return st;
+      if ((st = gemm_setup(ctx, &gx, dx)) != CLB_OK || (st = host_job(ctx, &gx, &jobs[n])) != CLB_OK)
+        return host_unrecorded_failed(ctx, st, made, 2);
       if (relu_x) jobs[n].mask = x;
       n++;
     }
     if (dw) {
-      if ((st = gemm_setup(ctx, &gw, dw)) != CLB_OK || (st = host_job(ctx, &gw, &jobs[n])) != CLB_OK) return st;
+      if ((st = gemm_setup(ctx, &gw, dw)) != CLB_OK || (st = host_job(ctx, &gw, &jobs[n])) != CLB_OK)
+        return host_unrecorded_failed(ctx, st, made, 2);
       n++;
     }
     if (n > 0) {
       char what[256];
       snprintf(what, sizeof what, "%s%s%s of x %.60s, w %.60s, dy %.60s", dx ? (relu_x ? "dx (relu_backward)" : "dx") : "",
                dx && dw ? ", " : "", dw ? (dbias ? "dW, dbias" : "dW") : "", dxs, dws, dys);
-      if ((st = clb__gemm_host_run(ctx, op, what, jobs, n)) != CLB_OK) return st;
+      if ((st = clb__gemm_host_run(ctx, op, what, jobs, n)) != CLB_OK) return host_unrecorded_failed(ctx, st, made, 2);
     }
   } else {
     if (dx && !relu_x && (st = gemm_run(ctx, &gx, dx)) != CLB_OK) return st;

@@ -100,10 +100,11 @@ static void workloads_under(const char *gemm) {
          * wide-mlp's mask; their dims are static, so not their records) and
          * wide-mlp the record of the mask's static reshape, nothing else: its
          * new tensors get the shape records the second step's held, still
-         * valid; the pool path writes each new tensor's bounds */
+         * valid; the pool path writes the bounds of each new tensor whose
+         * producer does not write its whole record (host BLAS's products do) */
         const uint64_t inputs = 2;
         EXPECT_EQ_I(r[1].writes_per_step, inputs);
-        EXPECT_TRUE(r[0].writes_per_step >= inputs + 5);
+        EXPECT_TRUE(r[0].writes_per_step >= inputs);
         clb_test_checks++;
         if ((double)r[1].arena_bytes > 1.05 * (double)r[1].live_lower_bound_bytes)
           CLB_FAIL_AT("%s: arena %llu > 1.05 x lower bound %llu", wn, (unsigned long long)r[1].arena_bytes,

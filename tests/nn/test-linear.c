@@ -183,6 +183,84 @@ static void errors(clb_context_t ctx) {
   for (int i = 0; i < 6; i++) clb_tensor_free(all[i]);
 }
 
+/* Reads t's whole shape record (CLB_MAX_RANK entries) and compares it with
+ * want's first rank entries, 1 after them. */
+static void expect_record(clb_context_t ctx, clb_tensor_t t, int rank, const int64_t *want, const char *what) {
+  int64_t rec[CLB_MAX_RANK];
+  REQUIRE_TRUE(clEnqueueReadBuffer(clb_context_cl_queue(ctx), clb_tensor_shape_mem(t), CL_TRUE, 0, sizeof rec, rec, 0,
+                                   NULL, NULL) == CL_SUCCESS);
+  for (int d = 0; d < CLB_MAX_RANK; d++) {
+    clb_test_checks++;
+    if (rec[d] != (d < rank ? want[d] : 1)) {
+      CLB_FAIL_AT("%s: shape record entry %d is %lld, want %lld", what, d, (long long)rec[d],
+                  (long long)(d < rank ? want[d] : 1));
+      break;
+    }
+  }
+}
+
+/* Under host BLAS the native kernel writes its outputs' whole shape records, so
+ * outputs the op makes get no record write from the host: none is enqueued, and
+ * records that the pool hands back holding another tensor's dims (rank 8 here)
+ * read exactly as the outputs' dims with 1 after them. */
+static void host_records(clb_context_t ctx) {
+  if (clb_context_set_gemm_strategy(ctx, CLB_GEMM_HOST_BLAS) != CLB_OK) {
+    printf("host records: skipped (%s)\n", clb_context_errmsg(ctx));
+    return;
+  }
+  int64_t big[CLB_MAX_RANK] = {2, 3, 2, 2, 2, 2, 2, 3};
+  clb_tensor_t dirty[12];
+  for (int i = 0; i < 12; i++) dirty[i] = NULL;
+  for (int i = 0; i < 12; i++) CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, CLB_MAX_RANK, big, NULL, &dirty[i]));
+  CL_OK(ctx, clb_context_sync(ctx));
+  for (int i = 11; i >= 0; i--) clb_tensor_free(dirty[i]);
+  const int64_t m = 5, in = 3, f = 4;
+  int64_t xb[2] = {16, in}, xd[2] = {m, in}, wb[2] = {f, in}, bb[1] = {f}, yb[2] = {16, f}, yd[2] = {m, f};
+  uint8_t dyn[2] = {1, 0};
+  double x[16 * 3], w[4 * 3], b[4], dy[16 * 4];
+  for (int i = 0; i < 16 * 3; i++) x[i] = nn_rnd(-1, 1);
+  for (int i = 0; i < 4 * 3; i++) w[i] = nn_rnd(-1, 1);
+  for (int i = 0; i < 4; i++) b[i] = nn_rnd(-1, 1);
+  for (int i = 0; i < 16 * 4; i++) dy[i] = nn_rnd(-1, 1);
+  clb_tensor_t tx = nn_tensor(ctx, CLB_DTYPE_F32, 2, xb, dyn, xd, x);
+  clb_tensor_t tw = nn_tensor(ctx, CLB_DTYPE_F32, 2, wb, NULL, wb, w);
+  clb_tensor_t tb = nn_tensor(ctx, CLB_DTYPE_F32, 1, bb, NULL, bb, b);
+  clb_tensor_t tdy = nn_tensor(ctx, CLB_DTYPE_F32, 2, yb, dyn, yd, dy);
+  CL_OK(ctx, clb_context_sync(ctx));
+  clb_counters c0 = {.struct_size = sizeof c0}, c1 = {.struct_size = sizeof c1};
+  CL_OK(ctx, clb_context_counters(ctx, &c0));
+  clb_tensor_t y = NULL, ya = NULL, dx = NULL, dw = NULL, db = NULL, dxr = NULL, dw1 = NULL, db1 = NULL;
+  CL_OK(ctx, clb_linear(ctx, tx, tw, tb, &y));
+  CL_OK(ctx, clb_linear_act(ctx, tx, tw, tb, CLB_UNARY_RELU, &ya));
+  CL_OK(ctx, clb_linear_backward(ctx, tx, tw, tdy, &dx, &dw, &db));
+  CL_OK(ctx, clb_linear_backward_relu(ctx, tx, tw, tdy, &dxr, NULL, NULL));
+  CL_OK(ctx, clb_linear_backward(ctx, tx, NULL, tdy, NULL, &dw1, &db1));
+  CL_OK(ctx, clb_context_counters(ctx, &c1));
+  EXPECT_EQ_I(c1.host_writes - c0.host_writes, 0);
+  EXPECT_EQ_I(c1.kernel_launches - c0.kernel_launches, 5);
+  expect_record(ctx, y, 2, yd, "linear y");
+  expect_record(ctx, ya, 2, yd, "linear_act y");
+  expect_record(ctx, dx, 2, xd, "linear_backward dx");
+  expect_record(ctx, dw, 2, wb, "linear_backward dw");
+  expect_record(ctx, db, 1, bb, "linear_backward dbias");
+  expect_record(ctx, dxr, 2, xd, "linear_backward_relu dx");
+  expect_record(ctx, dw1, 2, wb, "linear_backward dw without w");
+  expect_record(ctx, db1, 1, bb, "linear_backward dbias without w");
+  /* the values, at those dims */
+  double yr[16 * 4], dbr[4];
+  lin p = {m, in, f, x, w, b, dy};
+  lin_forward(&p, x, w, b, yr);
+  nn_expect(ctx, y, yd, yr, m * f, "host records: linear y");
+  for (int64_t j = 0; j < f; j++) {
+    dbr[j] = 0;
+    for (int64_t i = 0; i < m; i++) dbr[j] += dy[i * f + j];
+  }
+  nn_expect(ctx, db, bb, dbr, f, "host records: linear_backward dbias");
+  clb_tensor_t all[] = {tx, tw, tb, tdy, y, ya, dx, dw, db, dxr, dw1, db1};
+  for (int i = 0; i < 12; i++) clb_tensor_free(all[i]);
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, CLB_GEMM_AUTO));
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   clb_tensor_t probe = NULL;
@@ -199,6 +277,7 @@ int main(void) {
     run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F32, 100, 20, 33, 37, 0, 0);
     run(ctx, (clb_gemm_strategy)s, CLB_DTYPE_F32, 100, 20, 33, 100, 1, 0);
   }
+  host_records(ctx);
   errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("nn/linear");
