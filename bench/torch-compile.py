@@ -62,6 +62,14 @@ calling thread kept busy for 0, 100 and 200 us before each call's closing
 sync, the values interleaved step by step: what CPU the backend spends while
 the device works costs on a machine with few cores; --profile-steps N steps
 per value).
+--device-idle MODEL (no benchmark: where the warm step's time goes on the
+device, the clbound backend against the graph API, each in processes of its own
+with build/lib/libclbound-timeline.so preloaded (bench/timeline/cl-timeline.c:
+every command's start and end from OpenCL's profiling): per warm step, the step,
+the time the device ran a command (busy) and the rest (idle), the idle time
+inside the backend's calls of its lowered graphs and between them (PyTorch's
+own work), and the commands by kind; --profile-steps N steps per process,
+--rounds N processes per variant, medians; --timeline-lib PATH).
 Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
 or a variant other than inductor failed; without PyTorch it prints a line saying
 so and exits 77 (skipped).
@@ -492,6 +500,140 @@ def host_cpu(model: str, warmup: int, steps: int, spins: tuple = (0, 100, 200)) 
 
 # ---- the driver: every variant in a fresh process, interleaved rounds ----
 
+def union_ns(spans: List[Any]) -> int:
+    """The length of the union of (start, end) spans, in their unit."""
+    total, cur = 0, None
+    for a, b in sorted(spans):
+        if cur is None or a > cur[1]:
+            if cur is not None:
+                total += cur[1] - cur[0]
+            cur = [a, b]
+        else:
+            cur[1] = max(cur[1], b)
+    return total + (cur[1] - cur[0] if cur is not None else 0)
+
+
+def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> Dict[str, Any]:
+    """One process of --device-idle: `steps` warm steps of clbound or graph with
+    the device timeline recording (lib is preloaded already: LD_PRELOAD)."""
+    import ctypes
+    import torch
+    import torch._dynamo  # noqa: F401
+
+    tl = ctypes.CDLL(lib)
+    tl.clt_now.restype = ctypes.c_uint64
+    tl.clt_record.argtypes, tl.clt_record.restype = [ctypes.c_int], ctypes.c_size_t
+    tl.clt_dump.argtypes, tl.clt_dump.restype = [ctypes.c_char_p], ctypes.c_long
+    if tl.clt_record(0) != 0 or not hasattr(tl, "clt_dump"):
+        raise RuntimeError(f"{lib} is not the preloaded timeline")
+    calls: List[Any] = []  # (enter, exit) of the backend's calls of its lowered graphs, clt_now's clock
+    if variant == "clbound":
+        ensure_backend_registered(torch)
+        import clbound.dynamo as cd
+        orig = cd._Lowered.__call__
+
+        def call(self: Any, args: Any) -> Any:
+            t0 = tl.clt_now()
+            try:
+                return orig(self, args)
+            finally:
+                calls.append((t0, tl.clt_now()))
+        cd._Lowered.__call__ = call
+        step: Any = TorchStep(torch, "clbound", model)
+    else:
+        step = GraphStep(torch, model)
+    batches = make_batches(torch, model, warmup + steps)
+    for x, y in batches[:warmup]:
+        step(x, y)
+    calls.clear()
+    bounds = []
+    tl.clt_record(1)
+    for x, y in batches[warmup:]:
+        t0 = tl.clt_now()
+        step(x, y)
+        bounds.append((t0, tl.clt_now()))
+    tl.clt_record(0)
+    with tempfile.TemporaryDirectory(prefix="clbound-timeline-") as d:
+        path = os.path.join(d, "timeline.txt")
+        if tl.clt_dump(path.encode()) < 0:
+            raise RuntimeError(f"the timeline could not be written to {path}")
+        cmds = []
+        for line in open(path):
+            if not line.startswith("#"):
+                k, a, b = line.split()
+                cmds.append((k, int(a), int(b)))
+    per: Dict[str, List[float]] = {"step": [], "busy": [], "idle": [], "idle_in_calls": [], "idle_between": []}
+    kinds: Dict[str, List[int]] = {}
+    for t0, t1 in bounds:
+        spans = [(max(a, t0), min(b, t1)) for _, a, b in cmds if b > t0 and a < t1]
+        busy = union_ns(spans)
+        mine = [(max(a, t0), min(b, t1)) for a, b in calls if b > t0 and a < t1]
+        # idle inside the calls: each call's length less the device's busy time within it
+        in_calls = sum((b - a) - union_ns([(max(x, a), min(y, b)) for x, y in spans if y > a and x < b])
+                       for a, b in mine)
+        per["step"].append(t1 - t0)
+        per["busy"].append(busy)
+        per["idle"].append(t1 - t0 - busy)
+        per["idle_in_calls"].append(in_calls if variant == "clbound" else t1 - t0 - busy)
+        per["idle_between"].append(t1 - t0 - busy - per["idle_in_calls"][-1])
+        for k in {k for k, _, _ in cmds}:
+            kinds.setdefault(k, []).append(sum(1 for kk, a, _ in cmds if kk == k and t0 <= a < t1))
+    out = {k: statistics.median(v) / 1e6 for k, v in per.items()}
+    out["commands"] = {k: statistics.mean(v) for k, v in sorted(kinds.items())}
+    out["steps"] = steps
+    # what a timeline that works shows: commands every step, busy within the step
+    out["problems"] = [p for p, bad in (("no command recorded", not cmds),
+                                        ("a step with no command", any(sum(v) == 0 for v in zip(*kinds.values()))),
+                                        ("device busy longer than the step", any(b > s for b, s in zip(per["busy"], per["step"]))),
+                                        ("no call of the backend recorded", variant == "clbound" and not calls))
+                       if bad]
+    return out
+
+
+def device_idle(model: str, args: argparse.Namespace) -> int:
+    """--device-idle: the clbound backend's and the graph API's warm steps split
+    into the device's busy and idle time (idle_worker), --rounds processes each."""
+    lib = args.timeline_lib or os.path.join(os.path.dirname(os.environ.get("CLBOUND_LIBRARY", "")) or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), os.pardir, "build", "lib"), "libclbound-timeline.so")
+    if not os.path.exists(lib):
+        print(f"torch-compile.py --device-idle: {lib} is missing: `make build` makes it (bench/timeline), or give "
+              "--timeline-lib PATH", file=sys.stderr)
+        return 2
+    lib = os.path.abspath(lib)
+    rows: Dict[str, List[Dict[str, Any]]] = {"clbound": [], "graph": []}
+    for rd in range(args.rounds):
+        for v in (("clbound", "graph") if rd % 2 == 0 else ("graph", "clbound")):
+            env = dict(os.environ, LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD")) if p))
+            cmd = [sys.executable, os.path.abspath(__file__), "--idle-worker", v, "--model", model,
+                   "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps), "--timeline-lib", lib]
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            if p.returncode != 0:
+                print(f"torch-compile.py --device-idle: {v} failed (exit {p.returncode}):\n{p.stderr[-2000:]}",
+                      file=sys.stderr)
+                return 1
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            if r["problems"]:
+                print(f"torch-compile.py --device-idle: {v}: the timeline is not usable: {'; '.join(r['problems'])}",
+                      file=sys.stderr)
+                return 1
+            rows[v].append(r)
+    print(f"torch-compile.py --device-idle {model}: warm steps on the device's timeline, {args.profile_steps} steps "
+          f"after {args.warmup} per process, {args.rounds} process(es) per variant, medians (ms per step):")
+    print("| variant | step | device busy | device idle | idle inside the backend's calls | idle between them "
+          "(PyTorch) | commands per step |")
+    print("|---|---|---|---|---|---|---|")
+    for v, label in (("clbound", "backend \"clbound\""), ("graph", "graph API")):
+        rs = rows[v]
+
+        def m(k: str) -> float:
+            return statistics.median(r[k] for r in rs)
+        cmds = {k: statistics.median(r["commands"].get(k, 0) for r in rs) for k in sorted({k for r in rs for k in r["commands"]})}
+        between = f"{m('idle_between'):.3f}" if v == "clbound" else "-"
+        print(f"| {label} | {m('step'):.3f} | {m('busy'):.3f} | {m('idle'):.3f} | {m('idle_in_calls'):.3f} | "
+              f"{between} | {sum(cmds.values()):g}: {', '.join(f'{k} {c:g}' for k, c in cmds.items())} |")
+    return 0
+
+
 def run_worker(variant: str, model: str, args: argparse.Namespace, spin: Optional[int] = None) -> Dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="clb-tc-bench-")
     env = dict(os.environ)
@@ -666,10 +808,15 @@ def main() -> int:
     ap.add_argument("--profile", choices=MODELS, help="profile warm steps of the clbound variant instead")
     ap.add_argument("--profile-steps", type=positive, default=20)
     ap.add_argument("--host-cpu", choices=MODELS, help="the calling thread's CPU time by phase instead")
+    ap.add_argument("--device-idle", choices=MODELS,
+                    help="the warm step split into the device's busy and idle time instead (backend and graph API)")
+    ap.add_argument("--timeline-lib", default=None,
+                    help="libclbound-timeline.so for --device-idle (default: beside CLBOUND_LIBRARY)")
     ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    ap.add_argument("--idle-worker", choices=("clbound", "graph"), help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.warmup >= args.steps and not (args.profile or args.host_cpu):
+    if args.warmup >= args.steps and not (args.profile or args.host_cpu or args.device_idle or args.idle_worker):
         args.warmup = args.steps - 1 if args.steps > 1 else 0
     try:
         import torch  # noqa: F401
@@ -686,6 +833,12 @@ def main() -> int:
     if args.host_cpu:
         host_cpu(args.host_cpu, args.warmup, args.profile_steps)
         return 0
+    if args.idle_worker:
+        print(json.dumps(idle_worker(args.idle_worker, args.model, args.warmup, args.profile_steps,
+                                     args.timeline_lib)))
+        return 0
+    if args.device_idle:
+        return device_idle(args.device_idle, args)
 
     if args.gomp_spincount is not None and "GOMP_SPINCOUNT" in os.environ:
         print("torch-compile.py: --gomp-spincount compares with the environment's own OpenMP waiting, but "
