@@ -23,6 +23,9 @@
 #           (CLBOUND_GEOMETRY local x per_cu): a first look at what bounds the mask ops
 #   cold    bench/cold-process.py --gpu: the demo as whole processes, cold and warm, against
 #           PyTorch CUDA and JAX
+#   tc      bench/torch-compile.py (issue 33): torch.compile(backend="clbound") against the
+#           graph API and eager PyTorch (on the host's CPU), then --device-idle wide: the
+#           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
 # GPU_PASS_BUDGET (seconds, default 420) bounds the whole; what is written under $OUT
 # comes back: pass.log (everything), lasttest.log.xz (CTest's full log), stuck.txt.
 set -u
@@ -221,6 +224,13 @@ part_cold() {
   step "cold-process --gpu" 150 $PY "$R/bench/cold-process.py" --clbound "$B" --gpu --rounds 3 --iterations 100 --json
 }
 
+part_tc() {
+  step "torch-compile wide,xla" 150 env CLBOUND_LIBRARY="$PWD/lib/libclbound.so" PYTHONPATH="$R/python" \
+    $PY "$R/bench/torch-compile.py" --models wide,xla --variants eager,clbound,graph --rounds 2 --steps 60 --json
+  step "torch-compile --device-idle wide" 90 env CLBOUND_LIBRARY="$PWD/lib/libclbound.so" PYTHONPATH="$R/python" \
+    $PY "$R/bench/torch-compile.py" --device-idle wide --profile-steps 40 --rounds 2
+}
+
 watchdog &
 WD=$!
 {
@@ -228,7 +238,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
