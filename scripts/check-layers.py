@@ -10,11 +10,17 @@ edge or cycle; exits 0 and prints a one-line summary otherwise.
 Edges: `#include "..."` (resolved against the file's folder, the top of the tree
 and include/), and a
 reference from a .c file to a function that another file defines (not static).
-Headers only contribute their includes: a declaration is not a use.
+Headers only contribute their includes: a declaration is not a use. A file's
+definition of an OpenCL API function (cl + a capital: an interposer such as
+bench/timeline/cl-timeline.c, preloaded to observe the driver) is not a
+definition the others use: their calls of the OpenCL API go to the driver.
 """
 import os
 import re
 import sys
+
+# The OpenCL API's names: defined here only by interposers of the driver.
+OPENCL_API_RE = re.compile(r"cl[A-Z]\w*$")
 
 # Lowest first. A folder may depend on its own layer and every one before it.
 LAYERS = [
@@ -85,7 +91,8 @@ def main(top):
             continue
         for m in DEF_RE.finditer(text[f]):
             name = m.group("name")
-            if m.group("static") or name in ("if", "for", "while", "switch", "return", "sizeof"):
+            if m.group("static") or name in ("if", "for", "while", "switch", "return", "sizeof") \
+                    or OPENCL_API_RE.match(name):
                 continue
             definer.setdefault(name, f)
     edges = {f: {} for f in files}  # f -> {g: why}
