@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import struct
 from typing import Any, Callable, Dict, Tuple
 
 _api = ctypes.pythonapi
@@ -66,6 +67,31 @@ _DeleterV = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensorVersioned))
 _DLManagedTensorVersioned._fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
                                       ("deleter", _DeleterV), ("flags", ctypes.c_uint64),
                                       ("dl_tensor", _DLTensor)]
+
+
+# Field offsets in a DLManagedTensorVersioned, from the structures above: the
+# hot paths (HostView, release) read the fields at them, with no ctypes object
+# per structure
+_V_TENSOR = _DLManagedTensorVersioned.dl_tensor.offset
+_V_DATA = _V_TENSOR + _DLTensor.data.offset
+_V_NDIM = _V_TENSOR + _DLTensor.ndim.offset
+_V_SHAPE = _V_TENSOR + _DLTensor.shape.offset
+_V_BYTE_OFFSET = _V_TENSOR + _DLTensor.byte_offset.offset
+_V_DELETER = _DLManagedTensorVersioned.deleter.offset
+_V_SIZE = ctypes.sizeof(_DLManagedTensorVersioned)
+_RawDeleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_raw_deleters: Dict[int, Any] = {}  # a deleter's address -> a callable for it
+
+
+def _deleter_at(ptr: int, offset: int) -> Any:
+    """The deleter stored at ptr + offset as a callable, or None when NULL."""
+    addr = ctypes.c_void_p.from_address(ptr + offset).value
+    if not addr:
+        return None
+    fn = _raw_deleters.get(addr)
+    if fn is None:
+        fn = _raw_deleters[addr] = _RawDeleter(addr)
+    return fn
 
 
 # Guarded exports (the kDLOpenCL ones) whose deleter has not run yet: struct
@@ -174,9 +200,9 @@ def shape(ptr: int, versioned: bool) -> Tuple[int, ...]:
 def release(ptr: int, versioned: bool) -> None:
     """Calls the deleter of a consumed DLManagedTensor(Versioned) that will not be used."""
     if versioned:
-        mv = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned))
-        if mv.contents.deleter:
-            mv.contents.deleter(mv)
+        fn = _deleter_at(ptr, _V_DELETER)
+        if fn is not None:
+            fn(ptr)
         return
     m = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor))
     if m.contents.deleter:
@@ -197,11 +223,15 @@ class HostView:
     base). Any numpy version reads it, DLPack 1.x consumer or not."""
 
     def __init__(self, ptr: int, typestr: str) -> None:
-        dl = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensorVersioned)).contents.dl_tensor
-        dims = ctypes.cast(dl.shape, ctypes.POINTER(ctypes.c_int64))
+        raw = ctypes.string_at(ptr, _V_SIZE)
+        data, = struct.unpack_from("P", raw, _V_DATA)
+        ndim, = struct.unpack_from("i", raw, _V_NDIM)
+        shape_at, = struct.unpack_from("P", raw, _V_SHAPE)
+        byte_offset, = struct.unpack_from("Q", raw, _V_BYTE_OFFSET)
+        shape = struct.unpack(f"{ndim}q", ctypes.string_at(shape_at, 8 * ndim)) if ndim > 0 else ()
         self._ptr = ptr
-        self.__array_interface__ = {"shape": tuple(int(dims[k]) for k in range(dl.ndim)), "typestr": typestr,
-                                    "data": ((dl.data or 0) + dl.byte_offset, False), "version": 3}
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": ((data or 0) + byte_offset, False),
+                                    "version": 3}
 
     def __del__(self) -> None:
         ptr, self._ptr = self._ptr, 0
