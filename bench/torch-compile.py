@@ -524,8 +524,8 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
     tl.clt_now.restype = ctypes.c_uint64
     tl.clt_record.argtypes, tl.clt_record.restype = [ctypes.c_int], ctypes.c_size_t
     tl.clt_dump.argtypes, tl.clt_dump.restype = [ctypes.c_char_p], ctypes.c_long
-    if tl.clt_record(0) != 0 or not hasattr(tl, "clt_dump"):
-        raise RuntimeError(f"{lib} is not the preloaded timeline")
+    if tl.clt_record(0) != 0:  # nothing may be kept before this process turns recording on
+        raise RuntimeError(f"{lib} kept commands before recording was turned on")
     calls: List[Any] = []  # (enter, exit) of the backend's calls of its lowered graphs, clt_now's clock
     if variant == "clbound":
         ensure_backend_registered(torch)

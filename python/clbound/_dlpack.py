@@ -83,15 +83,26 @@ _RawDeleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _raw_deleters: Dict[int, Any] = {}  # a deleter's address -> a callable for it
 
 
-def _deleter_at(ptr: int, offset: int) -> Any:
-    """The deleter stored at ptr + offset as a callable, or None when NULL."""
-    addr = ctypes.c_void_p.from_address(ptr + offset).value
+def _versioned_deleter(ptr: int) -> Any:
+    """The deleter of the DLManagedTensorVersioned at ptr as a callable, or None when NULL."""
+    addr = ctypes.c_void_p.from_address(ptr + _V_DELETER).value
     if not addr:
         return None
     fn = _raw_deleters.get(addr)
     if fn is None:
         fn = _raw_deleters[addr] = _RawDeleter(addr)
     return fn
+
+
+def _versioned_fields(ptr: int) -> Tuple[int, Tuple[int, ...], int]:
+    """(data, shape, byte_offset) of the DLManagedTensorVersioned at ptr."""
+    raw = ctypes.string_at(ptr, _V_SIZE)
+    data, = struct.unpack_from("P", raw, _V_DATA)
+    ndim, = struct.unpack_from("i", raw, _V_NDIM)
+    shape_at, = struct.unpack_from("P", raw, _V_SHAPE)
+    byte_offset, = struct.unpack_from("Q", raw, _V_BYTE_OFFSET)
+    dims = struct.unpack(f"{ndim}q", ctypes.string_at(shape_at, 8 * ndim)) if ndim > 0 else ()
+    return data or 0, dims, byte_offset
 
 
 # Guarded exports (the kDLOpenCL ones) whose deleter has not run yet: struct
@@ -191,8 +202,9 @@ def ndim(ptr: int, versioned: bool) -> int:
 
 def shape(ptr: int, versioned: bool) -> Tuple[int, ...]:
     """The shape of the DLManagedTensor(Versioned) at ptr."""
-    cls = _DLManagedTensorVersioned if versioned else _DLManagedTensor
-    t = ctypes.cast(ptr, ctypes.POINTER(cls)).contents.dl_tensor
+    if versioned:
+        return _versioned_fields(ptr)[1]
+    t = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor)).contents.dl_tensor
     dims = ctypes.cast(t.shape, ctypes.POINTER(ctypes.c_int64))
     return tuple(int(dims[i]) for i in range(t.ndim))
 
@@ -200,7 +212,7 @@ def shape(ptr: int, versioned: bool) -> Tuple[int, ...]:
 def release(ptr: int, versioned: bool) -> None:
     """Calls the deleter of a consumed DLManagedTensor(Versioned) that will not be used."""
     if versioned:
-        fn = _deleter_at(ptr, _V_DELETER)
+        fn = _versioned_deleter(ptr)
         if fn is not None:
             fn(ptr)
         return
@@ -223,14 +235,9 @@ class HostView:
     base). Any numpy version reads it, DLPack 1.x consumer or not."""
 
     def __init__(self, ptr: int, typestr: str) -> None:
-        raw = ctypes.string_at(ptr, _V_SIZE)
-        data, = struct.unpack_from("P", raw, _V_DATA)
-        ndim, = struct.unpack_from("i", raw, _V_NDIM)
-        shape_at, = struct.unpack_from("P", raw, _V_SHAPE)
-        byte_offset, = struct.unpack_from("Q", raw, _V_BYTE_OFFSET)
-        shape = struct.unpack(f"{ndim}q", ctypes.string_at(shape_at, 8 * ndim)) if ndim > 0 else ()
+        data, shape, byte_offset = _versioned_fields(ptr)
         self._ptr = ptr
-        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": ((data or 0) + byte_offset, False),
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (data + byte_offset, False),
                                     "version": 3}
 
     def __del__(self) -> None:
