@@ -68,8 +68,16 @@ with build/lib/libclbound-timeline.so preloaded (bench/timeline/cl-timeline.c:
 every command's start and end from OpenCL's profiling): per warm step, the step,
 the time the device ran a command (busy) and the rest (idle), the idle time
 inside the backend's calls of its lowered graphs and between them (PyTorch's
-own work), and the commands by kind; --profile-steps N steps per process,
---rounds N processes per variant, medians; --timeline-lib PATH).
+own work), and the commands by kind; then aot_eager's step and its time between
+its compiled calls (the same PyTorch work with no clbound in the process), and
+a backend's floor on the loop from each between-call time; --profile-steps N
+steps per process, --rounds N processes per variant, medians; --timeline-lib
+PATH).
+--wake-cost MODEL (no benchmark: aot_eager's loop with one thing done at the end
+of each compiled call (WAKE_EXTRAS: a busy wait, a sleep, a clbound op enqueued,
+a clbound host sync polling or blocking), PyTorch's work between the calls
+against nothing done, and the calling thread's sleeps per step; --profile-steps
+N steps per process, --rounds N processes per case, medians).
 Exit status: 0; 1 when a variant's losses differ from eager's by more than 1e-5
 or a variant other than inductor failed; without PyTorch it prints a line saying
 so and exits 77 (skipped).
@@ -514,8 +522,10 @@ def union_ns(spans: List[Any]) -> int:
 
 
 def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> Dict[str, Any]:
-    """One process of --device-idle: `steps` warm steps of clbound or graph with
-    the device timeline recording (lib is preloaded already: LD_PRELOAD)."""
+    """One process of --device-idle: `steps` warm steps of clbound, graph or
+    aot_eager with the device timeline recording (lib is preloaded already:
+    LD_PRELOAD). For clbound and aot_eager the calls of the compiled forward and
+    backward are timed too; aot_eager runs no OpenCL command."""
     import ctypes
     import torch
     import torch._dynamo  # noqa: F401
@@ -540,6 +550,24 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
                 calls.append((t0, tl.clt_now()))
         cd._Lowered.__call__ = call
         step: Any = TorchStep(torch, "clbound", model)
+    elif variant == "aot_eager":  # PyTorch's own aot_eager, its compiled graphs' calls timed
+        import functools
+        from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+
+        def timed_nop(gm: Any, ex: Any) -> Any:
+            run = boxed_nop(gm, ex)
+
+            def timed(args: Any) -> Any:
+                t0 = tl.clt_now()
+                try:
+                    return run(args)
+                finally:
+                    calls.append((t0, tl.clt_now()))
+            timed._boxed_call = True  # type: ignore[attr-defined]
+            return timed
+        step = TorchStep(torch, "eager", model)
+        step.run_model = torch.compile(step.model, backend=functools.partial(aot_eager, fw_compiler=timed_nop,
+                                                                             bw_compiler=timed_nop))
     else:
         step = GraphStep(torch, model)
     batches = make_batches(torch, model, warmup + steps)
@@ -574,7 +602,7 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
         per["step"].append(t1 - t0)
         per["busy"].append(busy)
         per["idle"].append(t1 - t0 - busy)
-        per["idle_in_calls"].append(in_calls if variant == "clbound" else t1 - t0 - busy)
+        per["idle_in_calls"].append(in_calls if variant != "graph" else t1 - t0 - busy)
         per["idle_between"].append(t1 - t0 - busy - per["idle_in_calls"][-1])
         for k in {k for k, _, _ in cmds}:
             kinds.setdefault(k, []).append(sum(1 for kk, a, _ in cmds if kk == k and t0 <= a < t1))
@@ -582,17 +610,24 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
     out["commands"] = {k: statistics.mean(v) for k, v in sorted(kinds.items())}
     out["steps"] = steps
     # what a timeline that works shows: commands every step, busy within the step
-    out["problems"] = [p for p, bad in (("no command recorded", not cmds),
-                                        ("a step with no command", any(sum(v) == 0 for v in zip(*kinds.values()))),
+    # (aot_eager: no command, and calls in every step)
+    opencl = variant != "aot_eager"
+    out["problems"] = [p for p, bad in (("no command recorded", opencl and not cmds),
+                                        ("a step with no command", opencl and any(sum(v) == 0 for v in zip(*kinds.values()))),
+                                        ("an OpenCL command recorded", not opencl and bool(cmds)),
                                         ("device busy longer than the step", any(b > s for b, s in zip(per["busy"], per["step"]))),
-                                        ("no call of the backend recorded", variant == "clbound" and not calls))
+                                        ("no call of the compiled graphs recorded", variant != "graph" and not calls),
+                                        ("a step with no call of the compiled graphs", variant != "graph" and any(
+                                            not any(t0 <= a < t1 for a, _ in calls) for t0, t1 in bounds)))
                        if bad]
     return out
 
 
 def device_idle(model: str, args: argparse.Namespace) -> int:
     """--device-idle: the clbound backend's and the graph API's warm steps split
-    into the device's busy and idle time (idle_worker), --rounds processes each."""
+    into the device's busy and idle time (idle_worker), and aot_eager's time
+    between its compiled calls (PyTorch's part of the loop with no clbound in
+    the process), --rounds processes each, the variants' order turning."""
     lib = args.timeline_lib or os.path.join(os.path.dirname(os.environ.get("CLBOUND_LIBRARY", "")) or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), os.pardir, "build", "lib"), "libclbound-timeline.so")
     if not os.path.exists(lib):
@@ -600,9 +635,10 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
               "--timeline-lib PATH", file=sys.stderr)
         return 2
     lib = os.path.abspath(lib)
-    rows: Dict[str, List[Dict[str, Any]]] = {"clbound": [], "graph": []}
+    order = ["clbound", "graph", "aot_eager"]
+    rows: Dict[str, List[Dict[str, Any]]] = {v: [] for v in order}
     for rd in range(args.rounds):
-        for v in (("clbound", "graph") if rd % 2 == 0 else ("graph", "clbound")):
+        for v in order[rd % 3:] + order[:rd % 3]:
             env = dict(os.environ, LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD")) if p))
             cmd = [sys.executable, os.path.abspath(__file__), "--idle-worker", v, "--model", model,
                    "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps), "--timeline-lib", lib]
@@ -619,18 +655,140 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
             rows[v].append(r)
     print(f"torch-compile.py --device-idle {model}: warm steps on the device's timeline, {args.profile_steps} steps "
           f"after {args.warmup} per process, {args.rounds} process(es) per variant, medians (ms per step):")
-    print("| variant | step | device busy | device idle | idle inside the backend's calls | idle between them "
+    print("| variant | step | device busy | device idle | idle inside the compiled calls | between the calls "
           "(PyTorch) | commands per step |")
     print("|---|---|---|---|---|---|---|")
-    for v, label in (("clbound", "backend \"clbound\""), ("graph", "graph API")):
-        rs = rows[v]
 
-        def m(k: str) -> float:
-            return statistics.median(r[k] for r in rs)
+    def m(v: str, k: str) -> float:
+        return statistics.median(r[k] for r in rows[v])
+    for v, label in (("clbound", "backend \"clbound\""), ("graph", "graph API"),
+                     ("aot_eager", "aot_eager (no device: PyTorch's kernels)")):
+        rs = rows[v]
         cmds = {k: statistics.median(r["commands"].get(k, 0) for r in rs) for k in sorted({k for r in rs for k in r["commands"]})}
-        between = f"{m('idle_between'):.3f}" if v == "clbound" else "-"
-        print(f"| {label} | {m('step'):.3f} | {m('busy'):.3f} | {m('idle'):.3f} | {m('idle_in_calls'):.3f} | "
+        between = f"{m(v, 'idle_between'):.3f}" if v != "graph" else "-"
+        if v == "aot_eager":
+            print(f"| {label} | {m(v, 'step'):.3f} | - | - | - | {between} | - |")
+            continue
+        print(f"| {label} | {m(v, 'step'):.3f} | {m(v, 'busy'):.3f} | {m(v, 'idle'):.3f} | {m(v, 'idle_in_calls'):.3f} | "
               f"{between} | {sum(cmds.values()):g}: {', '.join(f'{k} {c:g}' for k, c in cmds.items())} |")
+    g = m("graph", "step")
+    print(f"a backend's floor on this loop, (graph API step + the time between the calls) / graph API step: "
+          f"{(g + m('clbound', 'idle_between')) / g:.2f}x with the backend's between-call time, "
+          f"{(g + m('aot_eager', 'idle_between')) / g:.2f}x with aot_eager's; the backend: {m('clbound', 'step') / g:.2f}x")
+    return 0
+
+
+WAKE_EXTRAS = ("nothing", "spin", "sleep", "enqueue", "sync", "sync-blocking")
+WAKE_DOC = {"nothing": "nothing",
+            "spin": "the calling thread busy for 200 us (it stays on its core)",
+            "sleep": "time.sleep(50e-6): the calling thread blocks, as in a host sync",
+            "enqueue": "one clbound op enqueued on a [10, 2] tensor, not waited for: the device's threads wake",
+            "sync": "a clbound host sync of an idle queue, as CLBOUND_SYNC_SPIN_US says (on a CPU device: it polls)",
+            "sync-blocking": "the same with CLBOUND_SYNC_SPIN_US=0: the calling thread blocks"}
+
+
+def wake_worker(model: str, warmup: int, steps: int, extra: str) -> Dict[str, Any]:
+    """One process of --wake-cost: aot_eager's warm steps with `extra` done at
+    the end of each call of its compiled forward and backward; the step, the
+    time between the calls (PyTorch's own work) and the calling thread's
+    voluntary context switches, per step (medians)."""
+    import functools
+    import torch
+    from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+
+    now = time.perf_counter_ns
+    in_calls = [0]
+    act: Any = None
+    if extra == "spin":
+        def act() -> None:
+            end = now() + 200_000
+            while now() < end:
+                pass
+    elif extra == "sleep":
+        def act() -> None:
+            time.sleep(50e-6)
+    elif extra in ("enqueue", "sync", "sync-blocking"):
+        import numpy as np
+        import clbound
+        if extra == "sync-blocking":
+            os.environ["CLBOUND_SYNC_SPIN_US"] = "0"  # read when the context is made
+        ctx = clbound.Context()
+        t = ctx.from_numpy(np.ones((10, 2), np.float32))
+        ctx.sync()
+        act = (lambda: ctx.unary("relu", t)) if extra == "enqueue" else ctx.sync
+
+    def timed_nop(gm: Any, ex: Any) -> Any:
+        run = boxed_nop(gm, ex)
+
+        def timed(args: Any) -> Any:
+            t0 = now()
+            try:
+                return run(args)
+            finally:
+                if act is not None:
+                    act()
+                in_calls[0] += now() - t0
+        timed._boxed_call = True  # type: ignore[attr-defined]
+        return timed
+
+    def switches() -> int:
+        with open("/proc/thread-self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+    step = TorchStep(torch, "eager", model)
+    step.run_model = torch.compile(step.model, backend=functools.partial(aot_eager, fw_compiler=timed_nop,
+                                                                         bw_compiler=timed_nop))
+    batches = make_batches(torch, model, warmup + steps)
+    for x, y in batches[:warmup]:
+        step(x, y)
+    per: Dict[str, List[float]] = {"step": [], "between": []}
+    c0 = switches()
+    for x, y in batches[warmup:]:
+        in_calls[0] = 0
+        t0 = now()
+        step(x, y)
+        dt = now() - t0
+        per["step"].append(dt)
+        per["between"].append(dt - in_calls[0])
+    out: Dict[str, Any] = {k: statistics.median(v) / 1e6 for k, v in per.items()}
+    out["sleeps"] = (switches() - c0) / steps
+    return out
+
+
+def wake_cost(model: str, args: argparse.Namespace) -> int:
+    """--wake-cost: what a blocking wait or a wake of the device's threads costs
+    the host code after it: aot_eager's loop (no clbound in its compiled calls)
+    with each of WAKE_EXTRAS at the end of each call, --rounds processes each,
+    the order turning; PyTorch's time between the calls against nothing."""
+    rows: Dict[str, List[Dict[str, Any]]] = {e: [] for e in WAKE_EXTRAS}
+    order = list(WAKE_EXTRAS)
+    for rd in range(args.rounds):
+        for e in order[rd % len(order):] + order[:rd % len(order)]:
+            cmd = [sys.executable, os.path.abspath(__file__), "--wake-worker", e, "--model", model,
+                   "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            if p.returncode != 0:
+                print(f"torch-compile.py --wake-cost: {e} failed (exit {p.returncode}):\n{p.stderr[-2000:]}",
+                      file=sys.stderr)
+                return 1
+            rows[e].append(json.loads(p.stdout.strip().splitlines()[-1]))
+
+    def m(e: str, k: str) -> float:
+        return statistics.median(r[k] for r in rows[e])
+    print(f"torch-compile.py --wake-cost {model}: aot_eager, {args.profile_steps} warm steps after {args.warmup} per "
+          f"process, {args.rounds} process(es) each, medians; PyTorch's own work between the compiled calls after "
+          "each thing done at the end of every call:")
+    print("| at the end of each compiled call | step (ms) | between the calls (ms) | between / with nothing | "
+          "calling thread's sleeps per step |")
+    print("|---|---|---|---|---|")
+    base = m("nothing", "between")
+    for e in WAKE_EXTRAS:
+        r = m(e, "between") / base
+        ratio = "1.00x" if e == "nothing" else f"{r:.2f}x slower" if r >= 1 else f"{1 / r:.2f}x faster"
+        print(f"| {WAKE_DOC[e]} | {m(e, 'step'):.3f} | {m(e, 'between'):.3f} | {ratio} | {m(e, 'sleeps'):.2f} |")
+    if min(r["sleeps"] for r in rows["sleep"]) < 2:  # two sleeps a step, each a voluntary switch
+        print("torch-compile.py --wake-cost: the calling thread's sleeps were not counted "
+              "(/proc/thread-self/status)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -809,14 +967,20 @@ def main() -> int:
     ap.add_argument("--profile-steps", type=positive, default=20)
     ap.add_argument("--host-cpu", choices=MODELS, help="the calling thread's CPU time by phase instead")
     ap.add_argument("--device-idle", choices=MODELS,
-                    help="the warm step split into the device's busy and idle time instead (backend and graph API)")
+                    help="the warm step split into the device's busy and idle time instead (backend, graph API, "
+                    "aot_eager)")
+    ap.add_argument("--wake-cost", choices=MODELS,
+                    help="what a blocking wait or a wake of the device's threads costs PyTorch's work after it "
+                    "instead (aot_eager)")
     ap.add_argument("--timeline-lib", default=None,
                     help="libclbound-timeline.so for --device-idle (default: beside CLBOUND_LIBRARY)")
     ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
-    ap.add_argument("--idle-worker", choices=("clbound", "graph"), help=argparse.SUPPRESS)
+    ap.add_argument("--idle-worker", choices=("clbound", "graph", "aot_eager"), help=argparse.SUPPRESS)
+    ap.add_argument("--wake-worker", choices=WAKE_EXTRAS, help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.warmup >= args.steps and not (args.profile or args.host_cpu or args.device_idle or args.idle_worker):
+    if args.warmup >= args.steps and not (args.profile or args.host_cpu or args.device_idle or args.idle_worker
+                                          or args.wake_cost or args.wake_worker):
         args.warmup = args.steps - 1 if args.steps > 1 else 0
     try:
         import torch  # noqa: F401
@@ -839,6 +1003,11 @@ def main() -> int:
         return 0
     if args.device_idle:
         return device_idle(args.device_idle, args)
+    if args.wake_worker:
+        print(json.dumps(wake_worker(args.model, args.warmup, args.profile_steps, args.wake_worker)))
+        return 0
+    if args.wake_cost:
+        return wake_cost(args.wake_cost, args)
 
     if args.gomp_spincount is not None and "GOMP_SPINCOUNT" in os.environ:
         print("torch-compile.py: --gomp-spincount compares with the environment's own OpenMP waiting, but "
