@@ -304,7 +304,7 @@ class CountersStruct(ctypes.Structure):
         "arena_bytes", "live_lower_bound_bytes", "pool_peak_bytes", "arena_allocations", "arena_max_bytes",
         "kernels_compiled", "build_ms", "store_ms", "plan_programs", "kernels_fused", "steps_replayed",
         "first_launches", "first_launch_ms", "steps_recorded", "host_writes", "context_new_ms",
-        "context_free_ms", "store_local", "store_handoffs", "programs_upgraded")]
+        "context_free_ms", "store_local", "store_handoffs", "programs_upgraded", "host_sync_blocks")]
 
 
 LogFn = ctypes.CFUNCTYPE(None, p, c_str, c_str)

@@ -446,7 +446,7 @@ def test_devices_op_names_counters_and_log(ctx, tmp_path):
         # the counters dict has the metrics file's counters, equal to them
         counts, metrics = c.counters(), c.metrics()
         for key in ("kernel_launches", "kernels_compiled", "first_launches", "build_ms", "store_local",
-                    "store_handoffs", "programs_upgraded", "context_free_ms"):
+                    "store_handoffs", "programs_upgraded", "context_free_ms", "host_sync_blocks"):
             assert counts[key] == metrics[key], key
         assert counts["first_launches"] == 1  # relu, once, at one local size
         c.set_log("none")

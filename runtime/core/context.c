@@ -88,6 +88,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   ctx->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, ctx->max_groups * 16, NULL, &e);
   if (e != CL_SUCCESS) return clb__cl_error(NULL, e, "context: scratch buffer");
   ctx->next_launch_id = 1;
+  const int64_t spin_us = clb__env_int(CLB_ENV_SYNC_SPIN_US); /* -1: auto */
+  ctx->sync_spin_auto = spin_us < 0;
+  ctx->sync_spin_ns = (spin_us < 0 ? (ctx->info.is_cpu ? CLB_SYNC_SPIN_AUTO_US : 0) : spin_us) * 1000;
   ctx->log_mask = clb__log_env_mask();
   keep_driver(ctx);
   if ((st = clb__traits_init(ctx)) != CLB_OK) return st;

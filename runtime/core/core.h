@@ -32,6 +32,11 @@
 #define CLB_STATUS_SLOT_INTS 6
 #define CLB_STATUS_INTS (2 + CLB_STATUS_SLOTS * CLB_STATUS_SLOT_INTS)
 
+/* CLBOUND_SYNC_SPIN_US unset on a CPU device: a host sync polls for up to this
+ * many microseconds while the context's recent syncs waited less
+ * (runtime/core/sync.c; docs/design.md, "Host syncs") */
+#define CLB_SYNC_SPIN_AUTO_US 200
+
 /* Each launch gets an id; the ring remembers what the last ones were so that a
  * sticky error raised on the device can name the op and its bounds. */
 #define CLB_LAUNCH_RING 1024
@@ -178,6 +183,12 @@ struct clb_context {
   clb_mem_hook mem_hook; /* zeroed: every data buffer from the pool */
   clb_progcache *programs; /* NULL until runtime/cache makes it */
   cl_mem status;       /* CLB_STATUS_INTS ints, sticky */
+  /* a host sync polls its command's status for up to sync_spin_ns before it
+   * blocks (CLBOUND_SYNC_SPIN_US; runtime/core/sync.c); with sync_spin_auto
+   * only while sync_wait_ns, an average of the recent syncs' waits, is shorter */
+  int64_t sync_spin_ns;
+  int sync_spin_auto;
+  int64_t sync_wait_ns;
   /* runtime/core/hostptr.c: 0 until asked, 1 when a buffer's map pointer is its
    * own memory (checked once), -1 when native kernels must map every time */
   int host_ptrs;

@@ -30,6 +30,7 @@
   X(GEMM, ENUM, "auto,host-blas,kernel,device,clblast-bound,clblast,sync-exact", 0, "auto", "forces the GEMM strategy of contexts left at AUTO (`device` is `kernel`, `clblast` is `clblast-bound`; `docs/gemm.md`)") \
   X(BLAS_THREADS, INT, "1..64", 0, "by size and load", "host BLAS in the queue: every product cut into n blocks for n threads (default: 12 MFLOP or more is cut into one block per core, run by one thread per block at 32 MFLOP and more, between 12 and 32 by one plus one per core idle over the last 0.1 s; `docs/gemm.md`, Threads)") \
   X(HOST_PTRS, BOOL, "", 1, "on", "off: host BLAS's native kernels map their buffers every call instead of keeping each buffer's host pointer (`docs/gemm.md`), and reads of tensors enqueue their copies and wait for them instead of copying from the buffers after the sync") \
+  X(SYNC_SPIN_US, INT, "0..1000000", -1, "auto: 200 on CPU devices while the context's recent syncs waited less, else 0", "a host sync polls the device for up to this many microseconds before the calling thread blocks in the driver; 0: it blocks at once (`docs/design.md`, \"Host syncs\")") \
   X(CLBLAST_TUNING, BOOL, "", 1, "on", "off: CLBlast runs its own parameters, not the device's tuning file written by `clbound tune` (`docs/gemm.md`)") \
   X(SHAPE_LOG, TEXT, "a file", 0, "none", "every shape a graph is fed, appended, for `clbound shapes`") \
   X(PLAN_PROGRAMS, BOOL, "", 1, "on", "off: a program per kernel file and options instead of one per graph plan (for comparisons)") \

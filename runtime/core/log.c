@@ -156,7 +156,7 @@ static void metrics_format(sbuf *s, const metrics_src *m) {
           "\"build_ms\":%llu,\"store_ms\":%llu,\"plan_programs\":%llu,\"kernels_fused\":%llu,\"steps_replayed\":%llu,"
           "\"first_launches\":%llu,\"first_launch_ms\":%llu,\"steps_recorded\":%llu,\"host_writes\":%llu,"
           "\"context_new_ms\":%llu,\"context_free_ms\":%llu,\"store_local\":%llu,\"store_handoffs\":%llu,"
-          "\"programs_upgraded\":%llu}",
+          "\"programs_upgraded\":%llu,\"host_sync_blocks\":%llu}",
       (unsigned long long)c->recompiles, (unsigned long long)c->peak_device_bytes,
       (unsigned long long)c->device_bytes_held, (unsigned long long)c->buffers_fresh,
       (unsigned long long)c->buffers_reused, (unsigned long long)c->arena_bytes,
@@ -168,7 +168,7 @@ static void metrics_format(sbuf *s, const metrics_src *m) {
       (unsigned long long)c->steps_recorded, (unsigned long long)c->host_writes,
       (unsigned long long)c->context_new_ms, (unsigned long long)c->context_free_ms,
       (unsigned long long)c->store_local, (unsigned long long)c->store_handoffs,
-      (unsigned long long)c->programs_upgraded);
+      (unsigned long long)c->programs_upgraded, (unsigned long long)c->host_sync_blocks);
 }
 
 clb_status clb_context_metrics_json(clb_context_t ctx, char *buf, size_t cap, size_t *len) {
