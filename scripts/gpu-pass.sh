@@ -26,6 +26,9 @@
 #   tc      bench/torch-compile.py (issue 33): torch.compile(backend="clbound") against the
 #           graph API and eager PyTorch (on the host's CPU), then --device-idle wide: the
 #           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
+#   spin    bench whole-step xla-mlp with host syncs that block at once and that poll for
+#           up to 200 us (CLBOUND_SYNC_SPIN_US=0 and 200, alternating; docs/design.md,
+#           "Host syncs"): whether polling pays on the GPU, where it is off by default
 # GPU_PASS_BUDGET (seconds, default 420) bounds the whole; what is written under $OUT
 # comes back: pass.log (everything), lasttest.log.xz (CTest's full log), stuck.txt.
 set -u
@@ -231,6 +234,13 @@ part_tc() {
     $PY "$R/bench/torch-compile.py" --device-idle wide --profile-steps 40 --rounds 2
 }
 
+part_spin() {
+  for sp in 0 200 0 200; do
+    step "bench whole-step xla-mlp, CLBOUND_SYNC_SPIN_US=$sp" 40 env CLBOUND_SYNC_SPIN_US=$sp \
+      "$B" bench whole-step --json --reps 15 --workload xla-mlp
+  done
+}
+
 watchdog &
 WD=$!
 {
@@ -238,7 +248,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc|spin) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
