@@ -13,8 +13,8 @@ static uint64_t blocks(clb_context_t ctx) {
   return c.host_sync_blocks;
 }
 
-/* A context made with CLBOUND_SYNC_SPIN_US=value (NULL: unset), then the
- * variable as it was. */
+/* A context made with CLBOUND_SYNC_SPIN_US=value (NULL: unset); the variable
+ * is unset again after (the context read it when made). */
 static clb_context_t context_with(const char *value) {
   if (value) setenv("CLBOUND_SYNC_SPIN_US", value, 1);
   else unsetenv("CLBOUND_SYNC_SPIN_US");
