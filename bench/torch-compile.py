@@ -93,7 +93,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 MODELS = ("xla", "wide")
 VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share", "clbound_nopause")
@@ -521,6 +521,53 @@ def union_ns(spans: List[Any]) -> int:
     return total + (cur[1] - cur[0] if cur is not None else 0)
 
 
+def timed_aot_eager(torch: Any, model: str, clock: Callable[[], int], on_call: Callable[[int, int], None],
+                    after: Optional[Callable[[], Any]] = None) -> TorchStep:
+    """The training loop under PyTorch's own aot_eager, each call of its
+    compiled forward and backward reported as on_call(start, end) on clock's
+    time; after(), when given, runs at the end of each call, inside it."""
+    import functools
+    from torch._dynamo.backends.debugging import aot_eager, boxed_nop
+
+    def timed_nop(gm: Any, ex: Any) -> Any:
+        run = boxed_nop(gm, ex)
+
+        def timed(args: Any) -> Any:
+            t0 = clock()
+            try:
+                return run(args)
+            finally:
+                if after is not None:
+                    after()
+                on_call(t0, clock())
+        timed._boxed_call = True  # type: ignore[attr-defined]
+        return timed
+    step = TorchStep(torch, "eager", model)
+    step.run_model = torch.compile(step.model, backend=functools.partial(aot_eager, fw_compiler=timed_nop,
+                                                                         bw_compiler=timed_nop))
+    return step
+
+
+def worker_rounds(mode: str, model: str, kinds: Sequence[str], args: argparse.Namespace, extra: Sequence[str] = (),
+                  env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+    """--rounds rounds of one process per kind (`--<mode>-worker KIND`), the
+    kinds' order turning each round; each process's last stdout line as JSON,
+    by kind; None (after a message) when one fails."""
+    rows: Dict[str, List[Dict[str, Any]]] = {k: [] for k in kinds}
+    order = list(kinds)
+    for rd in range(args.rounds):
+        for k in order[rd % len(order):] + order[:rd % len(order)]:
+            cmd = [sys.executable, os.path.abspath(__file__), f"--{mode}-worker", k, "--model", model,
+                   "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps), *extra]
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+            if p.returncode != 0:
+                print(f"torch-compile.py: {mode} worker {k} failed (exit {p.returncode}):\n{p.stderr[-2000:]}",
+                      file=sys.stderr)
+                return None
+            rows[k].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return rows
+
+
 def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> Dict[str, Any]:
     """One process of --device-idle: `steps` warm steps of clbound, graph or
     aot_eager with the device timeline recording (lib is preloaded already:
@@ -551,23 +598,7 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
         cd._Lowered.__call__ = call
         step: Any = TorchStep(torch, "clbound", model)
     elif variant == "aot_eager":  # PyTorch's own aot_eager, its compiled graphs' calls timed
-        import functools
-        from torch._dynamo.backends.debugging import aot_eager, boxed_nop
-
-        def timed_nop(gm: Any, ex: Any) -> Any:
-            run = boxed_nop(gm, ex)
-
-            def timed(args: Any) -> Any:
-                t0 = tl.clt_now()
-                try:
-                    return run(args)
-                finally:
-                    calls.append((t0, tl.clt_now()))
-            timed._boxed_call = True  # type: ignore[attr-defined]
-            return timed
-        step = TorchStep(torch, "eager", model)
-        step.run_model = torch.compile(step.model, backend=functools.partial(aot_eager, fw_compiler=timed_nop,
-                                                                             bw_compiler=timed_nop))
+        step = timed_aot_eager(torch, model, tl.clt_now, lambda a, b: calls.append((a, b)))
     else:
         step = GraphStep(torch, model)
     batches = make_batches(torch, model, warmup + steps)
@@ -635,24 +666,17 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
               "--timeline-lib PATH", file=sys.stderr)
         return 2
     lib = os.path.abspath(lib)
-    order = ["clbound", "graph", "aot_eager"]
-    rows: Dict[str, List[Dict[str, Any]]] = {v: [] for v in order}
-    for rd in range(args.rounds):
-        for v in order[rd % 3:] + order[:rd % 3]:
-            env = dict(os.environ, LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD")) if p))
-            cmd = [sys.executable, os.path.abspath(__file__), "--idle-worker", v, "--model", model,
-                   "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps), "--timeline-lib", lib]
-            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-            if p.returncode != 0:
-                print(f"torch-compile.py --device-idle: {v} failed (exit {p.returncode}):\n{p.stderr[-2000:]}",
-                      file=sys.stderr)
-                return 1
-            r = json.loads(p.stdout.strip().splitlines()[-1])
+    env = dict(os.environ, LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD")) if p))
+    got = worker_rounds("idle", model, ("clbound", "graph", "aot_eager"), args, ("--timeline-lib", lib), env)
+    if got is None:
+        return 1
+    rows = got
+    for v, rs in rows.items():
+        for r in rs:
             if r["problems"]:
                 print(f"torch-compile.py --device-idle: {v}: the timeline is not usable: {'; '.join(r['problems'])}",
                       file=sys.stderr)
                 return 1
-            rows[v].append(r)
     print(f"torch-compile.py --device-idle {model}: warm steps on the device's timeline, {args.profile_steps} steps "
           f"after {args.warmup} per process, {args.rounds} process(es) per variant, medians (ms per step):")
     print("| variant | step | device busy | device idle | idle inside the compiled calls | between the calls "
@@ -692,9 +716,7 @@ def wake_worker(model: str, warmup: int, steps: int, extra: str) -> Dict[str, An
     the end of each call of its compiled forward and backward; the step, the
     time between the calls (PyTorch's own work) and the calling thread's
     voluntary context switches, per step (medians)."""
-    import functools
     import torch
-    from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
     now = time.perf_counter_ns
     in_calls = [0]
@@ -717,26 +739,13 @@ def wake_worker(model: str, warmup: int, steps: int, extra: str) -> Dict[str, An
         ctx.sync()
         act = (lambda: ctx.unary("relu", t)) if extra == "enqueue" else ctx.sync
 
-    def timed_nop(gm: Any, ex: Any) -> Any:
-        run = boxed_nop(gm, ex)
-
-        def timed(args: Any) -> Any:
-            t0 = now()
-            try:
-                return run(args)
-            finally:
-                if act is not None:
-                    act()
-                in_calls[0] += now() - t0
-        timed._boxed_call = True  # type: ignore[attr-defined]
-        return timed
+    def add(a: int, b: int) -> None:
+        in_calls[0] += b - a
 
     def switches() -> int:
         with open("/proc/thread-self/status") as f:
             return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
-    step = TorchStep(torch, "eager", model)
-    step.run_model = torch.compile(step.model, backend=functools.partial(aot_eager, fw_compiler=timed_nop,
-                                                                         bw_compiler=timed_nop))
+    step = timed_aot_eager(torch, model, now, add, act)
     batches = make_batches(torch, model, warmup + steps)
     for x, y in batches[:warmup]:
         step(x, y)
@@ -759,18 +768,10 @@ def wake_cost(model: str, args: argparse.Namespace) -> int:
     the host code after it: aot_eager's loop (no clbound in its compiled calls)
     with each of WAKE_EXTRAS at the end of each call, --rounds processes each,
     the order turning; PyTorch's time between the calls against nothing."""
-    rows: Dict[str, List[Dict[str, Any]]] = {e: [] for e in WAKE_EXTRAS}
-    order = list(WAKE_EXTRAS)
-    for rd in range(args.rounds):
-        for e in order[rd % len(order):] + order[:rd % len(order)]:
-            cmd = [sys.executable, os.path.abspath(__file__), "--wake-worker", e, "--model", model,
-                   "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps)]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            if p.returncode != 0:
-                print(f"torch-compile.py --wake-cost: {e} failed (exit {p.returncode}):\n{p.stderr[-2000:]}",
-                      file=sys.stderr)
-                return 1
-            rows[e].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    got = worker_rounds("wake", model, WAKE_EXTRAS, args)
+    if got is None:
+        return 1
+    rows = got
 
     def m(e: str, k: str) -> float:
         return statistics.median(r[k] for r in rows[e])
