@@ -30,18 +30,25 @@ typedef enum bop { OP_NONZERO_BOOL, OP_NONZERO_F32, OP_SELECT, OP_SCATTER, OP_CO
 static const char *const OP_NAME[OP_COUNT] = {"nonzero", "nonzero", "masked_select", "masked_scatter"};
 static const char *const OP_DTYPE[OP_COUNT] = {"bool", "f32", "f32", "f32"};
 
-/* One size: the inputs (dim 0 bounded, at its bound) shaped [rows, cols], and
- * the host arrays the peers read. Outputs exist only while their op is
- * measured (bench_one), so the resident memory is the inputs plus one op's
- * output on each side. */
+/* One size: the host arrays the peers read, made once and written to every
+ * path's context (shaped [rows, cols], dim 0 bounded, at its bound). Outputs
+ * exist only while their op is measured, so the resident memory is the inputs
+ * plus one op's output on each side. */
 typedef struct bset {
   int64_t n, rows, cols;
   int rank;
   uint8_t *mask; /* host mask at the current density */
   float *x;      /* values */
   float *xnz;    /* values where the mask is true, else +-0 (NULL unless nonzero f32 runs) */
-  clb_tensor_t tx, tm, txnz, ts;
 } bset;
+
+/* One select path's context: its copy kernel and its copy of the inputs. */
+typedef struct bpath {
+  const struct sel_path *sel;
+  clb_context_t ctx;
+  copier cp; /* zeroed until made: copier_free frees what it holds */
+  clb_tensor_t tx, tm, txnz, ts;
+} bpath;
 
 static uint32_t rng_state = 12345u;
 static uint32_t rng(void) {
@@ -132,12 +139,12 @@ static size_t out_elem_bytes(bop op, int rank) {
   return op == OP_NONZERO_BOOL || op == OP_NONZERO_F32 ? 8 * (size_t)rank : sizeof(float);
 }
 
-static clb_status dev_run(clb_context_t ctx, bop op, bset *s, clb_tensor_t *out) {
+static clb_status dev_run(bpath *d, bop op, clb_tensor_t *out) {
   switch (op) {
-  case OP_NONZERO_BOOL: return clb_nonzero(ctx, s->tm, out);
-  case OP_NONZERO_F32: return clb_nonzero(ctx, s->txnz, out);
-  case OP_SELECT: return clb_masked_select(ctx, s->tx, s->tm, out);
-  default: return clb_masked_scatter(ctx, s->tx, s->tm, s->ts, out);
+  case OP_NONZERO_BOOL: return clb_nonzero(d->ctx, d->tm, out);
+  case OP_NONZERO_F32: return clb_nonzero(d->ctx, d->txnz, out);
+  case OP_SELECT: return clb_masked_select(d->ctx, d->tx, d->tm, out);
+  default: return clb_masked_scatter(d->ctx, d->tx, d->tm, d->ts, out);
   }
 }
 
@@ -152,9 +159,13 @@ static double op_bytes(bop op, int64_t n, int64_t count, int rank) {
   }
 }
 
-static void set_free(bset *s) {
-  clb_tensor_t ts[] = {s->tx, s->tm, s->txnz, s->ts};
+static void path_inputs_free(bpath *d) {
+  clb_tensor_t ts[] = {d->tx, d->tm, d->txnz, d->ts};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) clb_tensor_free(ts[i]);
+  d->tx = d->tm = d->txnz = d->ts = NULL;
+}
+
+static void set_free(bset *s) {
   free(s->mask);
   free(s->x);
   free(s->xnz);
@@ -179,8 +190,8 @@ static clb_status write_direct(clb_context_t ctx, clb_tensor_t t, const int64_t 
   return e == CL_SUCCESS ? CLB_OK : CLB_ERR_CL;
 }
 
-/* Inputs for n elements; the f32 input of nonzero only when it runs (f32nz). */
-static clb_status set_init(clb_context_t ctx, int64_t n, int f32nz, int scatter, bset *s) {
+/* Host inputs for n elements; the f32 input of nonzero only when it runs (f32nz). */
+static clb_status set_init(int64_t n, int f32nz, bset *s) {
   memset(s, 0, sizeof *s);
   s->n = n;
   s->rank = shape_of(n, &s->rows, &s->cols);
@@ -190,20 +201,27 @@ static clb_status set_init(clb_context_t ctx, int64_t n, int f32nz, int scatter,
   if (f32nz) s->xnz = malloc(un * sizeof(float));
   if (!s->mask || !s->x || (f32nz && !s->xnz)) return CLB_ERR_HOST_OOM;
   for (int64_t i = 0; i < n; i++) s->x[i] = (float)(rng() % 2001) * 0.25f - 250.0f;
-  int64_t dims[2] = {s->rank == 2 ? s->rows : n, s->cols};
+  return CLB_OK;
+}
+
+/* A path's device inputs for s: the values written, the mask (and nonzero's
+ * f32 input) made for set_density to write, masked_scatter's source. */
+static clb_status path_inputs(bpath *d, const bset *s, int scatter) {
+  clb_context_t ctx = d->ctx;
+  int64_t n = s->n, dims[2] = {s->rank == 2 ? s->rows : n, s->cols};
   uint8_t dyn[2] = {1, 0};
   clb_status st;
-  if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &s->tx)) != CLB_OK) return st;
-  if ((st = clb_tensor_new(ctx, CLB_DTYPE_BOOL, s->rank, dims, dyn, &s->tm)) != CLB_OK) return st;
-  if (f32nz && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &s->txnz)) != CLB_OK) return st;
-  if ((st = write_direct(ctx, s->tx, dims, s->x, (size_t)n * sizeof(float))) != CLB_OK) return st;
+  if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &d->tx)) != CLB_OK) return st;
+  if ((st = clb_tensor_new(ctx, CLB_DTYPE_BOOL, s->rank, dims, dyn, &d->tm)) != CLB_OK) return st;
+  if (s->xnz && (st = clb_tensor_new(ctx, CLB_DTYPE_F32, s->rank, dims, dyn, &d->txnz)) != CLB_OK) return st;
+  if ((st = write_direct(ctx, d->tx, dims, s->x, (size_t)n * sizeof(float))) != CLB_OK) return st;
   if (!scatter) return CLB_OK;
-  if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &n, NULL, &s->ts)) != CLB_OK) return st;
+  if ((st = clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &n, NULL, &d->ts)) != CLB_OK) return st;
   /* the source through the host peer's formula, a chunk at a time */
   enum { CHUNK = 1 << 20 };
   float *buf = malloc(CHUNK * sizeof(float));
   if (!buf) return CLB_ERR_HOST_OOM;
-  if ((st = clb_tensor_set_sizes(ctx, s->ts, &n)) != CLB_OK) {
+  if ((st = clb_tensor_set_sizes(ctx, d->ts, &n)) != CLB_OK) {
     free(buf);
     return st;
   }
@@ -211,7 +229,7 @@ static clb_status set_init(clb_context_t ctx, int64_t n, int f32nz, int scatter,
   for (int64_t i0 = 0; i0 < n && e == CL_SUCCESS; i0 += CHUNK) {
     int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
     for (int64_t i = 0; i < m; i++) buf[i] = src_at(i0 + i);
-    e = clEnqueueWriteBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(s->ts), CL_TRUE,
+    e = clEnqueueWriteBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(d->ts), CL_TRUE,
                              (size_t)i0 * sizeof(float), (size_t)m * sizeof(float), buf, 0, NULL, NULL);
   }
   free(buf);
@@ -219,17 +237,23 @@ static clb_status set_init(clb_context_t ctx, int64_t n, int f32nz, int scatter,
 }
 
 /* A new mask at `density` (exact fraction of a uniform draw), and the values
- * of nonzero's f32 input under it. */
-static clb_status set_density(clb_context_t ctx, bset *s, double density) {
+ * of nonzero's f32 input under it, on the host. */
+static void set_density(bset *s, double density) {
   uint32_t thr = (uint32_t)(density * 4294967295.0);
+  int r7 = 0; /* i % 7, without a division per element */
   for (int64_t i = 0; i < s->n; i++) {
     uint8_t m = density >= 1.0 || rng() < thr;
     s->mask[i] = m;
-    if (s->xnz) s->xnz[i] = m ? 1.0f + (float)(i % 7) : (i & 1 ? -0.0f : 0.0f);
+    if (s->xnz) s->xnz[i] = m ? 1.0f + (float)r7 : (i & 1 ? -0.0f : 0.0f);
+    r7 = r7 == 6 ? 0 : r7 + 1;
   }
+}
+
+/* The mask and nonzero's f32 input of set_density, into a path's tensors. */
+static clb_status path_density(bpath *d, const bset *s) {
   int64_t dims[2] = {s->rank == 2 ? s->rows : s->n, s->cols};
-  clb_status st = write_direct(ctx, s->tm, dims, s->mask, (size_t)s->n);
-  if (st == CLB_OK && s->xnz) st = write_direct(ctx, s->txnz, dims, s->xnz, (size_t)s->n * sizeof(float));
+  clb_status st = write_direct(d->ctx, d->tm, dims, s->mask, (size_t)s->n);
+  if (st == CLB_OK && s->xnz) st = write_direct(d->ctx, d->txnz, dims, s->xnz, (size_t)s->n * sizeof(float));
   return st;
 }
 
@@ -273,38 +297,51 @@ typedef struct result {
 /* Where the time of a run goes besides the device (printed at the end). */
 static double t_inputs_ms, t_peers_ms, t_checks_ms, t_device_ms;
 
-/* Times one op at one density: `reps` pairs of (op + clFinish, copy of the same
- * bytes + clFinish), interleaved so both see the same machine; then the host
- * peer (at most 3 runs: it is the slow part at large n); then checks the device
- * result against it. */
-static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int reps, int fixed_reps, result *r,
-                            char *err, size_t elen) {
-  cl_command_queue q = clb_context_cl_queue(ctx);
-  clb_status st = CLB_OK;
-  memset(r, 0, sizeof *r);
-  size_t obytes = ((size_t)s->n + 1) * out_elem_bytes(op, s->rank);
-  void *hout = malloc(obytes);
-  double *t = malloc(3 * (size_t)reps * sizeof(double));
-  clb_tensor_t out = NULL;
-  if (!hout || !t) {
-    free(hout);
-    free(t);
-    return CLB_ERR_HOST_OOM;
-  }
-  double *tc = t + reps, *th = t + 2 * reps;
-  double p0 = clb_tool_now_ms();
+/* The host peer of op on s into hout (sized for the output plus one element):
+ * its first run is the reference the device results are checked against; up
+ * to `most` runs are timed (3 at most), one when a run takes over an eighth of
+ * CLB_OPS_BUDGET_MS (it is the slow part at large n). Returns the count. */
+static int64_t host_peer(bop op, const bset *s, void *hout, size_t obytes, int most, double *host_ms) {
+  double p0 = clb_tool_now_ms(), th[3];
   memset(hout, 0, obytes); /* first touch, outside the timing */
-  double h0 = clb_tool_now_ms();
-  r->count = host_run(op, s, hout);
-  th[0] = clb_tool_now_ms() - h0; /* the reference run is the peer's first sample */
+  int64_t count = 0;
+  int h = 0;
+  if (most > 3) most = 3;
+  while (h < most) {
+    double t0 = clb_tool_now_ms();
+    volatile int64_t k = host_run(op, s, hout);
+    th[h] = clb_tool_now_ms() - t0;
+    if (h++ == 0) count = k;
+    if (th[0] > CLB_OPS_BUDGET_MS / 8) break;
+  }
+  *host_ms = clb_tool_median(th, h);
   t_peers_ms += clb_tool_now_ms() - p0;
-  r->bytes = op_bytes(op, s->n, r->count, s->rank);
+  return count;
+}
+
+/* Times one op at one density on one path: `reps` pairs of (op + clFinish,
+ * copy of the same bytes + clFinish), interleaved so both see the same
+ * machine; then checks the device result against the host peer's `want`
+ * (count elements). */
+static clb_status bench_one(bpath *d, bop op, const bset *s, int reps, int fixed_reps, const void *want,
+                            int64_t count, result *r, char *err, size_t elen) {
+  cl_command_queue q = clb_context_cl_queue(d->ctx);
+  clb_status st = CLB_OK;
+  double host_ms = r->host_ms;
+  memset(r, 0, sizeof *r);
+  r->host_ms = host_ms;
+  r->count = count;
+  r->bytes = op_bytes(op, s->n, count, s->rank);
+  double *t = malloc(2 * (size_t)reps * sizeof(double));
+  clb_tensor_t out = NULL;
+  if (!t) return CLB_ERR_HOST_OOM;
+  double *tc = t + reps;
   double d0 = clb_tool_now_ms();
   double pair_ms = 0;
   for (int w = 0; w < 2; w++) { /* warm-up: program builds, first touch of outputs */
     double w0 = clb_tool_now_ms();
-    if ((st = dev_run(ctx, op, s, &out)) != CLB_OK) goto done;
-    if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
+    if ((st = dev_run(d, op, &out)) != CLB_OK) goto done;
+    if (copier_run(&d->cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
     clFinish(q);
     pair_ms = clb_tool_now_ms() - w0;
   }
@@ -315,40 +352,26 @@ static clb_status bench_one(clb_context_t ctx, copier *cp, bop op, bset *s, int 
     reps = fit < 3 ? 3 : fit;
   }
   r->reps = reps;
-  clb_counters c0 = counters_of(ctx);
+  clb_counters c0 = counters_of(d->ctx);
   for (int i = 0; i < reps; i++) {
     double t0 = clb_tool_now_ms();
-    if ((st = dev_run(ctx, op, s, &out)) != CLB_OK) goto done;
+    if ((st = dev_run(d, op, &out)) != CLB_OK) goto done;
     clFinish(q);
     double t1 = clb_tool_now_ms();
-    if (copier_run(cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
+    if (copier_run(&d->cp, (size_t)(r->bytes / 2)) != CL_SUCCESS) goto cl_fail;
     clFinish(q);
     t[i] = t1 - t0;
     tc[i] = clb_tool_now_ms() - t1;
   }
-  clb_counters c1 = counters_of(ctx);
+  clb_counters c1 = counters_of(d->ctx);
   t_device_ms += clb_tool_now_ms() - d0;
   r->syncs = (double)(c1.host_syncs - c0.host_syncs) / reps;
   r->launches = (double)(c1.kernel_launches - c0.kernel_launches) / reps;
-  int hreps = reps < 3 ? reps : 3;
-  p0 = clb_tool_now_ms();
-  for (int i = 1; i < hreps; i++) {
-    if (!fixed_reps && th[0] > CLB_OPS_BUDGET_MS / 8) { /* one slow run is enough */
-      hreps = i;
-      break;
-    }
-    double t0 = clb_tool_now_ms();
-    volatile int64_t k = host_run(op, s, hout);
-    (void)k;
-    th[i] = clb_tool_now_ms() - t0;
-  }
-  t_peers_ms += clb_tool_now_ms() - p0;
   r->ms = clb_tool_median(t, reps);
   r->copy_ms = clb_tool_median(tc, reps);
-  r->host_ms = clb_tool_median(th, hreps);
   /* a deferred device error would make the figures meaningless */
-  p0 = clb_tool_now_ms();
-  st = check_result(ctx, op, s, out, hout, r->count, &r->ok);
+  double p0 = clb_tool_now_ms();
+  st = check_result(d->ctx, op, s, out, want, count, &r->ok);
   t_checks_ms += clb_tool_now_ms() - p0;
   goto done;
 cl_fail:
@@ -356,7 +379,6 @@ cl_fail:
   st = CLB_ERR_CL;
 done:
   clb_tensor_free(out);
-  free(hout);
   free(t);
   return st;
 }
@@ -441,8 +463,10 @@ static const char *fmt_bytes(double b, char *buf, size_t len) {
 
 /* Whether the device can hold a run at n: each buffer the run makes, in the
  * order it makes them, against CL_DEVICE_MAX_MEM_ALLOC_SIZE, and the most it
- * holds at once against CL_DEVICE_GLOBAL_MEM_SIZE. Says which does not fit. */
-static int fits_device(clb_context_t ctx, int64_t n, const int *run, size_t copy_cap) {
+ * holds at once against CL_DEVICE_GLOBAL_MEM_SIZE: every path's inputs and
+ * copy buffers (its contexts are all alive) and one output. Says which does
+ * not fit. */
+static int fits_device(clb_context_t ctx, int64_t n, const int *run, size_t copy_cap, int npaths) {
   cl_ulong max_alloc = 0, global = 0;
   clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
   clGetDeviceInfo(clb_context_cl_device(ctx), CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
@@ -473,11 +497,12 @@ static int fits_device(clb_context_t ctx, int64_t n, const int *run, size_t copy
     if (bufs[i].input) inputs += bufs[i].bytes;
     else if (i + 1 < sizeof bufs / sizeof bufs[0] && bufs[i].bytes > most_out) most_out = bufs[i].bytes;
   }
-  double need = inputs + most_out + 2.0 * (double)copy_cap;
+  double need = npaths * (inputs + 2.0 * (double)copy_cap) + most_out;
   if (global && need > (double)global) {
-    fprintf(stderr, "%s: --n %lld needs %s of device memory at once (inputs, one output, the copy kernel's buffers); "
-            "the device has %s; use a smaller --n\n", CMD, (long long)n, fmt_bytes(need, b1, sizeof b1),
-            fmt_bytes((double)global, b2, sizeof b2));
+    fprintf(stderr, "%s: --n %lld needs %s of device memory at once (inputs, one output, the copy kernel's buffers%s); "
+            "the device has %s; use a smaller --n%s\n", CMD, (long long)n, fmt_bytes(need, b1, sizeof b1),
+            npaths > 1 ? ", for each of the 2 paths" : "", fmt_bytes((double)global, b2, sizeof b2),
+            npaths > 1 ? " or one --path" : "");
     return 0;
   }
   return 1;
@@ -564,7 +589,7 @@ int clb_bench_ops(int argc, char **argv) {
     if (b > most) most = b;
   }
   size_t copy_cap = (size_t)(most / 2) + 64;
-  if (!fits_device(ctx, big, run, copy_cap)) {
+  if (!fits_device(ctx, big, run, copy_cap, npaths)) {
     clb_context_free(ctx);
     return 1;
   }
@@ -579,72 +604,99 @@ int clb_bench_ops(int argc, char **argv) {
   char err[160] = "";
   int rc = 0;
   double t_start = clb_tool_now_ms();
+  /* one context per path, all alive, so that each input, mask and host peer is
+   * made once and measured on every path */
+  bpath dp[2];
+  memset(dp, 0, sizeof dp);
   for (int pi = 0; pi < npaths && rc == 0; pi++) {
-    if (pi > 0 || paths[0] != &PATHS[0]) {
-      clb_context_free(ctx);
-      ctx = NULL;
-      if ((st = path_context(style, paths[pi], &ctx)) != CLB_OK) {
-        fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_last_errmsg());
-        return 1;
-      }
-    }
-    copier cp;
-    if ((st = copier_init(ctx, copy_cap, &cp, err, sizeof err)) != CLB_OK) {
-      fprintf(stderr, "%s: %s\n", CMD, err);
-      copier_free(&cp);
+    dp[pi].sel = paths[pi];
+    if (pi == 0 && paths[0] == &PATHS[0]) {
+      dp[0].ctx = ctx;
+    } else if ((st = path_context(style, paths[pi], &dp[pi].ctx)) != CLB_OK) {
+      fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_last_errmsg());
       rc = 1;
       break;
     }
-    for (int si = 0; si < nsizes && rc == 0; si++) {
-      bset s;
-      int r = si == 0 ? reps : reps * 5; /* small sizes are cheap and noisier */
-      double g0 = clb_tool_now_ms();
-      if ((st = set_init(ctx, sizes[si], run[OP_NONZERO_F32], run[OP_SCATTER], &s)) != CLB_OK) {
-        fprintf(stderr, "%s: inputs of %lld elements: %s: %s\n", CMD, (long long)sizes[si], clb_status_str(st),
-                clb_context_errmsg(ctx));
-        rc = 1;
-      }
+    if ((st = copier_init(dp[pi].ctx, copy_cap, &dp[pi].cp, err, sizeof err)) != CLB_OK) {
+      fprintf(stderr, "%s: %s\n", CMD, err);
+      rc = 1;
+      break;
+    }
+  }
+  if (paths[0] != &PATHS[0]) clb_context_free(ctx); /* the probe's context: no path uses it */
+  ctx = NULL;
+  for (int si = 0; si < nsizes && rc == 0; si++) {
+    bset s;
+    int r = si == 0 ? reps : reps * 5; /* small sizes are cheap and noisier */
+    double g0 = clb_tool_now_ms();
+    st = set_init(sizes[si], run[OP_NONZERO_F32], &s);
+    for (int pi = 0; pi < npaths && st == CLB_OK; pi++) {
+      ctx = dp[pi].ctx;
+      st = path_inputs(&dp[pi], &s, run[OP_SCATTER]);
+    }
+    t_inputs_ms += clb_tool_now_ms() - g0;
+    if (st != CLB_OK) {
+      fprintf(stderr, "%s: inputs of %lld elements: %s: %s\n", CMD, (long long)sizes[si], clb_status_str(st),
+              ctx ? clb_context_errmsg(ctx) : "host memory");
+      rc = 1;
+    }
+    /* the host peer's output, sized for the largest op run, plus one element */
+    size_t obytes = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+      size_t b_ = ((size_t)s.n + 1) * out_elem_bytes((bop)op, s.rank);
+      if (run[op] && b_ > obytes) obytes = b_;
+    }
+    void *hout = rc ? NULL : malloc(obytes);
+    if (!rc && !hout) {
+      fprintf(stderr, "%s: %lld elements: no host memory for the host peer's output\n", CMD, (long long)s.n);
+      rc = 1;
+    }
+    for (size_t di = 0; di < ndens && rc == 0; di++) {
+      g0 = clb_tool_now_ms();
+      set_density(&s, densities[di]);
+      for (int pi = 0; pi < npaths && st == CLB_OK; pi++) st = path_density(&dp[pi], &s);
       t_inputs_ms += clb_tool_now_ms() - g0;
-      for (size_t di = 0; di < ndens && rc == 0; di++) {
-        g0 = clb_tool_now_ms();
-        st = set_density(ctx, &s, densities[di]);
-        t_inputs_ms += clb_tool_now_ms() - g0;
-        if (st != CLB_OK) {
-          fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_context_errmsg(ctx));
-          rc = 1;
-          break;
-        }
-        char label[96];
-        snprintf(label, sizeof label, "bench ops %s n=%lld density %.2f", paths[pi]->name, (long long)sizes[si],
-                 densities[di]);
-        clb_progress *pr = clb_progress_begin(pm, label, OP_COUNT);
-        for (int op = 0; op < OP_COUNT && rc == 0; op++) {
-          clb_progress_update(pr, op, -1);
-          if (!run[op]) continue;
-          result res;
-          st = bench_one(ctx, &cp, (bop)op, &s, r, fixed_reps, &res, err, sizeof err);
+      if (st != CLB_OK) {
+        fprintf(stderr, "%s: %s: %s\n", CMD, clb_status_str(st), clb_context_errmsg(dp[0].ctx));
+        rc = 1;
+        break;
+      }
+      char label[96];
+      snprintf(label, sizeof label, "bench ops n=%lld density %.2f", (long long)sizes[si], densities[di]);
+      clb_progress *pr = clb_progress_begin(pm, label, OP_COUNT * npaths);
+      for (int op = 0; op < OP_COUNT && rc == 0; op++) {
+        if (!run[op]) continue;
+        result res;
+        int64_t count = host_peer((bop)op, &s, hout, obytes, r, &res.host_ms);
+        for (int pi = 0; pi < npaths && rc == 0; pi++) {
+          clb_progress_update(pr, op * npaths + pi, -1);
+          st = bench_one(&dp[pi], (bop)op, &s, r, fixed_reps, hout, count, &res, err, sizeof err);
           if (st != CLB_OK) {
-            fprintf(stderr, "%s: %s %s: %s: %s\n", CMD, OP_NAME[op], OP_DTYPE[op], clb_status_str(st),
-                    st == CLB_ERR_CL && err[0] ? err : clb_context_errmsg(ctx));
+            fprintf(stderr, "%s: %s %s (%s path): %s: %s\n", CMD, OP_NAME[op], OP_DTYPE[op], dp[pi].sel->name,
+                    clb_status_str(st), st == CLB_ERR_CL && err[0] ? err : clb_context_errmsg(dp[pi].ctx));
             rc = 1;
             break;
           }
           clb_progress_hold(pr);
-          report(json, sname, paths[pi]->name, (bop)op, &s, densities[di], &res);
+          report(json, sname, dp[pi].sel->name, (bop)op, &s, densities[di], &res);
           clb_progress_release(pr);
           if (!res.ok) {
             fprintf(stderr, "%s: %s %s at density %.2f (%s path): the device result differs from the host's\n", CMD,
-                    OP_NAME[op], OP_DTYPE[op], densities[di], paths[pi]->name);
+                    OP_NAME[op], OP_DTYPE[op], densities[di], dp[pi].sel->name);
             rc = 1;
           }
         }
-        clb_progress_end(pr);
       }
-      set_free(&s);
+      clb_progress_end(pr);
     }
-    copier_free(&cp);
+    free(hout);
+    for (int pi = 0; pi < npaths; pi++) path_inputs_free(&dp[pi]);
+    set_free(&s);
   }
-  clb_context_free(ctx);
+  for (int pi = 0; pi < npaths; pi++) {
+    copier_free(&dp[pi].cp);
+    clb_context_free(dp[pi].ctx);
+  }
   double total = clb_tool_now_ms() - t_start;
   if (!quiet)
     fprintf(stderr,

@@ -236,8 +236,17 @@ static void host_records(clb_context_t ctx) {
   CL_OK(ctx, clb_linear_backward_relu(ctx, tx, tw, tdy, &dxr, NULL, NULL));
   CL_OK(ctx, clb_linear_backward(ctx, tx, NULL, tdy, NULL, &dw1, &db1));
   CL_OK(ctx, clb_context_counters(ctx, &c1));
-  EXPECT_EQ_I(c1.host_writes - c0.host_writes, 0);
-  EXPECT_EQ_I(c1.kernel_launches - c0.kernel_launches, 5);
+  if (clb_context_gemm_strategy(ctx) == CLB_GEMM_HOST_BLAS) {
+    EXPECT_EQ_I(c1.host_writes - c0.host_writes, 0);
+    EXPECT_EQ_I(c1.kernel_launches - c0.kernel_launches, 5);
+  } else {
+    /* a device without native kernels (a GPU) runs clbound's GEMM kernel instead,
+     * whose outputs get their records from the host; the records and values below
+     * are checked all the same */
+    printf("host records: the counts are not checked: host BLAS cannot run on this device\n");
+    /* CI runs PoCL with OpenBLAS: there the counts must be checked */
+    EXPECT_TRUE(!clb_test_device_required());
+  }
   expect_record(ctx, y, 2, yd, "linear y");
   expect_record(ctx, ya, 2, yd, "linear_act y");
   expect_record(ctx, dx, 2, xd, "linear_backward dx");
