@@ -8,7 +8,9 @@
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
  * reverse | interleave | agg-only | spin=N | epochs=N, turned into the
- * look-back kernel's test defines in ctx->select_lb_test. */
+ * look-back kernel's test defines in ctx->select_lb_test, and progress, which
+ * gives the device the trait forward progress (the path NVIDIA takes, on any
+ * device). */
 static int parse_lb_test(clb_context_t ctx, const char *env) {
   char *out = ctx->select_lb_test;
   size_t cap = sizeof ctx->select_lb_test, used = 0;
@@ -24,7 +26,10 @@ static int parse_lb_test(clb_context_t ctx, const char *env) {
     if (strcmp(item, "reverse") == 0) snprintf(def, sizeof def, " -D SEL_LB_REVERSE");
     else if (strcmp(item, "interleave") == 0) snprintf(def, sizeof def, " -D SEL_LB_INTERLEAVE");
     else if (strcmp(item, "agg-only") == 0) snprintf(def, sizeof def, " -D SEL_LB_AGG_ONLY");
-    else if (strncmp(item, "spin=", 5) == 0 || strncmp(item, "epochs=", 7) == 0) {
+    else if (strcmp(item, "progress") == 0) {
+      ctx->traits.forward_progress = 1;
+      ctx->traits.forward_progress_why = "CLBOUND_TEST_SELECT_LOOKBACK=progress (testing)";
+    }    else if (strncmp(item, "spin=", 5) == 0 || strncmp(item, "epochs=", 7) == 0) {
       int spin = item[0] == 's';
       const char *v = item + (spin ? 5 : 7);
       char *end = NULL;
@@ -74,7 +79,8 @@ clb_status clb__traits_init(clb_context_t ctx) {
   else if (ctx->select_single >= 0)
     path = "CLBOUND_SELECT_SINGLE is set: the select ops take the path it forces";
   else if (ctx->traits.forward_progress)
-    path = "the select ops run in one pass with decoupled look-back";
+    path = "the select ops run in one pass with decoupled look-back above one tile, in one launch of sel_single "
+           "within one";
   else
     path = "the select ops keep one launch below the crossover, three above (CLBOUND_SELECT_LOOKBACK=on forces "
            "the one pass)";

@@ -52,13 +52,18 @@ static int sel_one_launch(clb_context_t ctx, const clb_sel_plan *p, size_t group
 
 /* Whether the plan runs in one pass with decoupled look-back: GPU style with
  * 64-bit atomics, and CLBOUND_SELECT_LOOKBACK=on, or by default where the device
- * has forward progress across work-groups and CLBOUND_SELECT_SINGLE forces no
- * other path (docs/dataops.md, which devices get which path). */
+ * has forward progress across work-groups, CLBOUND_SELECT_SINGLE forces no
+ * other path and the bound is over one tile (docs/dataops.md, which devices
+ * get which path). Within one tile sel_single is the same one launch without
+ * the look-back state; NVIDIA's compiler took 2.3-3.1 s for each sel_lookback
+ * program and 0.1-0.4 s for the other kernels (docs/benchmarks.md), and a graph
+ * whose plans compile sizes in builds its selects once per plan. */
 static int sel_lookback(clb_context_t ctx, const clb_sel_plan *p) {
   if (ctx->style == CLB_KERNEL_STYLE_CPU || !ctx->info.has_int64_atomics || p->bound_numel >= CLB_SEL_LB_MAX_NUMEL)
     return 0;
   if (ctx->select_lookback >= 0) return ctx->select_lookback;
-  return ctx->select_single < 0 && ctx->traits.forward_progress;
+  return ctx->select_single < 0 && ctx->traits.forward_progress &&
+         p->bound_numel > (int64_t)ctx->local_size * CLB_SEL_LB_ITEMS;
 }
 
 /* The context's look-back state buffer for `tiles` tiles: the one in use if it

@@ -18,8 +18,9 @@
  * publish only their aggregate, so a walk adds aggregates until an inclusive
  * prefix), and spin=0 with epochs=2 (a word not ready is counted at once, the
  * bounded wait's way out; the status words are cleared every second launch).
- * Last, which path a context takes: the trait, CLBOUND_SELECT_LOOKBACK on/off,
- * the CPU style, and bad values. */
+ * Last, which path a context takes: the trait (and with it, sel_single for a
+ * bound within one tile), CLBOUND_SELECT_LOOKBACK on/off, the CPU style, and
+ * bad values. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 
@@ -235,6 +236,40 @@ static uint64_t launches_big(clb_kernel_style style, const char *lookback) {
   return l;
 }
 
+/* The builds log of a context: whether a select-gpu.cl program with
+ * SEL_LOOKBACK was built or loaded. */
+static void on_builds(void *user, const char *category, const char *line) {
+  (void)category;
+  if (strstr(line, "select-gpu.cl") && strstr(line, "SEL_LOOKBACK")) *(int *)user = 1;
+}
+
+/* With the trait forward progress (as on NVIDIA; CLBOUND_TEST_SELECT_LOOKBACK=progress)
+ * and no switch set: a nonzero over n elements takes one launch, of sel_lookback
+ * above one tile (2,048 elements in the GPU geometry), of sel_single within one. */
+static void expect_auto_path(int64_t n) {
+  setenv("CLBOUND_TEST_SELECT_LOOKBACK", "progress", 1);
+  clb_context_t ctx = ops_context(CLB_KERNEL_STYLE_GPU);
+  unsetenv("CLBOUND_TEST_SELECT_LOOKBACK");
+  int lookback = 0;
+  clb_context_set_log(ctx, CLB_LOG_BUILDS, on_builds, &lookback);
+  clb_tensor_t x = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &n, NULL, &x));
+  CL_OK(ctx, clb_fill(ctx, x, 1.0));
+  uint64_t l0 = launches_of(ctx);
+  CL_OK(ctx, clb_nonzero(ctx, x, &o));
+  EXPECT_EQ_I(launches_of(ctx) - l0, 1);
+  int64_t d[2] = {0, 0};
+  CL_OK(ctx, clb_tensor_sizes(ctx, o, d));
+  EXPECT_EQ_I(d[0], n);
+  clb_test_checks++;
+  if (lookback != (n > 2048))
+    CLB_FAIL_AT("nonzero of %lld elements with forward progress: %s, want %s", (long long)n,
+                lookback ? "sel_lookback" : "not sel_lookback", n > 2048 ? "sel_lookback" : "sel_single");
+  clb_tensor_free(x);
+  clb_tensor_free(o);
+  clb_context_free(ctx);
+}
+
 /* Which path a context takes, and bad switch values. */
 static void test_paths(void) {
   clb_context_options o;
@@ -253,6 +288,9 @@ static void test_paths(void) {
   EXPECT_EQ_I(launches_big(CLB_KERNEL_STYLE_GPU, NULL), nvidia ? 1 : 3);
   EXPECT_EQ_I(launches_big(CLB_KERNEL_STYLE_GPU, "on"), 1);
   EXPECT_EQ_I(launches_big(CLB_KERNEL_STYLE_GPU, "off"), 3);
+  expect_auto_path(2048);
+  expect_auto_path(2049);
+  expect_auto_path(70000);
   if (ops_style_runs(CLB_KERNEL_STYLE_CPU, "ops/select-lookback"))
     EXPECT_EQ_I(launches_big(CLB_KERNEL_STYLE_CPU, "on"), 3); /* the CPU style has no one-pass kernel */
   /* every boolean spelling of the one parser (runtime/core/env.c); a bad value
