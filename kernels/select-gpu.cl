@@ -100,6 +100,27 @@ __kernel CLB_FIXED_LOCAL void sel_finish(__global long *scratch, int ngroups, SE
 #define TO TX
 #endif
 
+#ifdef SEL_NONZERO
+/* Row o of nonzero's output: the indices of iteration index i in dims od, by
+ * 32-bit division where both sides fit (a GPU emulates 64-bit division in
+ * dozens of instructions). */
+inline void sel_put_index(__global TO *out, long o, long i, int rank, const long *od) {
+  for (int d = rank - 1; d >= 0; d--) {
+    long q, c;
+    if ((ulong)i <= 0xffffffffUL && (ulong)od[d] <= 0xffffffffUL) {
+      uint ui = (uint)i, ud = (uint)od[d];
+      q = (long)(ui / ud);
+      c = (long)(ui - (uint)q * ud);
+    } else {
+      q = i / od[d];
+      c = i - q * od[d];
+    }
+    out[o * rank + d] = (TO)c;
+    i = q;
+  }
+}
+#endif
+
 /* The result of iteration index i (x's element ix, flag f) whose exclusive
  * prefix among the true flags is pos: masked_scatter writes every element,
  * the others only a true flag's, never at or past obound. */
@@ -110,13 +131,7 @@ inline void sel_put(__global const TX *x, __global TO *out, __global const TX *s
 #elif defined(SEL_SELECT)
   if (f && pos < obound) out[pos] = x[ix];
 #else
-  if (f && pos < obound) {
-    long r = i;
-    for (int d = rank - 1; d >= 0; d--) {
-      out[pos * rank + d] = (TO)(r % od[d]);
-      r /= od[d];
-    }
-  }
+  if (f && pos < obound) sel_put_index(out, pos, i, rank, od);
 #endif
 }
 
@@ -234,6 +249,18 @@ __kernel CLB_FIXED_LOCAL void sel_single(CLB_DATA(const TX, x), CLB_DATA(const T
 #define SEL_ITEMS 8 /* flags per work-item and tile (at most 32: one bit each) */
 #endif
 #define SEL_TILE ((long)LOCAL * SEL_ITEMS)
+/* Staged tiles: a work-item's SEL_ITEMS elements are contiguous, so it reads
+ * them as one vector (a warp's loads cover one span) where the tile is full
+ * and nothing broadcasts; masked_select and nonzero compact the tile's results
+ * in local memory and write them out from consecutive work-items (coalesced
+ * stores, as CUB's two-phase scatter), masked_scatter writes its SEL_ITEMS
+ * outputs as one vector. SEL_LB_UNSTAGED (CLBOUND_TEST_SELECT_LOOKBACK=unstaged)
+ * keeps the element-by-element loads and stores, for comparison. */
+#if SEL_ITEMS == 8 && !defined(SEL_LB_UNSTAGED)
+#define SEL_LB_STAGED
+#define SEL_V8_(t) t##8
+#define SEL_V8(t) SEL_V8_(t)
+#endif
 #ifndef SEL_LB_SPIN
 #define SEL_LB_SPIN 4096
 #endif
@@ -353,6 +380,20 @@ inline long lb_prefix(__local long *buf, __local long *sh, volatile __global ulo
   return prefix;
 }
 
+/* A work-item's results element by element: iteration indices [i0, te) up to
+ * SEL_ITEMS of them, flags `bits`, the first true one's result at pos. */
+inline void lb_put_items(__global const TX *x, __global TO *out, __global const TX *src, long nsrc, long obound,
+                         int rank, const long *od, const long *stx, const long *stm, int bcast, uint bits, long i0,
+                         long te, long pos) {
+  for (int q = 0; q < SEL_ITEMS && i0 + q < te; q++) {
+    long i = i0 + q, ix = i, im;
+    int f = (bits >> q) & 1u;
+    if (bcast) sel_split(i, rank, od, stx, stm, &ix, &im);
+    sel_put(x, out, src, nsrc, obound, rank, od, f, pos, i, ix);
+    pos += f;
+  }
+}
+
 /* The next ticket, to every work-item of the group. */
 inline long lb_draw(__local long *sh, volatile __global ulong *hdr) {
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -374,6 +415,11 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
   CLB_DATA_AT(long, count_out);
   __local long buf[LOCAL];
   __local long sh[4];
+#if defined(SEL_LB_STAGED) && defined(SEL_SELECT)
+  __local TX stage[SEL_TILE]; /* the tile's selected values, compacted */
+#elif defined(SEL_LB_STAGED) && defined(SEL_NONZERO)
+  __local long stage[SEL_TILE]; /* the tile's true flags' iteration indices, compacted */
+#endif
   SEL_SHAPE_LOCALS;
   const TM fm = (TM)fmask;
   const int lid = (int)get_local_id(0);
@@ -393,21 +439,69 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
     const long t = lb_tile_of(k, T);
     const long ts = t * SEL_TILE, te = min(ts + SEL_TILE, n), i0 = ts + (long)lid * SEL_ITEMS;
     uint bits = 0;
-    for (int q = 0; q < SEL_ITEMS; q++) {
-      long ix;
-      if (i0 + q < te && sel_flag(m, fm, bcast, i0 + q, rank, od, stx, stm, &ix)) bits |= 1u << q;
-    }
+#ifdef SEL_LB_STAGED
+    const int vec = !bcast && i0 + SEL_ITEMS <= te; /* a full run, no broadcast: vectors */
+    if (vec) {
+      TM mq[SEL_ITEMS];
+      vstore8(vload8(0, m + i0), 0, mq);
+      for (int q = 0; q < SEL_ITEMS; q++) bits |= (uint)((mq[q] & fm) != (TM)0) << q;
+    } else
+#endif
+      for (int q = 0; q < SEL_ITEMS; q++) {
+        long ix;
+        if (i0 + q < te && sel_flag(m, fm, bcast, i0 + q, rank, od, stx, stm, &ix)) bits |= 1u << q;
+      }
     long c = (long)popcount(bits), agg;
     long excl = sel_scan(buf, c, &agg) - c;
     long prefix = lb_prefix(buf, sh, hdr, stw, tag, t, T, agg, m, fm, bcast, rank, od, stx, stm, n);
-    long pos = prefix + excl;
-    for (int q = 0; q < SEL_ITEMS && i0 + q < te; q++) {
-      long i = i0 + q, ix = i, im;
-      int f = (bits >> q) & 1u;
-      if (bcast) sel_split(i, rank, od, stx, stm, &ix, &im);
-      sel_put(x, out, src, nsrc, obound, rank, od, f, pos, i, ix);
-      pos += f;
+#if defined(SEL_LB_STAGED) && (defined(SEL_SELECT) || defined(SEL_NONZERO))
+    /* compact into stage at the tile's own offsets, then out from consecutive
+     * work-items, never at or past obound */
+    {
+      long p = excl;
+#ifdef SEL_SELECT
+      TX xq[SEL_ITEMS];
+      if (vec) vstore8(vload8(0, x + i0), 0, xq);
+#endif
+      for (int q = 0; q < SEL_ITEMS && i0 + q < te; q++) {
+        if (!((bits >> q) & 1u)) continue;
+        long i = i0 + q;
+#ifdef SEL_SELECT
+        long ix = i, im;
+        if (bcast) sel_split(i, rank, od, stx, stm, &ix, &im);
+        stage[p++] = vec ? xq[q] : x[ix];
+#else
+        stage[p++] = i;
+#endif
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      const long room = obound - prefix; /* results the bound still takes */
+      for (long j = lid; j < agg && j < room; j += LOCAL) {
+#ifdef SEL_SELECT
+        out[prefix + j] = stage[j];
+#else
+        sel_put_index(out, prefix + j, stage[j], rank, od);
+#endif
+      }
+      barrier(CLK_LOCAL_MEM_FENCE); /* stage is the next tile's */
     }
+#elif defined(SEL_LB_STAGED) && defined(SEL_SCATTER)
+    if (vec) {
+      TX xq[SEL_ITEMS];
+      vstore8(vload8(0, x + i0), 0, xq);
+      long p = prefix + excl;
+      for (int q = 0; q < SEL_ITEMS; q++) {
+        int f = (bits >> q) & 1u;
+        if (f && p < nsrc) xq[q] = src[p];
+        p += f;
+      }
+      vstore8(vload8(0, xq), 0, out + i0);
+    } else {
+      lb_put_items(x, out, src, nsrc, obound, rank, od, stx, stm, bcast, bits, i0, te, prefix + excl);
+    }
+#else
+    lb_put_items(x, out, src, nsrc, obound, rank, od, stx, stm, bcast, bits, i0, te, prefix + excl);
+#endif
     if (t == T - 1) { /* uniform: the last tile knows the total */
       const long total = prefix + agg;
       if (lid == 0)

@@ -27,6 +27,9 @@
 #   tc      bench/torch-compile.py (issue 33): torch.compile(backend="clbound") against the
 #           graph API and eager PyTorch (on the host's CPU), then --device-idle wide: the
 #           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
+#   stage   the one-pass select's staged tiles (vector loads, results compacted in local
+#           memory and stored from consecutive work-items) against element-by-element
+#           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged), alternating, 16M, 50%
 #   spin    bench whole-step xla-mlp with host syncs that block at once and that poll for
 #           up to 200 us (CLBOUND_SYNC_SPIN_US=0 and 200, alternating; docs/design.md,
 #           "Host syncs"): whether polling pays on the GPU, where it is off by default
@@ -238,6 +241,22 @@ part_tc() {
     $PY "$R/bench/torch-compile.py" --device-idle wide --profile-steps 40 --rounds 2
 }
 
+part_stage() {
+  local v
+  for v in staged unstaged staged unstaged staged unstaged; do
+    step "bench ops 16M lookback, $v" 30 env CLBOUND_TEST_SELECT_LOOKBACK=$([ $v = unstaged ] && echo unstaged) \
+      "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 11 --path lookback | $PY -c '
+import json, sys
+for line in sys.stdin:
+    if line.startswith("{"):
+        r = json.loads(line)
+        if r.get("n") == 16777216:
+            print("  %-14s %-4s %.4f ms  %.2f of copy  ok=%s" % (r["op"], r["dtype"], r["ms"], r["fraction_of_copy"], r["ok"]))
+    else:
+        sys.stdout.write(line)'
+  done
+}
+
 part_spin() {
   for sp in 0 200 0 200; do
     step "bench whole-step xla-mlp, CLBOUND_SYNC_SPIN_US=$sp" 40 env CLBOUND_SYNC_SPIN_US=$sp \
@@ -252,7 +271,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc|spin) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc|stage|spin) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done

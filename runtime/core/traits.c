@@ -7,7 +7,7 @@
 #include "runtime/core/core.h"
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
- * reverse | interleave | agg-only | spin=N | epochs=N, turned into the
+ * reverse | interleave | agg-only | unstaged | spin=N | epochs=N, turned into the
  * look-back kernel's test defines in ctx->select_lb_test, and progress, which
  * gives the device the trait forward progress (the path NVIDIA takes, on any
  * device). */
@@ -26,6 +26,7 @@ static int parse_lb_test(clb_context_t ctx, const char *env) {
     if (strcmp(item, "reverse") == 0) snprintf(def, sizeof def, " -D SEL_LB_REVERSE");
     else if (strcmp(item, "interleave") == 0) snprintf(def, sizeof def, " -D SEL_LB_INTERLEAVE");
     else if (strcmp(item, "agg-only") == 0) snprintf(def, sizeof def, " -D SEL_LB_AGG_ONLY");
+    else if (strcmp(item, "unstaged") == 0) snprintf(def, sizeof def, " -D SEL_LB_UNSTAGED");
     else if (strcmp(item, "progress") == 0) {
       ctx->traits.forward_progress = 1;
       ctx->traits.forward_progress_why = "CLBOUND_TEST_SELECT_LOOKBACK=progress (testing)";
