@@ -212,20 +212,26 @@ $(grep -o 'built from source in [0-9.]* ms' "$f" | awk '{s+=$5} END {printf "%.1
   tar -C /var/tmp -cJf "$OUT/diag.tar.xz" diag
 }
 
-part_sweep() {
-  local l p
-  for l in 128 256 512 1024; do
-    for p in 4 16 64; do
-      step "bench ops, CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p" 30 env CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p \
-        "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 5 --path both | $PY -c '
+# bench ops' JSON lines at 16M as one short line each; other lines as they are
+ops16_lines() {
+  $PY -c '
 import json, sys
 for line in sys.stdin:
     if line.startswith("{"):
         r = json.loads(line)
         if r.get("n") == 16777216:
-            print("  %-14s %-4s %-8s %.4f ms  %.2f of copy" % (r["op"], r["dtype"], r["path"], r["ms"], r["fraction_of_copy"]))
+            print("  %-14s %-4s %-8s %.4f ms  %.2f of copy  ok=%s" % (r["op"], r["dtype"], r["path"], r["ms"],
+                                                                  r["fraction_of_copy"], r["ok"]))
     else:
         sys.stdout.write(line)'
+}
+
+part_sweep() {
+  local l p
+  for l in 128 256 512 1024; do
+    for p in 4 16 64; do
+      step "bench ops, CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p" 30 env CLBOUND_GEOMETRY=gpu,local=$l,per_cu=$p \
+        "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 5 --path both | ops16_lines
     done
   done
 }
@@ -245,15 +251,7 @@ part_stage() {
   local v
   for v in staged unstaged staged unstaged staged unstaged; do
     step "bench ops 16M lookback, $v" 30 env CLBOUND_TEST_SELECT_LOOKBACK=$([ $v = unstaged ] && echo unstaged) \
-      "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 11 --path lookback | $PY -c '
-import json, sys
-for line in sys.stdin:
-    if line.startswith("{"):
-        r = json.loads(line)
-        if r.get("n") == 16777216:
-            print("  %-14s %-4s %.4f ms  %.2f of copy  ok=%s" % (r["op"], r["dtype"], r["ms"], r["fraction_of_copy"], r["ok"]))
-    else:
-        sys.stdout.write(line)'
+      "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 11 --path lookback | ops16_lines
   done
 }
 
