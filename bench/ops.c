@@ -322,7 +322,7 @@ static int64_t host_peer(bop op, const bset *s, void *hout, size_t obytes, int m
 /* Times one op at one density on one path: `reps` pairs of (op + clFinish,
  * copy of the same bytes + clFinish), interleaved so both see the same
  * machine; then checks the device result against the host peer's `want`
- * (count elements). */
+ * (count elements). r->host_ms, the host peer's time, is kept. */
 static clb_status bench_one(bpath *d, bop op, const bset *s, int reps, int fixed_reps, const void *want,
                             int64_t count, result *r, char *err, size_t elen) {
   cl_command_queue q = clb_context_cl_queue(d->ctx);
