@@ -256,10 +256,14 @@ __kernel CLB_FIXED_LOCAL void sel_single(CLB_DATA(const TX, x), CLB_DATA(const T
  * stores, as CUB's two-phase scatter), masked_scatter writes its SEL_ITEMS
  * outputs as one vector. SEL_LB_UNSTAGED (CLBOUND_TEST_SELECT_LOOKBACK=unstaged)
  * keeps the element-by-element loads and stores, for comparison. */
-#if SEL_ITEMS == 8 && !defined(SEL_LB_UNSTAGED)
+#if (SEL_ITEMS == 8 || SEL_ITEMS == 16) && !defined(SEL_LB_UNSTAGED)
 #define SEL_LB_STAGED
-#define SEL_V8_(t) t##8
-#define SEL_V8(t) SEL_V8_(t)
+#define SEL_VLOAD_(n) vload##n
+#define SEL_VLOAD(n) SEL_VLOAD_(n)
+#define SEL_VSTORE_(n) vstore##n
+#define SEL_VSTORE(n) SEL_VSTORE_(n)
+/* a work-item's SEL_ITEMS elements at p, to or from a private array */
+#define SEL_LB_GET(p, a) SEL_VSTORE(SEL_ITEMS)(SEL_VLOAD(SEL_ITEMS)(0, p), 0, a)
 #endif
 #ifndef SEL_LB_SPIN
 #define SEL_LB_SPIN 4096
@@ -443,7 +447,7 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
     const int vec = !bcast && i0 + SEL_ITEMS <= te; /* a full run, no broadcast: vectors */
     if (vec) {
       TM mq[SEL_ITEMS];
-      vstore8(vload8(0, m + i0), 0, mq);
+      SEL_LB_GET(m + i0, mq);
       for (int q = 0; q < SEL_ITEMS; q++) bits |= (uint)((mq[q] & fm) != (TM)0) << q;
     } else
 #endif
@@ -461,7 +465,7 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
       long p = excl;
 #ifdef SEL_SELECT
       TX xq[SEL_ITEMS];
-      if (vec) vstore8(vload8(0, x + i0), 0, xq);
+      if (vec) SEL_LB_GET(x + i0, xq);
 #endif
       for (int q = 0; q < SEL_ITEMS && i0 + q < te; q++) {
         if (!((bits >> q) & 1u)) continue;
@@ -488,14 +492,14 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
 #elif defined(SEL_LB_STAGED) && defined(SEL_SCATTER)
     if (vec) {
       TX xq[SEL_ITEMS];
-      vstore8(vload8(0, x + i0), 0, xq);
+      SEL_LB_GET(x + i0, xq);
       long p = prefix + excl;
       for (int q = 0; q < SEL_ITEMS; q++) {
         int f = (bits >> q) & 1u;
         if (f && p < nsrc) xq[q] = src[p];
         p += f;
       }
-      vstore8(vload8(0, xq), 0, out + i0);
+      SEL_LB_GET(xq, out + i0);
     } else {
       lb_put_items(x, out, src, nsrc, obound, rank, od, stx, stm, bcast, bits, i0, te, prefix + excl);
     }

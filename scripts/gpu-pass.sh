@@ -29,7 +29,8 @@
 #           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
 #   stage   the one-pass select's staged tiles (vector loads, results compacted in local
 #           memory and stored from consecutive work-items) against element-by-element
-#           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged), alternating, 16M, 50%
+#           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged) and against tiles of
+#           16 and 4 elements per work-item (items=16, items=4), alternating, 16M, 50%
 #   spin    bench whole-step xla-mlp with host syncs that block at once and that poll for
 #           up to 200 us (CLBOUND_SYNC_SPIN_US=0 and 200, alternating; docs/design.md,
 #           "Host syncs"): whether polling pays on the GPU, where it is off by default
@@ -249,8 +250,8 @@ part_tc() {
 
 part_stage() {
   local v
-  for v in staged unstaged staged unstaged staged unstaged; do
-    step "bench ops 16M lookback, $v" 30 env CLBOUND_TEST_SELECT_LOOKBACK=$([ $v = unstaged ] && echo unstaged) \
+  for v in default unstaged items=16 items=4 default unstaged items=16 items=4; do
+    step "bench ops 16M lookback, $v" 30 env CLBOUND_TEST_SELECT_LOOKBACK=$([ $v = default ] || echo $v) \
       "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 11 --path lookback | ops16_lines
   done
 }

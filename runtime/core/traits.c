@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "runtime/core/core.h"
+#include "runtime/ops/select.h"
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
  * reverse | interleave | agg-only | unstaged | spin=N | epochs=N, turned into the
- * look-back kernel's test defines in ctx->select_lb_test, and progress, which
+ * look-back kernel's test defines in ctx->select_lb_test; items=4|8|16, the
+ * elements per work-item of a tile (ctx->select_lb_items); and progress, which
  * gives the device the trait forward progress (the path NVIDIA takes, on any
  * device). */
 static int parse_lb_test(clb_context_t ctx, const char *env) {
@@ -27,6 +29,8 @@ static int parse_lb_test(clb_context_t ctx, const char *env) {
     else if (strcmp(item, "interleave") == 0) snprintf(def, sizeof def, " -D SEL_LB_INTERLEAVE");
     else if (strcmp(item, "agg-only") == 0) snprintf(def, sizeof def, " -D SEL_LB_AGG_ONLY");
     else if (strcmp(item, "unstaged") == 0) snprintf(def, sizeof def, " -D SEL_LB_UNSTAGED");
+    else if (strcmp(item, "items=4") == 0 || strcmp(item, "items=8") == 0 || strcmp(item, "items=16") == 0)
+      ctx->select_lb_items = atoi(item + 6);
     else if (strcmp(item, "progress") == 0) {
       ctx->traits.forward_progress = 1;
       ctx->traits.forward_progress_why = "CLBOUND_TEST_SELECT_LOOKBACK=progress (testing)";
@@ -66,6 +70,7 @@ clb_status clb__traits_init(clb_context_t ctx) {
       nvidia ? "guessed from the vendor: NVIDIA runs OpenCL on CUDA, where a started thread block stays resident"
              : "not known for this device: OpenCL does not promise it";
   ctx->select_lookback = (int)clb__env_int(CLB_ENV_SELECT_LOOKBACK); /* -1: auto */
+  ctx->select_lb_items = CLB_SEL_LB_ITEMS;
   const char *test = clb__env_text(CLB_ENV_TEST_SELECT_LOOKBACK);
   if (test && !parse_lb_test(ctx, test)) clb__env_warn(CLB_ENV_TEST_SELECT_LOOKBACK, test, "ticket order");
   const char *path;

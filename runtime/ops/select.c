@@ -63,7 +63,7 @@ static int sel_lookback(clb_context_t ctx, const clb_sel_plan *p) {
     return 0;
   if (ctx->select_lookback >= 0) return ctx->select_lookback;
   return ctx->select_single < 0 && ctx->traits.forward_progress &&
-         p->bound_numel > (int64_t)ctx->local_size * CLB_SEL_LB_ITEMS;
+         p->bound_numel > (int64_t)ctx->local_size * ctx->select_lb_items;
 }
 
 /* The context's look-back state buffer for `tiles` tiles: the one in use if it
@@ -116,8 +116,17 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   const int lookback = sel_lookback(ctx, p);
   const int one = lookback || sel_one_launch(ctx, p, groups);
   if (lookback) {
+    /* the staged tiles' local memory (kernels/select-gpu.cl): the tile's values
+     * (masked_select) or indices (nonzero), beside the scan's; where the device
+     * has less, element-by-element loads and stores */
+    uint64_t stage = p->kind == CLB_SEL_SCATTER ? 0
+                                                : (uint64_t)ctx->local_size * (uint64_t)ctx->select_lb_items *
+                                                      (nonzero ? 8u : (uint64_t)clb_dtype_size(x->dtype));
+    uint64_t need = stage + (uint64_t)ctx->local_size * 8u + 64u;
+    const int unstaged = ctx->info.local_mem_bytes > 0 && need > ctx->info.local_mem_bytes;
     size_t used = strlen(opts);
-    snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s", CLB_SEL_LB_ITEMS,
+    snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s%s", ctx->select_lb_items,
+             unstaged && !strstr(ctx->select_lb_test, "SEL_LB_UNSTAGED") ? " -D SEL_LB_UNSTAGED" : "",
              ctx->select_lb_test);
   }
   static const char *const names3[] = {"sel_count", "sel_finish", "sel_write"};
@@ -154,7 +163,7 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   cl_mem sv = v ? v->shape.mem : o->shape.mem;
   if (lookback) {
     /* tiles of the bound, and a group per tile up to the context's most */
-    int64_t tile = (int64_t)local * CLB_SEL_LB_ITEMS;
+    int64_t tile = (int64_t)local * ctx->select_lb_items;
     cl_long tiles = p->bound_numel > 0 ? (p->bound_numel + tile - 1) / tile : 1;
     cl_mem state;
     if ((st = sel_lb_state(ctx, p, tiles, &state)) != CLB_OK) return st;

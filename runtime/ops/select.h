@@ -23,7 +23,8 @@
 #define CLB_SEL_SINGLE_CPU_CHUNKS_PER_CU 4
 
 /* GPU style, one pass with decoupled look-back (sel_lookback, docs/dataops.md):
- * flags per work-item and tile (a tile is local size times this many). */
+ * flags per work-item and tile (a tile is local size times this many; the
+ * test switch CLBOUND_TEST_SELECT_LOOKBACK=items=N sets 4 or 16 instead). */
 #define CLB_SEL_LB_ITEMS 8
 /* Its state buffer: a header of this many 64-bit words, then a status word per
  * tile (kernels/select-gpu.cl, SEL_LB_HDR). */

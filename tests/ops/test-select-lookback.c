@@ -18,6 +18,9 @@
  * publish only their aggregate, so a walk adds aggregates until an inclusive
  * prefix), and spin=0 with epochs=2 (a word not ready is counted at once, the
  * bounded wait's way out; the status words are cleared every second launch).
+ * Every op runs, f32, with tiles of 4 and 16 elements per work-item and with
+ * the element-by-element loads and stores (items=4, items=16, unstaged): they
+ * change the staged loads and stores each op has of its own.
  * Last, which path a context takes: the trait (and with it, sel_single for a
  * bound within one tile), CLBOUND_SELECT_LOOKBACK on/off, the CPU style, and
  * bad values. */
@@ -316,7 +319,10 @@ int main(void) {
   static const char *const modes[][2] = {{"ticket", NULL},
                                          {"reverse", "reverse"},
                                          {"interleave, agg-only", "interleave,agg-only"},
-                                         {"spin=0, epochs=2", "spin=0,epochs=2"}};
+                                         {"spin=0, epochs=2", "spin=0,epochs=2"},
+                                         {"tiles of 256 x 4", "items=4"},
+                                         {"tiles of 256 x 16", "items=16"},
+                                         {"unstaged", "unstaged"}};
   static const int64_t sizes[] = {0, 1, 2047, 2048, 2049, 4095, 4096, 4097, 6143, 6145, B};
   static const int64_t small_sizes[] = {0, 1, 2049, 4097, B};
   static const double densities[] = {0.0, 0.01, 0.5, 1.0};
@@ -333,7 +339,7 @@ int main(void) {
       size_t nn = small ? sizeof small_sizes / sizeof small_sizes[0] : sizeof sizes / sizeof sizes[0];
       for (size_t i = 0; i < nn; i++)
         for (size_t d = small ? 2 : 0; d < (small ? 3 : 4); d++)
-          run_case(ctx, modes[mi][0], (clb_dtype)dt, ns[i], densities[d], mi == 0);
+          run_case(ctx, modes[mi][0], (clb_dtype)dt, ns[i], densities[d], mi == 0 || mi >= 4);
     }
     if (mi == 0) {
       CLB_TEST_CASE("ops/select-lookback, %s order: clamped outputs and a short source", modes[mi][0]);
