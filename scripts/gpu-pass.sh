@@ -24,6 +24,10 @@
 #           (CLBOUND_GEOMETRY local x per_cu): a first look at what bounds the mask ops
 #   cold    bench/cold-process.py --gpu: the demo as whole processes, cold and warm, against
 #           PyTorch CUDA and JAX
+#   coldbuild  where a cold process's build time goes on the GPU (issue 28's cold start:
+#           7.5 s of builds in the second H200 pass): the xla-mlp demo from an empty
+#           cache with NVIDIA's own cache off, each program's build logged, with the
+#           step's programs (the default) and with a program per kernel file
 #   tc      bench/torch-compile.py (issue 33): torch.compile(backend="clbound") against the
 #           graph API and eager PyTorch (on the host's CPU), then --device-idle wide: the
 #           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
@@ -241,6 +245,15 @@ part_cold() {
   step "cold-process --gpu" 150 $PY "$R/bench/cold-process.py" --clbound "$B" --gpu --rounds 3 --iterations 100 --json
 }
 
+part_coldbuild() {
+  local pp
+  for pp in on off; do
+    step "demo cold, CLBOUND_PLAN_PROGRAMS=$pp" 60 env CUDA_CACHE_DISABLE=1 CLBOUND_PLAN_PROGRAMS=$pp \
+      CLBOUND_LOG=builds "$B" demo --workload xla-mlp --policy dynamic --iterations 3 --cache cold --quiet 2>&1 |
+      grep -E "^== |built from source|loaded from|programs built" | cut -c1-260
+  done
+}
+
 part_tc() {
   step "torch-compile wide,xla" 150 env CLBOUND_LIBRARY="$PWD/lib/libclbound.so" PYTHONPATH="$R/python" \
     $PY "$R/bench/torch-compile.py" --models wide,xla --variants eager,clbound,graph --rounds 2 --steps 60 --json
@@ -270,7 +283,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|tc|stage|spin) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|coldbuild|tc|stage|spin) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
