@@ -268,6 +268,9 @@ __kernel CLB_FIXED_LOCAL void sel_single(CLB_DATA(const TX, x), CLB_DATA(const T
 #ifndef SEL_LB_SPIN
 #define SEL_LB_SPIN 4096
 #endif
+#ifndef SEL_LB_WINDOW
+#define SEL_LB_WINDOW 32 /* status words a look-back reads at once (a warp's worth) */
+#endif
 #ifndef SEL_LB_EPOCHS
 #define SEL_LB_EPOCHS 4194303L /* tags 1 .. 2^22 - 1 */
 #endif
@@ -322,34 +325,49 @@ inline int lb_publishes_inclusive(long t) {
  * last. Every work-item must call it and gets the prefix; work-item 0 reads
  * and writes the words, the group counts a tile's flags itself (sel_count_wg)
  * when its word is not ready after SEL_LB_SPIN reads or it was not handed out. */
-/* Work-item 0 walks back from tile sh[2] adding to sh[1] until it finds an
- * inclusive prefix or passes tile 0 (returns 1), or meets a tile whose word is
- * not ready after SEL_LB_SPIN reads or was not handed out (returns 2, sh[2]
- * that tile); every work-item gets the result. */
-inline int lb_walk(__local long *sh, volatile __global ulong *hdr, volatile __global ulong *stw, ulong tag, long T) {
-  barrier(CLK_LOCAL_MEM_FENCE);
-  if (get_local_id(0) == 0) {
-    long run = sh[1], j = sh[2];
-    int state = 0, spins = 0;
-    while (state == 0) {
-      if (j < 0) {
-        state = 1;
-      } else {
-        ulong w = lb_load(&stw[j]);
-        if ((w >> 42) == tag) {
-          run += (long)(w & SEL_LB_VALUE);
-          if (((w >> 40) & 3UL) == SEL_LB_INC) state = 1;
-          else j--, spins = 0;
-        } else if (!lb_started(hdr, j, T) || ++spins > SEL_LB_SPIN) {
-          state = 2;
+/* Walks back from tile sh[2] adding to sh[1] until an inclusive prefix is
+ * found or tile 0 passed (returns 1), or a tile's word is not ready after
+ * SEL_LB_SPIN reads or the tile was not handed out (returns 2, sh[2] that
+ * tile); every work-item gets the result. A window of SEL_LB_WINDOW words
+ * (tiles j, j-1, ...) is read at once, one per work-item, and work-item 0
+ * walks it in local memory (CUB's warp-wide look-back): one round of global
+ * reads, not one per predecessor, where many tiles are in flight. */
+inline int lb_walk(__local long *sh, __local ulong *win, volatile __global ulong *hdr, volatile __global ulong *stw,
+                   ulong tag, long T) {
+  const int lid = (int)get_local_id(0), W = LOCAL < SEL_LB_WINDOW ? LOCAL : SEL_LB_WINDOW;
+  int spins = 0, done; /* spins: work-item 0's reads of the word it waits on */
+  do { /* the exit test at the latch, after a barrier: PoCL hung on a break at the top */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long j = sh[2];
+    if (lid < W) win[lid] = j - lid >= 0 ? lb_load(&stw[j - lid]) : 0UL;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      long run = sh[1];
+      int state = 0, k = 0;
+      for (; k < W; k++) {
+        if (j - k < 0) {
+          state = 1;
+          break;
+        }
+        ulong w = win[k];
+        if ((w >> 42) != tag) { /* not ready: read it again, or count the tile */
+          if (!lb_started(hdr, j - k, T) || ++spins > SEL_LB_SPIN) state = 2;
+          break;
+        }
+        run += (long)(w & SEL_LB_VALUE);
+        spins = 0;
+        if (((w >> 40) & 3UL) == SEL_LB_INC) {
+          state = 1;
+          break;
         }
       }
+      sh[1] = run;
+      sh[2] = j - k;
+      sh[3] = state;
     }
-    sh[1] = run;
-    sh[2] = j;
-    sh[3] = state;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    done = sh[3] != 0; /* uniform: every work-item reads it after the barrier */
+  } while (!done);
   return (int)sh[3];
 }
 
@@ -359,7 +377,8 @@ inline int lb_walk(__local long *sh, volatile __global ulong *hdr, volatile __gl
  * and writes the words (lb_walk), the group counts a tile's flags itself
  * (sel_count_wg) when its word is not ready after SEL_LB_SPIN reads or it was
  * not handed out. */
-inline long lb_prefix(__local long *buf, __local long *sh, volatile __global ulong *hdr, volatile __global ulong *stw,
+inline long lb_prefix(__local long *buf, __local long *sh, __local ulong *win, volatile __global ulong *hdr,
+                      volatile __global ulong *stw,
                       ulong tag, long t, long T, long agg, __global const TM *m, TM fm, int bcast, int rank,
                       const long *od, const long *stx, const long *stm, long n) {
   int lid = (int)get_local_id(0);
@@ -368,7 +387,7 @@ inline long lb_prefix(__local long *buf, __local long *sh, volatile __global ulo
     sh[1] = 0;     /* the flags found so far */
     sh[2] = t - 1; /* the next tile to look at */
   }
-  int state = lb_walk(sh, hdr, stw, tag, T);
+  int state = lb_walk(sh, win, hdr, stw, tag, T);
   while (state == 2) {
     long j = sh[2];
     long c = sel_count_wg(buf, m, fm, bcast, rank, od, stx, stm, j * SEL_TILE, min((j + 1) * SEL_TILE, n));
@@ -376,7 +395,7 @@ inline long lb_prefix(__local long *buf, __local long *sh, volatile __global ulo
       sh[1] += c;
       sh[2] = j - 1;
     }
-    state = lb_walk(sh, hdr, stw, tag, T);
+    state = lb_walk(sh, win, hdr, stw, tag, T);
   }
   long prefix = sh[1];
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -419,6 +438,7 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
   CLB_DATA_AT(long, count_out);
   __local long buf[LOCAL];
   __local long sh[4];
+  __local ulong win[SEL_LB_WINDOW]; /* lb_walk's window of status words */
 #if defined(SEL_LB_STAGED) && defined(SEL_SELECT)
   __local TX stage[SEL_TILE]; /* the tile's selected values, compacted */
 #elif defined(SEL_LB_STAGED) && defined(SEL_NONZERO)
@@ -457,7 +477,7 @@ __kernel CLB_FIXED_LOCAL void sel_lookback(CLB_DATA(const TX, x), CLB_DATA(const
       }
     long c = (long)popcount(bits), agg;
     long excl = sel_scan(buf, c, &agg) - c;
-    long prefix = lb_prefix(buf, sh, hdr, stw, tag, t, T, agg, m, fm, bcast, rank, od, stx, stm, n);
+    long prefix = lb_prefix(buf, sh, win, hdr, stw, tag, t, T, agg, m, fm, bcast, rank, od, stx, stm, n);
 #if defined(SEL_LB_STAGED) && (defined(SEL_SELECT) || defined(SEL_NONZERO))
     /* compact into stage at the tile's own offsets, then out from consecutive
      * work-items, never at or past obound */

@@ -33,8 +33,9 @@
 #           warm step on the GPU's timeline (build/lib/libclbound-timeline.so)
 #   stage   the one-pass select's staged tiles (vector loads, results compacted in local
 #           memory and stored from consecutive work-items) against element-by-element
-#           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged) and against tiles of
-#           16 and 4 elements per work-item (items=16, items=4), alternating, 16M, 50%
+#           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged), against tiles of
+#           16 and 4 elements per work-item (items=16, items=4) and against a look-back
+#           that reads one status word at a time (window=1), alternating, 16M, 50%
 #   spin    bench whole-step xla-mlp with host syncs that block at once and that poll for
 #           up to 200 us (CLBOUND_SYNC_SPIN_US=0 and 200, alternating; docs/design.md,
 #           "Host syncs"): whether polling pays on the GPU, where it is off by default
@@ -263,7 +264,7 @@ part_tc() {
 
 part_stage() {
   local v
-  for v in default unstaged items=16 items=4 default unstaged items=16 items=4; do
+  for v in default unstaged items=16 items=4 window=1 default unstaged items=16 items=4 window=1; do
     step "bench ops 16M lookback, $v" 30 env CLBOUND_TEST_SELECT_LOOKBACK=$([ $v = default ] || echo $v) \
       "$B" bench ops --json --quiet --n 16777216 --density 0.5 --reps 11 --path lookback | ops16_lines
   done

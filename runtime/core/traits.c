@@ -9,7 +9,8 @@
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
  * reverse | interleave | agg-only | unstaged | spin=N | epochs=N, turned into the
- * look-back kernel's test defines in ctx->select_lb_test; items=4|8|16, the
+ * look-back kernel's test defines in ctx->select_lb_test (window=1|2|32: the
+ * status words a look-back reads at once); items=4|8|16, the
  * elements per work-item of a tile (ctx->select_lb_items); and progress, which
  * gives the device the trait forward progress (the path NVIDIA takes, on any
  * device). */
@@ -34,7 +35,9 @@ static int parse_lb_test(clb_context_t ctx, const char *env) {
     else if (strcmp(item, "progress") == 0) {
       ctx->traits.forward_progress = 1;
       ctx->traits.forward_progress_why = "CLBOUND_TEST_SELECT_LOOKBACK=progress (testing)";
-    }    else if (strncmp(item, "spin=", 5) == 0 || strncmp(item, "epochs=", 7) == 0) {
+    }    else if (strcmp(item, "window=1") == 0 || strcmp(item, "window=2") == 0 || strcmp(item, "window=32") == 0)
+      snprintf(def, sizeof def, " -D SEL_LB_WINDOW=%s", item + 7);
+    else if (strncmp(item, "spin=", 5) == 0 || strncmp(item, "epochs=", 7) == 0) {
       int spin = item[0] == 's';
       const char *v = item + (spin ? 5 : 7);
       char *end = NULL;

@@ -18,6 +18,9 @@
  * publish only their aggregate, so a walk adds aggregates until an inclusive
  * prefix), and spin=0 with epochs=2 (a word not ready is counted at once, the
  * bounded wait's way out; the status words are cleared every second launch).
+ * The look-back reads a window of 32 status words at once: interleave and
+ * agg-only again with a window of 2 (windows end inside a run of aggregates)
+ * and reverse with a window of 1 (one word at a time, as before windows).
  * Every op runs, f32, with tiles of 4 and 16 elements per work-item and with
  * the element-by-element loads and stores (items=4, items=16, unstaged): they
  * change the staged loads and stores each op has of its own.
@@ -320,6 +323,8 @@ int main(void) {
                                          {"reverse", "reverse"},
                                          {"interleave, agg-only", "interleave,agg-only"},
                                          {"spin=0, epochs=2", "spin=0,epochs=2"},
+                                         {"interleave, agg-only, a window of 2", "interleave,agg-only,window=2"},
+                                         {"reverse, a window of 1", "reverse,window=1"},
                                          {"tiles of 256 x 4", "items=4"},
                                          {"tiles of 256 x 16", "items=16"},
                                          {"unstaged", "unstaged"}};
@@ -339,7 +344,7 @@ int main(void) {
       size_t nn = small ? sizeof small_sizes / sizeof small_sizes[0] : sizeof sizes / sizeof sizes[0];
       for (size_t i = 0; i < nn; i++)
         for (size_t d = small ? 2 : 0; d < (small ? 3 : 4); d++)
-          run_case(ctx, modes[mi][0], (clb_dtype)dt, ns[i], densities[d], mi == 0 || mi >= 4);
+          run_case(ctx, modes[mi][0], (clb_dtype)dt, ns[i], densities[d], mi == 0 || mi >= 6);
     }
     if (mi == 0) {
       CLB_TEST_CASE("ops/select-lookback, %s order: clamped outputs and a short source", modes[mi][0]);
