@@ -186,7 +186,7 @@ part_gemm() { gemm_vs_torch untuned; }
 part_tune() {
   if [ -d "$R/.gpu/tuners" ]; then
     export PATH="$R/.gpu/tuners:$PATH"
-    step "clbound tune" 150 "$B" tune --budget 120 --size 512 --no-f64
+    step "clbound tune" 150 "$B" tune --budget 120 --shape 4096x512x256 --no-f64
     gemm_vs_torch tuned
   else
     echo "== tune: not run, no .gpu/tuners (copy CLBlast's clblast_tuner_* there)"

@@ -172,9 +172,11 @@ static int run_tuner(const char *program, char *const args[], const char *dir, d
 }
 
 static int usage(FILE *f) {
-  fprintf(f, "usage: clbound tune [--platform P] [--device D] [--budget SECONDS] [--size N] [--no-f64] [--quiet]\n"
+  fprintf(f, "usage: clbound tune [--platform P] [--device D] [--budget SECONDS] [--size N | --shape MxNxK] [--no-f64]\n"
+                  "                    [--quiet]\n"
                   "  runs CLBlast's GEMM tuners (clblast-utils) for SECONDS in all (default 300) at N x N x N\n"
-                  "  (default 512) and stores the best parameters next to the program cache\n");
+                  "  (default 512), or at the GEMM shape MxNxK (each 64 to 8192), and stores the best\n"
+                  "  parameters next to the program cache\n");
   return clb_arg_usage_rc(f);
 }
 
@@ -183,6 +185,7 @@ int clb_cmd_tune(int argc, char **argv) {
   clb_context_options o;
   clb_context_options_init(&o);
   int budget = 300, size = 512, no_f64 = 0, quiet = 0;
+  int dims[3] = {0, 0, 0}; /* --shape: M, N, K */
   if (clb_arg_help(argc, argv)) return usage(stdout);
   for (int i = 0; i < argc; i++) {
     const char *v;
@@ -194,6 +197,15 @@ int clb_cmd_tune(int argc, char **argv) {
       if (!(v = clb_arg_value(cmd, argc, argv, &i)) || clb_arg_int(cmd, "--budget", v, 10, 86400, &budget)) return CLB_ARG_BAD;
     } else if (strcmp(argv[i], "--size") == 0) {
       if (!(v = clb_arg_value(cmd, argc, argv, &i)) || clb_arg_int(cmd, "--size", v, 64, 4096, &size)) return CLB_ARG_BAD;
+    } else if (strcmp(argv[i], "--shape") == 0) {
+      if (!(v = clb_arg_value(cmd, argc, argv, &i))) return CLB_ARG_BAD;
+      int used = 0;
+      if (sscanf(v, "%dx%dx%d%n", &dims[0], &dims[1], &dims[2], &used) != 3 || v[used] != 0 || dims[0] < 64 ||
+          dims[0] > 8192 || dims[1] < 64 || dims[1] > 8192 || dims[2] < 64 || dims[2] > 8192) {
+        fprintf(stderr, "%s: --shape %s: want MxNxK, each from 64 to 8192 (the wide-mlp GEMM: 4096x512x256)\n", cmd,
+                v);
+        return CLB_ARG_BAD;
+      }
     } else if (strcmp(argv[i], "--no-f64") == 0) {
       no_f64 = 1;
     } else if (strcmp(argv[i], "--quiet") == 0) {
@@ -230,8 +242,9 @@ int clb_cmd_tune(int argc, char **argv) {
     fprintf(stderr, "%s: cannot make a temporary folder %s: %s\n", cmd, tmpl, strerror(errno));
     goto done;
   }
-  printf("tuning %s (platform %d, device %d) for %d s at %d x %d x %d, %s\n", name, pi, di, budget, size, size, size,
-         f64 ? "f32 then f64" : "f32");
+  if (!dims[0]) dims[0] = dims[1] = dims[2] = size;
+  printf("tuning %s (platform %d, device %d) for %d s at %d x %d x %d, %s\n", name, pi, di, budget, dims[0], dims[1],
+         dims[2], f64 ? "f32 then f64" : "f32");
   fflush(stdout);
   clb_tuning_entry got[CLB_TUNING_MAX_ENTRIES];
   int ngot = 0;
@@ -257,14 +270,16 @@ int clb_cmd_tune(int argc, char **argv) {
       /* -fraction F makes the tuner measure a random 1/F of its configurations */
       double can = share / tu->seconds_each, fraction = tu->configs / (can > 1 ? can : 1);
       if (fraction < 1) fraction = 1;
-      char a_pl[16], a_dev[16], a_prec[16], a_sz[16], a_frac[32];
+      char a_pl[16], a_dev[16], a_prec[16], a_m[16], a_n[16], a_k[16], a_frac[32];
       snprintf(a_pl, sizeof a_pl, "%d", pi);
       snprintf(a_dev, sizeof a_dev, "%d", di);
       snprintf(a_prec, sizeof a_prec, "%d", precisions[p]);
-      snprintf(a_sz, sizeof a_sz, "%d", size);
+      snprintf(a_m, sizeof a_m, "%d", dims[0]);
+      snprintf(a_n, sizeof a_n, "%d", dims[1]);
+      snprintf(a_k, sizeof a_k, "%d", dims[2]);
       snprintf(a_frac, sizeof a_frac, "%.2f", fraction);
-      char *args[] = {"-platform", a_pl, "-device", a_dev, "-precision", a_prec, "-m", a_sz, "-n", a_sz,
-                      "-k", a_sz, "-fraction", a_frac, "-runs", "2", NULL};
+      char *args[] = {"-platform", a_pl, "-device", a_dev, "-precision", a_prec, "-m", a_m, "-n", a_n,
+                      "-k", a_k, "-fraction", a_frac, "-runs", "2", NULL};
       if (strcmp(tu->kernel, "Xgemm") != 0 && strcmp(tu->kernel, "XgemmDirect") != 0) args[10] = NULL; /* no -k */
       if (!quiet) fprintf(stderr, "tune: %-20s up to %.0f s (-fraction %s)\n", label, share, a_frac);
       outbuf out = {0};
