@@ -320,11 +320,6 @@ inline int lb_publishes_inclusive(long t) {
 #endif
 }
 
-/* The flags of tile t before it (its exclusive prefix), from its predecessors'
- * status words; publishes t's aggregate agg first and its inclusive prefix
- * last. Every work-item must call it and gets the prefix; work-item 0 reads
- * and writes the words, the group counts a tile's flags itself (sel_count_wg)
- * when its word is not ready after SEL_LB_SPIN reads or it was not handed out. */
 /* Walks back from tile sh[2] adding to sh[1] until an inclusive prefix is
  * found or tile 0 passed (returns 1), or a tile's word is not ready after
  * SEL_LB_SPIN reads or the tile was not handed out (returns 2, sh[2] that
