@@ -171,7 +171,7 @@ struct clb_context {
    * adds to that kernel's build options ("" unset) */
   int select_lookback;
   char select_lb_test[96];
-  int select_lb_items; /* the one-pass select's elements per work-item and tile (CLB_SEL_LB_ITEMS) */
+  int select_lb_items; /* the one-pass select's elements per work-item and tile; 0: CLB_SEL_LB_ITEMS */
   clb_device_traits traits;
   /* the look-back kernel's state (ticket, epoch, a status word per tile): the
    * last buffer is the one in use, for sel_lb_tiles tiles; earlier ones stay

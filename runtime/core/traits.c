@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "runtime/core/core.h"
-#include "runtime/ops/select.h"
 
 /* Reads CLBOUND_TEST_SELECT_LOOKBACK (docs/portability.md): comma-separated
  * reverse | interleave | agg-only | unstaged | spin=N | epochs=N, turned into the
@@ -73,7 +72,7 @@ clb_status clb__traits_init(clb_context_t ctx) {
       nvidia ? "guessed from the vendor: NVIDIA runs OpenCL on CUDA, where a started thread block stays resident"
              : "not known for this device: OpenCL does not promise it";
   ctx->select_lookback = (int)clb__env_int(CLB_ENV_SELECT_LOOKBACK); /* -1: auto */
-  ctx->select_lb_items = CLB_SEL_LB_ITEMS;
+  ctx->select_lb_items = 0; /* runtime/ops/select.c's default */
   const char *test = clb__env_text(CLB_ENV_TEST_SELECT_LOOKBACK);
   if (test && !parse_lb_test(ctx, test)) clb__env_warn(CLB_ENV_TEST_SELECT_LOOKBACK, test, "ticket order");
   const char *path;

@@ -50,6 +50,10 @@ static int sel_one_launch(clb_context_t ctx, const clb_sel_plan *p, size_t group
   return flags <= CLB_SEL_SINGLE_MAX_FLAGS && (uint64_t)flags * groups <= CLB_SEL_SINGLE_MAX_READS;
 }
 
+/* The one-pass select's elements per work-item and tile: CLB_SEL_LB_ITEMS, or
+ * the test switch's (CLBOUND_TEST_SELECT_LOOKBACK=items=N). */
+static int lb_items(clb_context_t ctx) { return ctx->select_lb_items ? ctx->select_lb_items : CLB_SEL_LB_ITEMS; }
+
 /* Whether the plan runs in one pass with decoupled look-back: GPU style with
  * 64-bit atomics, and CLBOUND_SELECT_LOOKBACK=on, or by default where the device
  * has forward progress across work-groups, CLBOUND_SELECT_SINGLE forces no
@@ -63,7 +67,7 @@ static int sel_lookback(clb_context_t ctx, const clb_sel_plan *p) {
     return 0;
   if (ctx->select_lookback >= 0) return ctx->select_lookback;
   return ctx->select_single < 0 && ctx->traits.forward_progress &&
-         p->bound_numel > (int64_t)ctx->local_size * ctx->select_lb_items;
+         p->bound_numel > (int64_t)ctx->local_size * lb_items(ctx);
 }
 
 /* The context's look-back state buffer for `tiles` tiles: the one in use if it
@@ -120,12 +124,12 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
      * (masked_select) or indices (nonzero), beside the scan's; where the device
      * has less, element-by-element loads and stores */
     uint64_t stage = p->kind == CLB_SEL_SCATTER ? 0
-                                                : (uint64_t)ctx->local_size * (uint64_t)ctx->select_lb_items *
+                                                : (uint64_t)ctx->local_size * (uint64_t)lb_items(ctx) *
                                                       (nonzero ? 8u : (uint64_t)clb_dtype_size(x->dtype));
     uint64_t need = stage + (uint64_t)ctx->local_size * 8u + 64u;
     const int unstaged = ctx->info.local_mem_bytes > 0 && need > ctx->info.local_mem_bytes;
     size_t used = strlen(opts);
-    snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s%s", ctx->select_lb_items,
+    snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s%s", lb_items(ctx),
              unstaged && !strstr(ctx->select_lb_test, "SEL_LB_UNSTAGED") ? " -D SEL_LB_UNSTAGED" : "",
              ctx->select_lb_test);
   }
@@ -163,7 +167,7 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
   cl_mem sv = v ? v->shape.mem : o->shape.mem;
   if (lookback) {
     /* tiles of the bound, and a group per tile up to the context's most */
-    int64_t tile = (int64_t)local * ctx->select_lb_items;
+    int64_t tile = (int64_t)local * lb_items(ctx);
     cl_long tiles = p->bound_numel > 0 ? (p->bound_numel + tile - 1) / tile : 1;
     cl_mem state;
     if ((st = sel_lb_state(ctx, p, tiles, &state)) != CLB_OK) return st;
