@@ -34,7 +34,7 @@ static int parse_lb_test(clb_context_t ctx, const char *env) {
     else if (strcmp(item, "progress") == 0) {
       ctx->traits.forward_progress = 1;
       ctx->traits.forward_progress_why = "CLBOUND_TEST_SELECT_LOOKBACK=progress (testing)";
-    }    else if (strcmp(item, "window=1") == 0 || strcmp(item, "window=2") == 0 || strcmp(item, "window=32") == 0)
+    } else if (strcmp(item, "window=1") == 0 || strcmp(item, "window=2") == 0 || strcmp(item, "window=32") == 0)
       snprintf(def, sizeof def, " -D SEL_LB_WINDOW=%s", item + 7);
     else if (strncmp(item, "spin=", 5) == 0 || strncmp(item, "epochs=", 7) == 0) {
       int spin = item[0] == 's';

@@ -130,8 +130,7 @@ clb_status clb__select_run(clb_context_t ctx, const clb_sel_plan *p) {
     const int unstaged = ctx->info.local_mem_bytes > 0 && need > ctx->info.local_mem_bytes;
     size_t used = strlen(opts);
     snprintf(opts + used, sizeof opts - used, " -D SEL_LOOKBACK -D SEL_ITEMS=%d%s%s", lb_items(ctx),
-             unstaged && !strstr(ctx->select_lb_test, "SEL_LB_UNSTAGED") ? " -D SEL_LB_UNSTAGED" : "",
-             ctx->select_lb_test);
+             unstaged ? " -D SEL_LB_UNSTAGED" : "", ctx->select_lb_test);
   }
   static const char *const names3[] = {"sel_count", "sel_finish", "sel_write"};
   static const char *const name1[] = {"sel_single"};

@@ -319,35 +319,39 @@ int main(void) {
   /* the GPU geometry (tiles of 256 x 8), unless the caller set one */
   setenv("CLBOUND_GEOMETRY", "gpu,cu=4", 0);
   const int small = clb_test_small();
-  static const char *const modes[][2] = {{"ticket", NULL},
-                                         {"reverse", "reverse"},
-                                         {"interleave, agg-only", "interleave,agg-only"},
-                                         {"spin=0, epochs=2", "spin=0,epochs=2"},
-                                         {"interleave, agg-only, a window of 2", "interleave,agg-only,window=2"},
-                                         {"reverse, a window of 1", "reverse,window=1"},
-                                         {"tiles of 256 x 4", "items=4"},
-                                         {"tiles of 256 x 16", "items=16"},
-                                         {"unstaged", "unstaged"}};
+  /* name, switches, whether every op runs (else masked_select alone) */
+  static const struct {
+    const char *name, *knobs;
+    int all_ops;
+  } modes[] = {{"ticket", NULL, 1},
+               {"reverse", "reverse", 0},
+               {"interleave, agg-only", "interleave,agg-only", 0},
+               {"spin=0, epochs=2", "spin=0,epochs=2", 0},
+               {"interleave, agg-only, a window of 2", "interleave,agg-only,window=2", 0},
+               {"reverse, a window of 1", "reverse,window=1", 0},
+               {"tiles of 256 x 4", "items=4", 1},
+               {"tiles of 256 x 16", "items=16", 1},
+               {"unstaged", "unstaged", 1}};
   static const int64_t sizes[] = {0, 1, 2047, 2048, 2049, 4095, 4096, 4097, 6143, 6145, B};
   static const int64_t small_sizes[] = {0, 1, 2049, 4097, B};
   static const double densities[] = {0.0, 0.01, 0.5, 1.0};
   for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
-    clb_context_t ctx = lb_context("on", modes[mi][1]);
+    clb_context_t ctx = lb_context("on", modes[mi].knobs);
     int fp64 = ops_has_fp64(ctx);
     for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
       if (dt == CLB_DTYPE_F64 && !fp64) continue;
       /* the other orders change only the look-back, not what a dtype changes: f32 */
       if (mi > 0 && dt != CLB_DTYPE_F32) continue;
       if (small && dt != CLB_DTYPE_F32 && (mi > 0 || dt != CLB_DTYPE_BOOL)) continue;
-      CLB_TEST_CASE("ops/select-lookback, %s order, %s", modes[mi][0], clb_dtype_name((clb_dtype)dt));
+      CLB_TEST_CASE("ops/select-lookback, %s order, %s", modes[mi].name, clb_dtype_name((clb_dtype)dt));
       const int64_t *ns = small ? small_sizes : sizes;
       size_t nn = small ? sizeof small_sizes / sizeof small_sizes[0] : sizeof sizes / sizeof sizes[0];
       for (size_t i = 0; i < nn; i++)
         for (size_t d = small ? 2 : 0; d < (small ? 3 : 4); d++)
-          run_case(ctx, modes[mi][0], (clb_dtype)dt, ns[i], densities[d], mi == 0 || mi >= 6);
+          run_case(ctx, modes[mi].name, (clb_dtype)dt, ns[i], densities[d], modes[mi].all_ops);
     }
     if (mi == 0) {
-      CLB_TEST_CASE("ops/select-lookback, %s order: clamped outputs and a short source", modes[mi][0]);
+      CLB_TEST_CASE("ops/select-lookback, %s order: clamped outputs and a short source", modes[mi].name);
       run_overflow(ctx);
     }
     clb_context_free(ctx);
