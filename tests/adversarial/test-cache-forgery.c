@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cache-test.h"
+#include "temp-dir.h"
 
 static char dir[256];
 static uint64_t builds(clb_context_t ctx) { return clb_test_counter_builds(ctx); }
@@ -334,8 +335,7 @@ int main(void) {
    * build, the default, leaves its store to the helper: tests/cache/test-tier-up.c) */
   setenv("CLBOUND_COLD_BUILD", "optimized", 1);
   signal(SIGALRM, on_alarm);
-  snprintf(dir, sizeof dir, "/tmp/clbound-adv-cache-XXXXXX");
-  REQUIRE_TRUE(mkdtemp(dir) != NULL);
+  clb_test_temp_dir(dir, sizeof dir, "adv-cache");
   test_swapped_payload();
   test_missing_kernel();
   test_not_regular("fifo");
@@ -347,6 +347,6 @@ int main(void) {
   test_world_writable();
   test_long_names();
   clb_cache_clear(dir);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return clb_test_finish("adversarial/cache");
 }

@@ -207,7 +207,7 @@ static uint64_t stored_and_removed(const char *dir) {
   uint64_t entries = 0;
   clb_cache_info(dir, &entries, NULL); /* waits for the background store */
   clb_cache_clear(dir);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return entries;
 }
 

@@ -77,7 +77,7 @@ int main(void) {
   uint64_t entries = 0;
   clb_cache_info(dir, &entries, NULL); /* waits for the background store */
   clb_cache_clear(dir);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   if (atomic_load(&no_device) == THREADS * CYCLES) {
     /* no thread ever found a device: the machine has none (the helper's rule) */
     clb_context_t ctx = clb_test_context(NULL);

@@ -99,6 +99,6 @@ int main(void) {
   if (!strstr(log_lines, "the least recently used"))
     CLB_FAIL_AT("the relu context's store logged no removal:\n%s", log_lines);
   clb_cache_clear(dir);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return clb_test_finish("cache/cache-limit");
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cache-test.h"
+#include "temp-dir.h"
 
 static char dir[256];
 
@@ -145,8 +146,7 @@ int main(int argc, char **argv) {
     clb_context_free(c);
     return clb_test_failures ? 1 : 0;
   }
-  snprintf(dir, sizeof dir, "/tmp/clbound-cache-test-XXXXXX");
-  REQUIRE_TRUE(mkdtemp(dir) != NULL);
+  clb_test_temp_dir(dir, sizeof dir, "cache-test");
 
   /* First context builds from source and stores; the second loads from disk.
    * In the background mode (the default, process, hands the last context's
@@ -276,6 +276,6 @@ int main(int argc, char **argv) {
   }
 
   EXPECT_EQ_I(clb_cache_clear(dir), CLB_OK);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return clb_test_finish("cache/disk-cache");
 }

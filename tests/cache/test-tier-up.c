@@ -76,7 +76,7 @@ int main(void) {
   if (!(type & CL_DEVICE_TYPE_CPU)) {
     printf("cache/tier-up: skipped: the device is not a CPU (fast builds are for CPU devices)\n");
     clb_context_free(ctx);
-    rmdir(dir);
+    clb_test_temp_dir_remove(dir);
     return 77;
   }
   int64_t dims[1] = {N};
@@ -139,6 +139,6 @@ int main(void) {
   clb_context_free(ctx);
   clb_cache_wait();
   clb_cache_clear(dir);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return clb_test_finish("cache/tier-up");
 }

@@ -15,6 +15,7 @@
 
 #include "cache-test.h" /* log_lines, capture */
 #include "clbound/nn.h"
+#include "temp-dir.h"
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -187,8 +188,8 @@ int main(void) {
   clb_tuning_entry e[2];
   parse_canned(&e[0], &e[1]);
 
-  char dir[] = "/tmp/clbound-tuning-test-XXXXXX";
-  REQUIRE_TRUE(mkdtemp(dir) != NULL);
+  char dir[1024];
+  clb_test_temp_dir(dir, sizeof dir, "tuning-test");
   clb_context_t probe = clb_test_context(NULL);
   cl_device_id dev = clb_context_cl_device(probe);
   char path[1200], why[400];
@@ -353,6 +354,6 @@ int main(void) {
 
   clb_context_free(probe);
   unlink(path);
-  rmdir(dir);
+  clb_test_temp_dir_remove(dir);
   return clb_test_finish("nn/tuning");
 }

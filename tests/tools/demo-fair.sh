@@ -6,7 +6,7 @@
 #    shows compile and step time apart; CLBOUND_METRICS_FILE counts the whole
 #    run (non-zero builds, launches and plans over every context);
 #  * --cache warm: both policies load every program from a cache of the run's
-#    own (0 builds from source in the timed runs);
+#    own (0 builds from source in the timed runs), removed at the end;
 #  * --cache user with only dynamic's programs in the cache: the states differ,
 #    so the demo states both and does not compare them end to end.
 set -eu
@@ -37,8 +37,11 @@ for k in program_builds kernel_launches plans_compiled; do
 done
 [ "$(num "$dir/metrics.json" contexts)" -ge 2 ] || fail "metrics file: not every context: $(cat "$dir/metrics.json")"
 
-# warm: both from a cache of the run's own
-demo --cache warm --json > "$dir/warm.txt" || fail "the warm demo failed"
+# warm: both from a cache of the run's own, a temporary folder that the run
+# removes (TMPDIR: a folder of this test's, empty before)
+mkdir "$dir/tmp"
+TMPDIR="$dir/tmp" demo --cache warm --json > "$dir/warm.txt" || fail "the warm demo failed"
+[ -z "$(ls -A "$dir/tmp")" ] || fail "--cache warm left its cache folder: $(ls -A "$dir/tmp")"
 [ "$(grep -c '"cache":"warm","cache_state":"warm"' "$dir/warm.txt")" -eq 2 ] || fail "not both warm"
 [ "$(grep -c '"program_builds":0,' "$dir/warm.txt")" -eq 2 ] || fail "a warm run built programs"
 
