@@ -272,7 +272,8 @@ CLB_API clb_status clb_file_write(const char *path, const void *data, size_t len
 
 /* Removes every entry and pending store manifest of a cache folder (NULL: the
  * default folder), after the stores still under way (a store helper at work in
- * the folder finishes first). */
+ * the folder finishes first). The folder and its lock file (.store.lock) stay:
+ * another process may hold the lock. */
 CLB_API clb_status clb_cache_clear(const char *dir);
 
 /* The default cache folder into buf[cap] (empty when it is off). */
