@@ -621,7 +621,9 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
             if not line.startswith("#"):
                 k, a, b = line.split()
                 cmds.append((k, int(a), int(b)))
-    per: Dict[str, List[float]] = {"step": [], "busy": [], "idle": [], "idle_in_calls": [], "idle_between": []}
+    per: Dict[str, List[float]] = {"step": [], "busy": [], "idle": [], "idle_in_calls": [], "idle_between": [],
+                                   "fw_head": [], "fw_gaps": [], "fw_tail": [], "bw_head": [], "bw_gaps": [],
+                                   "bw_tail": []}
     kinds: Dict[str, List[int]] = {}
     for t0, t1 in bounds:
         spans = [(max(a, t0), min(b, t1)) for _, a, b in cmds if b > t0 and a < t1]
@@ -635,9 +637,22 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
         per["idle"].append(t1 - t0 - busy)
         per["idle_in_calls"].append(in_calls if variant != "graph" else t1 - t0 - busy)
         per["idle_between"].append(t1 - t0 - busy - per["idle_in_calls"][-1])
+        if variant == "clbound" and len(mine) == 2:
+            # each call's idle time in three parts: from its entry to its first
+            # command's start (head), between its commands (gaps), from its last
+            # command's end to its return (tail); the forward's call first
+            for (a, b), who in zip(sorted(mine), ("fw", "bw")):
+                inside = [(max(x, a), min(y, b)) for x, y in spans if y > a and x < b]
+                if not inside:
+                    continue
+                head = min(x for x, _ in inside) - a
+                tail = b - max(y for _, y in inside)
+                per[f"{who}_head"].append(head)
+                per[f"{who}_tail"].append(tail)
+                per[f"{who}_gaps"].append((b - a) - union_ns(inside) - head - tail)
         for k in {k for k, _, _ in cmds}:
             kinds.setdefault(k, []).append(sum(1 for kk, a, _ in cmds if kk == k and t0 <= a < t1))
-    out = {k: statistics.median(v) / 1e6 for k, v in per.items()}
+    out = {k: statistics.median(v) / 1e6 for k, v in per.items() if v}
     out["commands"] = {k: statistics.mean(v) for k, v in sorted(kinds.items())}
     out["steps"] = steps
     # what a timeline that works shows: commands every step, busy within the step
@@ -647,6 +662,8 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
                                         ("a step with no command", opencl and any(sum(v) == 0 for v in zip(*kinds.values()))),
                                         ("an OpenCL command recorded", not opencl and bool(cmds)),
                                         ("device busy longer than the step", any(b > s for b, s in zip(per["busy"], per["step"]))),
+                                        ("a call's idle time split into a negative part",
+                                         any(v < 0 for k in per if k[:3] in ("fw_", "bw_") for v in per[k])),
                                         ("no call of the compiled graphs recorded", variant != "graph" and not calls),
                                         ("a step with no call of the compiled graphs", variant != "graph" and any(
                                             not any(t0 <= a < t1 for a, _ in calls) for t0, t1 in bounds)))
@@ -699,6 +716,14 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
     print(f"a backend's floor on this loop, (graph API step + the time between the calls) / graph API step: "
           f"{(g + m('clbound', 'idle_between')) / g:.2f}x with the backend's between-call time, "
           f"{(g + m('aot_eager', 'idle_between')) / g:.2f}x with aot_eager's; the backend: {m('clbound', 'step') / g:.2f}x")
+    if all("fw_head" in r for r in rows["clbound"]):
+        print("the backend's idle time inside its calls (ms per step, medians): entry to the first command's start, "
+              "between its commands, the last command's end to the return")
+        print("| call | entry to first command | between commands | last command to return |")
+        print("|---|---|---|---|")
+        for who, label in (("fw", "forward"), ("bw", "backward")):
+            print(f"| {label} | {m('clbound', who + '_head'):.3f} | {m('clbound', who + '_gaps'):.3f} | "
+                  f"{m('clbound', who + '_tail'):.3f} |")
     return 0
 
 
