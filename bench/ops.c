@@ -2,10 +2,12 @@
  * masked_select, masked_scatter) against a copy kernel over the same bytes and
  * against a plain host loop, all measured in the same run. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clbound/clbound.h"
 #include "bench/args.h"
@@ -50,12 +52,53 @@ typedef struct bpath {
   clb_tensor_t tx, tm, txnz, ts;
 } bpath;
 
-static uint32_t rng_state = 12345u;
-static uint32_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 17;
-  rng_state ^= rng_state << 5;
-  return rng_state;
+/* The inputs' random draws: element i of stream `stream` is a hash of both
+ * (splitmix64's finalizer), so any thread makes any range and the data do not
+ * depend on how many threads made them. */
+static inline uint64_t draw(uint64_t stream, int64_t i) {
+  uint64_t z = stream * 0xd1b54a32d192ed03ull + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Runs fn over [0, n) in ranges of whole 4096-element blocks, one per host
+ * thread (up to 32; at large n the inputs' loops and their first touch of
+ * gigabytes are most of a run's host time). A thread that cannot start
+ * leaves its range to the calling thread. */
+typedef void (*range_fn)(int64_t lo, int64_t hi, const void *arg);
+typedef struct range_job {
+  range_fn fn;
+  const void *arg;
+  int64_t lo, hi;
+} range_job;
+
+static void *range_thread(void *p) {
+  const range_job *j = p;
+  j->fn(j->lo, j->hi, j->arg);
+  return NULL;
+}
+
+static void par_ranges(int64_t n, range_fn fn, const void *arg) {
+  enum { MAX_THREADS = 32, BLOCK = 4096 };
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int64_t blocks = (n + BLOCK - 1) / BLOCK;
+  int nt = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+  if (blocks < nt) nt = blocks < 1 ? 1 : (int)blocks;
+  if (n < (int64_t)1 << 20) nt = 1; /* small sizes: not worth a thread */
+  range_job jobs[MAX_THREADS];
+  pthread_t th[MAX_THREADS];
+  int started[MAX_THREADS] = {0};
+  for (int t = 0; t < nt; t++) {
+    int64_t lo = blocks * t / nt * BLOCK, hi = blocks * (t + 1) / nt * BLOCK;
+    jobs[t] = (range_job){fn, arg, lo, hi < n ? hi : n};
+    if (t > 0) started[t] = pthread_create(&th[t], NULL, range_thread, &jobs[t]) == 0;
+  }
+  fn(jobs[0].lo, jobs[0].hi, arg);
+  for (int t = 1; t < nt; t++) {
+    if (started[t]) pthread_join(th[t], NULL);
+    else fn(jobs[t].lo, jobs[t].hi, arg);
+  }
 }
 
 /* masked_scatter's source element i (not kept on the host: the peer computes it) */
@@ -190,6 +233,17 @@ static clb_status write_direct(clb_context_t ctx, clb_tensor_t t, const int64_t 
   return e == CL_SUCCESS ? CLB_OK : CLB_ERR_CL;
 }
 
+/* Zeroes bytes [lo, hi) of the buffer arg: its pages' first touch. */
+static void touch_range(int64_t lo, int64_t hi, const void *arg) {
+  memset((unsigned char *)arg + lo, 0, (size_t)(hi - lo));
+}
+
+/* The values: multiples of 0.25 in [-250, 250]. */
+static void values_range(int64_t lo, int64_t hi, const void *arg) {
+  const bset *s = arg;
+  for (int64_t i = lo; i < hi; i++) s->x[i] = (float)(draw(0, i) % 2001) * 0.25f - 250.0f;
+}
+
 /* Host inputs for n elements; the f32 input of nonzero only when it runs (f32nz). */
 static clb_status set_init(int64_t n, int f32nz, bset *s) {
   memset(s, 0, sizeof *s);
@@ -200,7 +254,7 @@ static clb_status set_init(int64_t n, int f32nz, bset *s) {
   s->x = malloc(un * sizeof(float));
   if (f32nz) s->xnz = malloc(un * sizeof(float));
   if (!s->mask || !s->x || (f32nz && !s->xnz)) return CLB_ERR_HOST_OOM;
-  for (int64_t i = 0; i < n; i++) s->x[i] = (float)(rng() % 2001) * 0.25f - 250.0f;
+  par_ranges(n, values_range, s);
   return CLB_OK;
 }
 
@@ -236,17 +290,31 @@ static clb_status path_inputs(bpath *d, const bset *s, int scatter) {
   return e == CL_SUCCESS ? CLB_OK : CLB_ERR_CL;
 }
 
-/* A new mask at `density` (exact fraction of a uniform draw), and the values
- * of nonzero's f32 input under it, on the host. */
-static void set_density(bset *s, double density) {
-  uint32_t thr = (uint32_t)(density * 4294967295.0);
-  int r7 = 0; /* i % 7, without a division per element */
-  for (int64_t i = 0; i < s->n; i++) {
-    uint8_t m = density >= 1.0 || rng() < thr;
+typedef struct density_job {
+  const bset *s;
+  uint64_t stream; /* a stream of draws per call: each density a draw of its own */
+  uint32_t thr;
+  int all;
+} density_job;
+
+static void density_range(int64_t lo, int64_t hi, const void *arg) {
+  const density_job *j = arg;
+  const bset *s = j->s;
+  int r7 = (int)(lo % 7); /* i % 7, without a division per element */
+  for (int64_t i = lo; i < hi; i++) {
+    uint8_t m = j->all || (uint32_t)(draw(j->stream, i) >> 32) < j->thr;
     s->mask[i] = m;
     if (s->xnz) s->xnz[i] = m ? 1.0f + (float)r7 : (i & 1 ? -0.0f : 0.0f);
     r7 = r7 == 6 ? 0 : r7 + 1;
   }
+}
+
+/* A new mask at `density` (exact fraction of a uniform draw), and the values
+ * of nonzero's f32 input under it, on the host. */
+static void set_density(bset *s, double density) {
+  static uint64_t calls = 0;
+  density_job j = {s, ++calls, (uint32_t)(density * 4294967295.0), density >= 1.0};
+  par_ranges(s->n, density_range, &j);
 }
 
 /* The mask and nonzero's f32 input of set_density, into a path's tensors. */
@@ -297,13 +365,13 @@ typedef struct result {
 /* Where the time of a run goes besides the device (printed at the end). */
 static double t_inputs_ms, t_peers_ms, t_checks_ms, t_device_ms;
 
-/* The host peer of op on s into hout (sized for the output plus one element):
+/* The host peer of op on s into hout (sized for the output plus one element,
+ * its pages touched already):
  * its first run is the reference the device results are checked against; up
  * to `most` runs are timed (3 at most), one when a run takes over an eighth of
  * CLB_OPS_BUDGET_MS (it is the slow part at large n). Returns the count. */
-static int64_t host_peer(bop op, const bset *s, void *hout, size_t obytes, int most, double *host_ms) {
+static int64_t host_peer(bop op, const bset *s, void *hout, int most, double *host_ms) {
   double p0 = clb_tool_now_ms(), th[3];
-  memset(hout, 0, obytes); /* first touch, outside the timing */
   int64_t count = 0;
   int h = 0;
   if (most > 3) most = 3;
@@ -651,6 +719,11 @@ int clb_bench_ops(int argc, char **argv) {
       fprintf(stderr, "%s: %lld elements: no host memory for the host peer's output\n", CMD, (long long)s.n);
       rc = 1;
     }
+    if (hout) { /* its first touch, outside the peers' timing */
+      g0 = clb_tool_now_ms();
+      par_ranges((int64_t)obytes, touch_range, hout);
+      t_peers_ms += clb_tool_now_ms() - g0;
+    }
     for (size_t di = 0; di < ndens && rc == 0; di++) {
       g0 = clb_tool_now_ms();
       set_density(&s, densities[di]);
@@ -667,7 +740,7 @@ int clb_bench_ops(int argc, char **argv) {
       for (int op = 0; op < OP_COUNT && rc == 0; op++) {
         if (!run[op]) continue;
         result res;
-        int64_t count = host_peer((bop)op, &s, hout, obytes, r, &res.host_ms);
+        int64_t count = host_peer((bop)op, &s, hout, r, &res.host_ms);
         for (int pi = 0; pi < npaths && rc == 0; pi++) {
           clb_progress_update(pr, op * npaths + pi, -1);
           st = bench_one(&dp[pi], (bop)op, &s, r, fixed_reps, hout, count, &res, err, sizeof err);
