@@ -525,10 +525,31 @@ def _upper_bound(s: torch.SymInt, node: torch.fx.Node, dim: int) -> int:
         ub = None
     if ub is not None and 0 <= ub < 2**62:
         return ub
+    where = _size_sources(s)
+    named = f" (Dynamo's name for it: {', '.join(where)})" if where else ""
+    if any("___stack" in w for w in where):
+        # a value on the stack of a frame that Dynamo resumed after a graph break:
+        # eager PyTorch made it, and no one can mark it
+        hint = ("it is the size of a value that eager PyTorch made before a graph break, which cannot be marked; "
+                "keep the op that makes it in the graph (for nonzero and masked_select: "
+                "torch._dynamo.config.capture_dynamic_output_shape_ops = True, whose outputs are bounded by "
+                "their inputs' sizes)")
+    else:
+        hint = (f"give one with torch._dynamo.mark_dynamic(x, {dim}, min=2, max=N) on that input before calling "
+                "the compiled model")
     raise UnboundedSizeError(
-        f"clbound: input '{node.name}' dim {dim} has the symbolic size {expr} with no upper bound; give one with "
-        f"torch._dynamo.mark_dynamic(x, {dim}, min=2, max=N) before calling the compiled model (clbound "
-        "allocates every dynamic dim at its bound)")
+        f"clbound: input '{node.name}' dim {dim} has the symbolic size {expr}{named} with no upper bound; {hint} "
+        "(clbound allocates every dynamic dim at its bound)")
+
+
+def _size_sources(s: torch.SymInt) -> List[str]:
+    """Dynamo's names of where a symbolic size comes from (L['x'].size()[0]),
+    as its shape env recorded them; empty where it has none."""
+    try:
+        srcs = s.node.shape_env.var_to_sources.get(s.node.expr, [])
+        return [x.name if isinstance(x.name, str) else x.name() for x in srcs]
+    except Exception:  # a shape env without sources (an older or newer torch)
+        return []
 
 
 # ---- the aten ops ----

@@ -151,6 +151,50 @@ def test_unbounded_size_is_a_clear_error():
         model(x)
     msg = str(e.value)
     assert "no upper bound" in msg and "mark_dynamic" in msg and "dim 0" in msg, msg
+    # the input as the user wrote it, in Dynamo's words, not the aten graph's placeholder
+    assert "L['x'].size()[0]" in msg, msg
+
+
+class _NonzeroLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(2, 1)
+
+    def forward(self, x):
+        return self.l(torch.nonzero(x).float())
+
+
+def test_unbounded_size_after_a_graph_break_names_the_fix():
+    # nonzero without capture_dynamic_output_shape_ops: a graph break, and the
+    # graph after it gets nonzero's output from eager PyTorch; once its size
+    # changes Dynamo makes it dynamic with no bound, which no mark_dynamic can give
+    torch._dynamo.reset()
+    model = torch.compile(_NonzeroLinear(), backend="clbound")
+    msg = None
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=False):
+        for k in (3, 7, 11):
+            x = torch.zeros(5, 5)
+            x.view(-1)[:k] = 1
+            try:
+                model(x)
+            except Exception as e:
+                msg = str(e)
+                break
+    assert msg is not None, "the graph after the break ran with an unbounded size"
+    assert "no upper bound" in msg and "graph break" in msg and "capture_dynamic_output_shape_ops" in msg, msg
+    assert "___stack" in msg, msg
+    # with the op kept in the graph, the same model runs at every size (bounded by x's 25 elements)
+    torch._dynamo.reset()
+    eager = _NonzeroLinear()
+    model = torch.compile(eager, backend="clbound")
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        for k in (3, 7, 11):
+            x = torch.zeros(5, 5)
+            x.view(-1)[:k] = 1
+            with torch.no_grad():
+                got, want = model(x), eager(x)
+            assert got.shape == want.shape == (k, 1)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)
 
 
 # ---- wide-mlp (clbound demo's second workload) as an nn.Module ----
