@@ -51,9 +51,13 @@ demo: tool
 
 # Tests build optimized at once (cmake/clbound-test.cmake says why); the tests of
 # the default tiered builds set CLBOUND_COLD_BUILD=fast themselves.
+# Afterwards, nothing of the run's may be left in the temporary folder
+# (scripts/tmp-leaks.sh).
 test: build
 	@mkdir -p $(POCL_CACHE_DIR)
+	@sh scripts/tmp-leaks.sh snapshot $(BUILD)/tmp-before-test.txt
 	cd $(BUILD) && CLBOUND_COLD_BUILD=$${CLBOUND_COLD_BUILD:-optimized} ctest --output-on-failure -j $(JOBS)
+	@sh scripts/tmp-leaks.sh check $(BUILD)/tmp-before-test.txt
 
 # `make bench`: every benchmark as JSON lines in $(BUILD)/bench/, the plots in
 # $(BUILD)/bench/img/ (gnuplot; each names the device, the date and the commit),
