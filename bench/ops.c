@@ -66,10 +66,10 @@ static inline uint64_t draw(uint64_t stream, int64_t i) {
  * thread (up to 32; at large n the inputs' loops and their first touch of
  * gigabytes are most of a run's host time). A thread that cannot start
  * leaves its range to the calling thread. */
-typedef void (*range_fn)(int64_t lo, int64_t hi, const void *arg);
+typedef void (*range_fn)(int64_t lo, int64_t hi, void *arg);
 typedef struct range_job {
   range_fn fn;
-  const void *arg;
+  void *arg;
   int64_t lo, hi;
 } range_job;
 
@@ -79,7 +79,7 @@ static void *range_thread(void *p) {
   return NULL;
 }
 
-static void par_ranges(int64_t n, range_fn fn, const void *arg) {
+static void par_ranges(int64_t n, range_fn fn, void *arg) {
   enum { MAX_THREADS = 32, BLOCK = 4096 };
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int64_t blocks = (n + BLOCK - 1) / BLOCK;
@@ -234,12 +234,12 @@ static clb_status write_direct(clb_context_t ctx, clb_tensor_t t, const int64_t 
 }
 
 /* Zeroes bytes [lo, hi) of the buffer arg: its pages' first touch. */
-static void touch_range(int64_t lo, int64_t hi, const void *arg) {
+static void touch_range(int64_t lo, int64_t hi, void *arg) {
   memset((unsigned char *)arg + lo, 0, (size_t)(hi - lo));
 }
 
 /* The values: multiples of 0.25 in [-250, 250]. */
-static void values_range(int64_t lo, int64_t hi, const void *arg) {
+static void values_range(int64_t lo, int64_t hi, void *arg) {
   const bset *s = arg;
   for (int64_t i = lo; i < hi; i++) s->x[i] = (float)(draw(0, i) % 2001) * 0.25f - 250.0f;
 }
@@ -297,7 +297,7 @@ typedef struct density_job {
   int all;
 } density_job;
 
-static void density_range(int64_t lo, int64_t hi, const void *arg) {
+static void density_range(int64_t lo, int64_t hi, void *arg) {
   const density_job *j = arg;
   const bset *s = j->s;
   int r7 = (int)(lo % 7); /* i % 7, without a division per element */
