@@ -45,9 +45,11 @@ __kernel void view_shape(__global const long *sx, int rank_x, __global long *so,
 /* out = x[keys], dense at its actual sizes. Per dim d of x (rank_x): a slice
  * (start, stop, step) or, where bit d of index_mask is set, the integer index
  * start[d]. Output dim j takes the length of x's dim omap[j], or is a new axis
- * of 1 where omap[j] < 0; integer-indexed dims have none. An index outside x's
- * actual size raises CLB_STF_INDEX_OUT (the index, and the dim << 56 | the
- * size) and the output is zeros: nothing is read past x's live elements. */
+ * of 1 where omap[j] < 0; integer-indexed dims have none. The output is walked
+ * in its own dims' order, so an omap that permutes x's dims transposes
+ * (clb_permute). An index outside x's actual size raises CLB_STF_INDEX_OUT
+ * (the index, and the dim << 56 | the size) and the output is zeros: nothing
+ * is read past x's live elements. */
 __kernel void slice_copy(CLB_DATA(const SLICE_T, x), __global const long *sx, int rank_x,
                          CLB_DATA(SLICE_T, out), __global long *so, int rank_o,
                          long8 start8, long8 stop8, long8 step8, uint index_mask, long8 omap8,
@@ -82,13 +84,18 @@ __kernel void slice_copy(CLB_DATA(const SLICE_T, x), __global const long *sx, in
   }
   if (clb_first_item())
     for (int j = 0; j < rank_o; j++) so[j] = omap[j] >= 0 ? len[omap[j]] : 1;
+  long base = 0; /* the integer-indexed dims' part of every offset */
+  for (int d = 0; d < rank_x; d++)
+    if ((index_mask >> d) & 1u) base += first[d] * stride[d];
   CLB_FOR_CHUNK(i, n) {
     if (bad) {
       out[i] = (SLICE_T)0;
       continue;
     }
-    long r = i, off = 0;
-    for (int d = rank_x - 1; d >= 0; d--) {
+    long r = i, off = base;
+    for (int j = rank_o - 1; j >= 0; j--) {
+      long d = omap[j];
+      if (d < 0) continue; /* a new axis of 1 */
       long c = r % len[d];
       r /= len[d];
       off += (first[d] + c * step[d]) * stride[d];

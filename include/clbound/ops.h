@@ -158,6 +158,17 @@ CLB_API clb_status clb_slice(clb_context_t ctx, clb_tensor_t x, int dim, int64_t
  * x of rank 1 gives a 0-d tensor. */
 CLB_API clb_status clb_index(clb_context_t ctx, clb_tensor_t x, int dim, int64_t index, clb_tensor_t *out);
 
+/* out = x with its dims reordered, a dense copy (numpy.transpose(x, dims),
+ * torch.permute): output dim j is x's dim dims[j] (negative counts from the
+ * end), with its bound, its dynamic flag and, on the device, its actual size.
+ * ndims must be x's rank and dims a permutation of its dims. One launch, no
+ * host sync. *out, when given, must not share x's data. */
+CLB_API clb_status clb_permute(clb_context_t ctx, clb_tensor_t x, int ndims, const int *dims, clb_tensor_t *out);
+
+/* out = x with dims dim0 and dim1 swapped (torch.transpose; negative counts
+ * from the end): clb_permute's copy. */
+CLB_API clb_status clb_transpose(clb_context_t ctx, clb_tensor_t x, int dim0, int dim1, clb_tensor_t *out);
+
 /* ---- Reductions -------------------------------------------------------------
  *
  * sum: integer and bool inputs give i64, floating inputs keep their dtype.

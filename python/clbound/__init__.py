@@ -890,6 +890,30 @@ class Context:
         i = L.index(index, "index")
         return self._out(out, lambda o: L.index_(self._h, ha, d, i, o))
 
+    def permute(self, a: Tensor, dims: Optional[Sequence[int]] = None, *, out: Optional[Tensor] = None) -> Tensor:
+        """numpy.transpose(a, dims), torch.permute(a, dims) (clb_permute): a dense
+        copy of a with its dims in the order dims gives (negative dims count from
+        the end; None reverses them, as numpy's a.T). Output dim j keeps the
+        bound, the dynamic flag and, on the device, the actual size of a's dim
+        dims[j]: no host sync."""
+        ha = self._arg(a, "a")
+        if dims is None:
+            order = list(range(a.rank))[::-1]
+        else:
+            if isinstance(dims, (int, np.integer)):
+                raise TypeError("dims must be a sequence of ints (a permutation of the tensor's dims)")
+            order = [L.index(d, f"dims[{i}]", ctype=L.INT) for i, d in enumerate(dims)]
+        arr = (ctypes.c_int * max(len(order), 1))(*order)
+        return self._out(out, lambda o: L.permute(self._h, ha, len(order), arr, o))
+
+    def transpose(self, a: Tensor, dim0: int, dim1: int, *, out: Optional[Tensor] = None) -> Tensor:
+        """torch.transpose(a, dim0, dim1) (clb_transpose): a dense copy of a with
+        dims dim0 and dim1 swapped (negative counts from the end); permute's
+        copy, no host sync."""
+        ha = self._arg(a, "a")
+        d0, d1 = L.index(dim0, "dim0", ctype=L.INT), L.index(dim1, "dim1", ctype=L.INT)
+        return self._out(out, lambda o: L.transpose(self._h, ha, d0, d1, o))
+
     # ---- reductions ----
 
     def reduce_all(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:

@@ -348,6 +348,40 @@ class Tensor:
         spec = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
         return self.ctx.reshape(self, spec)
 
+    @property
+    def T(self) -> "Tensor":
+        """The dims reversed, a copy on the device (numpy's a.T; for 2-D, torch's
+        t.T): Context.permute(self)."""
+        return self.ctx.permute(self)
+
+    def transpose(self, *dims: Any) -> "Tensor":
+        """A copy with its dims reordered (Context.permute / Context.transpose):
+        no dims reverses them (numpy's a.transpose()); two ints swap those two
+        dims, as torch's t.transpose(0, 1) (numpy's a.transpose(0, 1) of a 2-D
+        array would leave it as it is; a.transpose(1, 0) swaps in both); a
+        sequence, or more ints, is the new order of all dims, as numpy's
+        a.transpose((2, 0, 1)) or a.transpose(2, 0, 1)."""
+        if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+            return self.ctx.permute(self, tuple(dims[0]))
+        if len(dims) == 0:
+            return self.ctx.permute(self)
+        if len(dims) == 2:
+            return self.ctx.transpose(self, dims[0], dims[1])
+        return self.ctx.permute(self, dims)
+
+    def permute(self, *dims: Any) -> "Tensor":
+        """torch's t.permute(2, 0, 1) or t.permute((2, 0, 1)): Context.permute."""
+        if len(dims) == 1 and not isinstance(dims[0], (int, np.integer)):
+            dims = tuple(dims[0])
+        return self.ctx.permute(self, dims)
+
+    def t(self) -> "Tensor":
+        """torch's t.t(): a 2-D tensor transposed (a copy), a 0-d or 1-d one
+        itself; ValueError for more dims."""
+        if self.rank > 2:
+            raise ValueError(f"t() takes a tensor of at most 2 dims, not {self.rank} (use transpose or permute)")
+        return self.ctx.transpose(self, 0, 1) if self.rank == 2 else self
+
     def sum(self, axis: Optional[int] = None, keepdims: Optional[bool] = None, *, dim: Optional[int] = None,
             keepdim: Optional[bool] = None) -> "Tensor":
         """Context.sum: over every element, or over axis (alias dim)."""

@@ -154,3 +154,54 @@ def test_errors_have_numpy_classes(ctx):
     assert x[2**70:].shape == (0,) and x[-2**70:].shape == (3,)  # Python clamps slice ends of any size
     with pytest.raises(IndexError):
         x[2**70]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_transposes_match_numpy_and_torch_habits_as_sizes_change(ctx, rng, dtype):
+    x = ctx.tensor(dtype, (9, 5, 3), dynamic=(True, True, False))
+    y = ctx.tensor(dtype, (9, 5), dynamic=(True, False))
+    for shape in [(4, 3, 3), (0, 5, 3), (9, 1, 3), (7, 5, 3)]:
+        a = (rng.standard_normal(shape) * 50).astype(dtype)
+        b = a[:, 0, 0].reshape(-1, 1).repeat(5, axis=1)
+        x.write(a)
+        y.write(b)
+        before = syncs(ctx)
+        got = {
+            "T": x.T, "transpose()": x.transpose(), "transpose(2, 0, 1)": x.transpose(2, 0, 1),
+            "transpose((1, 2, 0))": x.transpose((1, 2, 0)), "transpose(0, 2)": x.transpose(0, 2),
+            "permute(-1, 0, 1)": x.permute(-1, 0, 1), "permute([1, 0, 2])": x.permute([1, 0, 2]),
+            "ctx.transpose(x, -1, -2)": ctx.transpose(x, -1, -2), "y.T": y.T, "y.t()": y.t(),
+            "y.transpose(0, 1)": y.transpose(0, 1),
+        }
+        assert syncs(ctx) == before  # reordering dims never waits for the device
+        want = {
+            "T": a.T, "transpose()": a.transpose(), "transpose(2, 0, 1)": a.transpose(2, 0, 1),
+            "transpose((1, 2, 0))": a.transpose((1, 2, 0)), "transpose(0, 2)": np.swapaxes(a, 0, 2),
+            "permute(-1, 0, 1)": a.transpose(2, 0, 1), "permute([1, 0, 2])": a.transpose(1, 0, 2),
+            "ctx.transpose(x, -1, -2)": np.swapaxes(a, -1, -2), "y.T": b.T, "y.t()": b.T,
+            "y.transpose(0, 1)": b.T,  # torch's swap (numpy's a.transpose(0, 1) would be a itself)
+        }
+        for k, t in got.items():
+            same(t.numpy(), want[k])
+    # each output dim keeps its input dim's bound and flag
+    t = x.permute(2, 0, 1)
+    assert t.bounds == (3, 9, 5) and t.dynamic == (False, True, True)
+    v = ctx.from_numpy(np.arange(3, dtype=np.float32))
+    assert v.t() is v  # torch: a 1-d tensor's t() is itself
+    same(v.T.numpy(), np.arange(3, dtype=np.float32))
+
+
+def test_transpose_errors(ctx):
+    x = ctx.from_numpy(np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(clbound.InvalidArgumentError, match="dim 0 appears twice"):
+        x.permute(0, 0, 1)
+    with pytest.raises(clbound.InvalidArgumentError, match="2 dims given for x of rank 3"):
+        ctx.permute(x, [1, 0])
+    with pytest.raises(clbound.InvalidArgumentError, match="dim1 = 3 is outside x's rank 3"):
+        x.transpose(0, 3)
+    with pytest.raises(ValueError, match="at most 2 dims"):
+        x.t()
+    with pytest.raises(TypeError, match="dims must be a sequence"):
+        ctx.permute(x, 1)
+    with pytest.raises(TypeError, match="must be an integer"):
+        x.permute(0, 1.5, 2)

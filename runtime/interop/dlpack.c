@@ -29,7 +29,8 @@ static const struct op_caps {
     {"nonzero_static", TAKES_ALL}, {"masked_select", TAKES_ALL}, {"masked_scatter", TAKES_ALL},
     {"eq", TAKES_ALL},          {"ne", TAKES_ALL},               {"lt", TAKES_ALL},
     {"le", TAKES_ALL},          {"gt", TAKES_ALL},               {"ge", TAKES_ALL},
-    {"slice", TAKES_ALL},       {"index", TAKES_ALL},
+    {"slice", TAKES_ALL},       {"index", TAKES_ALL},            {"permute", TAKES_ALL},
+    {"transpose", TAKES_ALL},
 };
 #define N_OPS (sizeof OPS / sizeof OPS[0])
 

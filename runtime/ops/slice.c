@@ -1,7 +1,8 @@
 /* slice.c: numpy's basic indexing (clb_basic_index, clb_slice, clb_index):
  * slices and integer indices over x's actual sizes, read on the device by
  * kernels/view.cl's slice_copy, which copies x[keys] dense into the output; the
- * output's bounds come from x's bounds, on the host. */
+ * output's bounds come from x's bounds, on the host. clb_permute and
+ * clb_transpose are the same copy of x whole with its dims reordered. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -158,26 +159,17 @@ static const char *copy_type(clb_dtype dt) {
   }
 }
 
-static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x, int nkeys, const clb_index_key *keys,
-                              clb_tensor_t *out) {
-  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  clb_status st = clb__check_tensor(ctx, op, "x", x);
-  if (st != CLB_OK) return st;
-  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
-  if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
-  if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
-  char what[192], desc[96], ktext[96];
-  clb__tensor_desc(x, desc, sizeof desc);
-  keys_text(nkeys, keys, ktext, sizeof ktext);
-  snprintf(what, sizeof what, "x %s, key [%s]", desc, ktext);
-  slice_plan p;
-  if ((st = plan_keys(ctx, op, what, x, nkeys, keys, &p)) != CLB_OK) return st;
+/* The launch of a planned copy of x (basic_index, clb_permute). */
+static clb_status copy_planned(clb_context_t ctx, const char *op, const char *what, clb_tensor_t x,
+                               const slice_plan *pp, clb_tensor_t *out) {
+  slice_plan p = *pp; /* the launch takes its fields by address */
+  clb_status st;
   if (*out) {
     if ((st = clb__check_output(ctx, op, "out", *out)) != CLB_OK) return st;
     const clb_buf *a = &(*out)->data, *b = &x->data; /* a graph's tensors share its arena at offsets */
     if (a->mem == b->mem && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes)
-      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out shares x's data; indexing copies into another tensor",
-                            op, what);
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out shares x's data; %s copies into another tensor",
+                            op, what, op);
   }
   if ((st = clb__output(ctx, op, x->dtype, p.rank_o, p.bound, p.dyn, out)) != CLB_OK) return st;
   clb_tensor_t o = *out;
@@ -194,6 +186,88 @@ static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x,
                     CLB_ARG(zero)};
   return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1,
                      clb__groups_local(ctx, clb_tensor_bound_numel(o), local), local);
+}
+
+static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x, int nkeys, const clb_index_key *keys,
+                              clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "x", x);
+  if (st != CLB_OK) return st;
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
+  if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
+  char what[192], desc[96], ktext[96];
+  clb__tensor_desc(x, desc, sizeof desc);
+  keys_text(nkeys, keys, ktext, sizeof ktext);
+  snprintf(what, sizeof what, "x %s, key [%s]", desc, ktext);
+  slice_plan p;
+  if ((st = plan_keys(ctx, op, what, x, nkeys, keys, &p)) != CLB_OK) return st;
+  return copy_planned(ctx, op, what, x, &p, out);
+}
+
+/* clb_permute and clb_transpose: x whole, its dims in the order dims gives. */
+static clb_status permute(clb_context_t ctx, const char *op, clb_tensor_t x, int ndims, const int *dims,
+                          clb_tensor_t *out) {
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "x", x);
+  if (st != CLB_OK) return st;
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  char what[192], desc[96], dtext[64] = "";
+  clb__tensor_desc(x, desc, sizeof desc);
+  if (ndims != x->rank)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of x %s: %d dims given for x of rank %d", op, desc, ndims,
+                          x->rank);
+  if (ndims > 0 && !dims) return clb__set_error(ctx, CLB_ERR_NULL, "%s of x %s: dims is NULL", op, desc);
+  int order[CLB_MAX_RANK], seen = 0;
+  for (int j = 0; j < ndims; j++) {
+    size_t used = strlen(dtext);
+    snprintf(dtext + used, sizeof dtext - used, "%s%d", j ? ", " : "", dims[j]);
+  }
+  snprintf(what, sizeof what, "x %s, dims (%s)", desc, dtext);
+  for (int j = 0; j < ndims; j++) {
+    int d = dims[j];
+    if (d < -x->rank || d >= x->rank)
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: dim %d is outside x's rank %d", op, what, d, x->rank);
+    if (d < 0) d += x->rank;
+    if (seen & (1 << d))
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: dim %d appears twice (dims must be a permutation)", op,
+                            what, d);
+    seen |= 1 << d;
+    order[j] = d;
+  }
+  slice_plan whole, p;
+  if ((st = plan_keys(ctx, op, what, x, 0, NULL, &whole)) != CLB_OK) return st;
+  p = whole;
+  for (int j = 0; j < ndims; j++) { /* output dim j is x's dim order[j], its bound and flag with it */
+    p.omap.s[j] = order[j];
+    p.bound[j] = whole.bound[order[j]];
+    p.dyn[j] = whole.dyn[order[j]];
+  }
+  return copy_planned(ctx, op, what, x, &p, out);
+}
+
+clb_status clb_permute(clb_context_t ctx, clb_tensor_t x, int ndims, const int *dims, clb_tensor_t *out) {
+  return permute(ctx, "permute", x, ndims, dims, out);
+}
+
+clb_status clb_transpose(clb_context_t ctx, clb_tensor_t x, int dim0, int dim1, clb_tensor_t *out) {
+  static const char *op = "transpose";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "x", x);
+  if (st != CLB_OK) return st;
+  char desc[96];
+  for (int k = 0; k < 2; k++) {
+    int d = k ? dim1 : dim0;
+    if (d < -x->rank || d >= x->rank)
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of x %s: dim%d = %d is outside x's rank %d", op,
+                            clb__tensor_desc(x, desc, sizeof desc), k, d, x->rank);
+  }
+  int dims[CLB_MAX_RANK];
+  for (int d = 0; d < x->rank; d++) dims[d] = d;
+  int a = dim0 < 0 ? dim0 + x->rank : dim0, b = dim1 < 0 ? dim1 + x->rank : dim1;
+  dims[a] = b;
+  dims[b] = a;
+  return permute(ctx, op, x, x->rank, dims, out);
 }
 
 clb_status clb_basic_index(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys, clb_tensor_t *out) {

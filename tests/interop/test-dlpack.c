@@ -561,6 +561,8 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("loss", clb_loss(ctx, CLB_LOSS_MSE, a, c, &o_, NULL));
     AGREE("slice", clb_slice(ctx, a, 1, -3, INT64_MAX, 2, &o_));
     AGREE("index", clb_index(ctx, a, 0, -1, &o_));
+    AGREE("transpose", clb_transpose(ctx, a, 0, 1, &o_));
+    AGREE("permute", clb_permute(ctx, a, 2, (const int[]){1, 0}, &o_));
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);

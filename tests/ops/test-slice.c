@@ -1,5 +1,6 @@
 /* test-slice.c: numpy's basic indexing (clb_basic_index, clb_slice, clb_index)
- * against a plain-C reference of Python's slice semantics: every length and
+ * and its permuted copies (clb_permute, clb_transpose) against plain-C
+ * references of Python's slice semantics and of numpy.transpose: every length and
  * bound for small dims (negative starts, stops and steps, omitted ends as
  * INT64_MIN / INT64_MAX), the data of several dims at sizes that change per
  * call (0, 1, around the work-group, the bound) for every element size, with
@@ -182,6 +183,86 @@ static const struct {
 } exprs[] = {EXPR(e_empty), EXPR(e_mixed), EXPR(e_rev), EXPR(e_tail), EXPR(e_steps), EXPR(e_point), EXPR(e_back),
              {0, NULL}};
 
+/* x with its dims in the order p (rank xr, actual dims xd, values xv) on the
+ * host: the output's dims into od and values into ov; returns the count.
+ * Written as a walk over x, each element put where the permutation sends it. */
+static int64_t ref_permute(int xr, const int64_t *xd, const double *xv, const int *p, int64_t *od, double *ov) {
+  int64_t n = 1, ostride[CLB_MAX_RANK], acc = 1;
+  for (int j = 0; j < xr; j++) od[j] = xd[p[j]];
+  for (int j = xr - 1; j >= 0; j--) {
+    ostride[j] = acc;
+    acc *= od[j];
+  }
+  for (int d = 0; d < xr; d++) n *= xd[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = i, c[CLB_MAX_RANK], o = 0;
+    for (int d = xr - 1; d >= 0; d--) {
+      c[d] = r % xd[d];
+      r /= xd[d];
+    }
+    for (int j = 0; j < xr; j++) o += c[p[j]] * ostride[j];
+    ov[o] = xv[i];
+  }
+  return n;
+}
+
+/* clb_permute (every order of a [<=70, <=5, 3] tensor's dims) and clb_transpose
+ * at sizes that change per call, against ref_permute: the output's dims, bounds
+ * and dynamic flags follow x's dims; canaries past each output; no host sync and
+ * no program built after the first size. */
+static void per_dtype_permute(clb_context_t ctx, clb_dtype dt) {
+  static double xv[70 * 5 * 3], want[70 * 5 * 3], got[70 * 5 * 3 + 1];
+  static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const int64_t b[3] = {70, 5, 3};
+  const uint8_t dyn[3] = {1, 1, 0};
+  static const int64_t sizes[][3] = {{65, 4, 3}, {0, 5, 3}, {1, 1, 3}, {70, 5, 3}, {63, 2, 3}};
+  const int nsizes = clb_test_small() ? 2 : 5;
+  clb_tensor_t x = NULL, outs[7] = {0};
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 3, b, dyn, &x));
+  ops_gen(dt, 70 * 5 * 3, 0.9, xv);
+  ops_roundtrip(dt, xv, 70 * 5 * 3);
+  uint64_t builds = 0;
+  for (int si = 0; si < nsizes; si++) {
+    clb_test_write(ctx, x, sizes[si], xv);
+    if (si == 1) builds = clb_test_counter_builds(ctx);
+    for (int e = 0; e < 7; e++) { /* the six orders, then transpose(x, -1, 0) */
+      static const int swap02[3] = {2, 1, 0};
+      const int *p = e < 6 ? perms[e] : swap02;
+      int64_t od[3], gd[CLB_MAX_RANK];
+      int64_t count = ref_permute(3, sizes[si], xv, p, od, want);
+      if (outs[e]) clb_test_canary_fill(ctx, outs[e]);
+      uint64_t syncs = clb_test_counter_syncs(ctx);
+      if (e < 6) {
+        int neg[3] = {p[0] - 3 * (e & 1), p[1], p[2]}; /* a negative dim counts from the end */
+        CL_OK(ctx, clb_permute(ctx, x, 3, neg, &outs[e]));
+      } else {
+        CL_OK(ctx, clb_transpose(ctx, x, -1, 0, &outs[e]));
+      }
+      EXPECT_EQ_I(clb_test_counter_syncs(ctx), syncs);
+      EXPECT_EQ_I(clb_tensor_rank(outs[e]), 3);
+      int64_t ob[3];
+      clb_tensor_bounds(outs[e], ob);
+      for (int j = 0; j < 3; j++) {
+        EXPECT_EQ_I(ob[j], b[p[j]]);
+        EXPECT_EQ_I(clb_tensor_is_dynamic(outs[e], j), dyn[p[j]]);
+      }
+      int64_t n = clb_test_read(ctx, outs[e], gd, got, 70 * 5 * 3 + 1);
+      EXPECT_EQ_I(n, count);
+      for (int d = 0; d < 3; d++) EXPECT_EQ_I(gd[d], od[d]);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n && i < count; i++) bad += !ops_same(got[i], want[i]);
+      if (bad) CLB_FAIL_AT("%s permute (%d, %d, %d) sizes [%lld, %lld, 3]: %lld of %lld elements differ",
+                           clb_dtype_name(dt), p[0], p[1], p[2], (long long)sizes[si][0], (long long)sizes[si][1],
+                           (long long)bad, (long long)count);
+      if (si > 0) clb_test_canary_check(ctx, outs[e], (size_t)count * clb_dtype_size(dt), "permute output");
+      cases++;
+    }
+  }
+  EXPECT_EQ_I(clb_test_counter_builds(ctx), builds);
+  for (int e = 0; e < 7; e++) clb_tensor_free(outs[e]);
+  clb_tensor_free(x);
+}
+
 /* The expressions for every element size, dynamic sizes changing per call,
  * against the reference; canaries past each output; no host sync in the ops
  * and no program built after the first size. */
@@ -225,6 +306,7 @@ static void per_dtype(clb_context_t ctx, clb_dtype dt, int first) {
   EXPECT_EQ_I(clb_test_counter_builds(ctx), builds); /* a new size builds nothing */
   for (int e = 0; e < NE; e++) clb_tensor_free(outs[e]);
   clb_tensor_free(x);
+  per_dtype_permute(ctx, dt);
 }
 
 static void test_errors(clb_context_t ctx) {
@@ -324,6 +406,39 @@ static void test_errors(clb_context_t ctx) {
   EXPECT_EQ_I(clb_test_read(ctx, z0, got_dims, got, 1), 1);
   EXPECT_TRUE(got[0] == 3.5);
   EXPECT_STATUS(ctx, clb_index(ctx, z, 0, 0, &r), CLB_ERR_INVALID_ARG, "of rank 0");
+
+  /* permute and transpose: dims that are not a permutation of x's, refused at once */
+  const int p10[2] = {1, 0}, p00[2] = {0, 0}, p12[2] = {1, 2}, p0[1] = {0};
+  EXPECT_STATUS(ctx, clb_permute(ctx, y, 2, p00, &r), CLB_ERR_INVALID_ARG, "dim 0 appears twice");
+  EXPECT_STATUS(ctx, clb_permute(ctx, y, 2, p12, &r), CLB_ERR_INVALID_ARG, "dim 2 is outside x's rank 2");
+  EXPECT_STATUS(ctx, clb_permute(ctx, y, 1, p0, &r), CLB_ERR_INVALID_ARG, "1 dims given for x of rank 2");
+  EXPECT_STATUS(ctx, clb_permute(ctx, y, 2, NULL, &r), CLB_ERR_NULL, "dims is NULL");
+  EXPECT_STATUS(ctx, clb_permute(ctx, y, 2, p10, NULL), CLB_ERR_NULL, "out is NULL");
+  EXPECT_STATUS(ctx, clb_transpose(ctx, y, 0, 2, &r), CLB_ERR_INVALID_ARG, "dim1 = 2 is outside x's rank 2");
+  EXPECT_STATUS(ctx, clb_transpose(ctx, y, -3, 1, &r), CLB_ERR_INVALID_ARG, "dim0 = -3");
+  EXPECT_TRUE(clb_transpose(NULL, y, 0, 1, &r) == CLB_ERR_NULL);
+  EXPECT_TRUE(r == NULL);
+  same = y;
+  EXPECT_STATUS(ctx, clb_transpose(ctx, y, 0, 1, &same), CLB_ERR_INVALID_ARG, "transpose copies into another tensor");
+  /* y is [4, <=6] at [4, 2]: its transpose [<=6, 4] at [2, 4]; a dim with itself copies */
+  CL_OK(ctx, clb_transpose(ctx, y, 1, 0, &r));
+  EXPECT_EQ_I(clb_test_read(ctx, r, got_dims, got, 8), 8);
+  EXPECT_EQ_I(got_dims[0], 2);
+  EXPECT_EQ_I(got_dims[1], 4);
+  const double yt[8] = {5, 7, 9, 11, 6, 8, 10, 12};
+  for (int i = 0; i < 8; i++) EXPECT_TRUE(got[i] == yt[i]);
+  clb_tensor_free(r);
+  r = NULL;
+  CL_OK(ctx, clb_transpose(ctx, y, 1, -1, &r));
+  EXPECT_EQ_I(clb_test_read(ctx, r, got_dims, got, 8), 8);
+  for (int i = 0; i < 8; i++) EXPECT_TRUE(got[i] == v[i]);
+  clb_tensor_free(r);
+  r = NULL;
+  /* 0-d: the empty permutation copies it */
+  CL_OK(ctx, clb_permute(ctx, z, 0, NULL, &r));
+  EXPECT_EQ_I(clb_test_read(ctx, r, got_dims, got, 1), 1);
+  EXPECT_TRUE(got[0] == 3.5);
+  clb_tensor_free(r);
 
   clb_tensor_free(z);
   clb_tensor_free(z1);
