@@ -614,17 +614,16 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     def tr(a: Any) -> bool:
         return bool(trans.get(a, False)) if isinstance(a, torch.fx.Node) else False
 
-    def plain(*xs: Any) -> None:
-        for x in xs:
-            if tr(x) and not _vector_like(x):
-                raise Unsupported(f"{name}: a transposed matrix as an elementwise operand")
-
     def val(env: Dict[Any, Any], a: Any) -> Any:
-        """A tensor argument as a plain Tensor (a transposed vector is a reshape)."""
+        """A tensor argument as a plain Tensor: a transposed vector is a reshape
+        (no copy), a transposed matrix a copy on the device (clb_transpose)."""
         v = _arg(env, a)
         if isinstance(v, _V):
             if v.trans:
-                return env["__ctx__"].reshape(v.t, _reshape_spec(_meta(a).shape, name))
+                ctx = env["__ctx__"]
+                if _vector_like(a):
+                    return ctx.reshape(v.t, _reshape_spec(_meta(a).shape, name))
+                return ctx.transpose(v.t, 0, 1)
             return v.t
         return v
 
@@ -643,8 +642,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             return (lambda ctx, env: None), False
         if tgt is aten.sym_size.int:
             src, d = args[0], args[1]
-            if tr(src):
-                raise Unsupported(f"{name}: size of a transposed matrix")
+            if tr(src):  # the dim of the untransposed tensor, no copy
+                return (lambda ctx, env: _Sym(lambda: env[src].t.shape[1 - d % 2])), False
             return (lambda ctx, env: _Sym(lambda: val(env, src).shape[d])), False
         op = _SYM[tgt]
 
@@ -674,8 +673,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _RESHAPE:
         src = args[0]
         spec = _reshape_spec(_meta(node).shape, name)
-        if tr(src) and not _vector_like(src):
-            raise Unsupported(f"{name}: reshape of a transposed matrix")
 
         def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:
             return _V(ctx.reshape(val(env, src), spec))
@@ -688,8 +685,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         if beta != 1 or alpha != 1:
             raise Unsupported(f"{name}: beta={beta}, alpha={alpha}")
         bm = _meta(bias) if bias is not None else None
-        if bias is not None:
-            plain(bias)
         use_linear = bias is not None and bm is not None and bm.dim() == 1 and tr(b) and not tr(a)
 
         def mm(ctx: Context, env: Dict[Any, Any]) -> _V:
@@ -713,7 +708,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         for a in (x, y):
             if not isinstance(a, torch.fx.Node):
                 _scalar(a, name)
-        plain(*[a for a in (x, y) if isinstance(a, torch.fx.Node)])
         rounding = kw.get("rounding_mode")
         if rounding is not None:
             raise Unsupported(f"{name}: rounding_mode={rounding}")
@@ -730,27 +724,23 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _UNARY:
         op = _UNARY[tgt]
         src = args[0]
-        plain(src)
         return (lambda ctx, env: _V(ctx.unary(op, val(env, src)))), False
 
     if tgt in _UNARY_BW_OUT:
         op = _UNARY_BW_OUT[tgt]
         dy, y = args[0], args[1]
-        plain(dy, y)
         return (lambda ctx, env: _V(ctx.unary_backward(op, val(env, dy), y=val(env, y)))), False
 
     if tgt is aten.threshold_backward.default:
         dy, x, thr = args[0], args[1], args[2]
         if thr != 0:
             raise Unsupported(f"{name}: threshold {thr}")
-        plain(dy, x)
         # relu's backward: dy where x > 0 (x is relu's input or output: the same sign test)
         return (lambda ctx, env: _V(ctx.unary_backward("relu", val(env, dy), x=val(env, x)))), False
 
     if tgt in _COMPARE:
         op = _COMPARE[tgt]
         x, y = args[0], args[1]
-        plain(*[a for a in (x, y) if isinstance(a, torch.fx.Node)])
         if not isinstance(y, torch.fx.Node):
             _scalar(y, name)
         return (lambda ctx, env: _V(ctx.compare(op, val(env, x), val(env, y)))), False
@@ -758,7 +748,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _REDUCE:
         op = _REDUCE[tgt]
         src = args[0]
-        plain(src)
         m = _meta(src)
         dims = args[1] if len(args) > 1 else kw.get("dim")
         keepdim = bool(args[2] if len(args) > 2 else kw.get("keepdim", False))
@@ -795,7 +784,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             raise Unsupported(f"{name}: weight")
         if reduction != 1:
             raise Unsupported(f"{name}: reduction {reduction} (only mean runs on clbound)")
-        plain(pred, target)
         if not bw:
             return (lambda ctx, env: _V(ctx.loss(kind, val(env, pred), val(env, target), need_grad=False)[0])), False
 
@@ -807,7 +795,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _CAST:
         src = args[0]
         want = _meta(node)
-        plain(src)
         for k in kw:
             if k not in ("dtype", "layout", "device", "pin_memory", "memory_format", "non_blocking"):
                 raise Unsupported(f"{name}: {k}=")
@@ -820,17 +807,14 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt is aten.nonzero.default:
         src = args[0]
-        plain(src)
         return (lambda ctx, env: _V(ctx.nonzero(val(env, src)))), False
 
     if tgt is aten.masked_select.default:
         x, mask = args[0], args[1]
-        plain(x, mask)
         return (lambda ctx, env: _V(ctx.masked_select(val(env, x), val(env, mask)))), False
 
     if tgt is aten.masked_scatter.default:
         x, mask, src = args[0], args[1], args[2]
-        plain(x, mask, src)
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
 
     raise Unsupported(str(tgt))

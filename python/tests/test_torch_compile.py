@@ -339,6 +339,44 @@ def test_unsupported_op_is_a_logged_graph_break(caplog):
     assert s["calls"] > 0, s  # the parts around cumsum ran on clbound
 
 
+class TransposedMath(torch.nn.Module):
+    """Elementwise ops and a reshape on transposed matrices."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.l(x).t()                    # [3, n]: a lazy transpose
+        z = torch.relu(h * 2.0 + 1.0) - h    # elementwise on it: a copy on the device
+        return z, (x.t() * 0.5).reshape(-1)  # a reshape of a transposed input
+
+
+def test_transposed_matrices_stay_in_the_graph():
+    torch.manual_seed(0)
+    model = TransposedMath()
+    compiled = torch.compile(model, backend="clbound")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for n in batch_sizes(6, 2, 12):
+        x = torch.randn(n, 4)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, got_r = compiled(x)
+        want, want_r = model(x)
+        assert got.shape == want.shape == (3, n) and got_r.shape == want_r.shape == (4 * n,)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(got_r.numpy(), want_r.numpy(), rtol=0, atol=0)
+        opt.zero_grad()
+        (got * torch.arange(3.0).unsqueeze(1)).sum().backward()
+        g_clb = [p.grad.clone() for p in model.parameters()]
+        opt.zero_grad()
+        (want * torch.arange(3.0).unsqueeze(1)).sum().backward()
+        for a, w in zip(g_clb, (p.grad for p in model.parameters())):
+            np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_transpose: "a transposed matrix as an elementwise operand"
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 # ---- a data-dependent op inside the compiled graph gives its own bound ----
 
 @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
