@@ -560,6 +560,58 @@ def _arg(env: Dict[Any, Any], a: Any) -> Any:
     return a
 
 
+def _is_size(a: Any) -> bool:
+    """Whether the FX node a is a size (a SymInt, or an int Dynamo passes):
+    a host int when a call runs."""
+    return isinstance(_meta(a), (torch.SymInt, int)) and not isinstance(_meta(a), bool)
+
+
+def _lower_expand(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """aten.expand(x, sizes) as x * ones, broadcast. The ones tensor has the
+    target's rank; a dim that x has with a size other than a static 1 is a
+    static 1 there (broadcasting keeps x's own size, its actual one on the
+    device), and a dim that x lacks or has as a static 1 is the target's,
+    whose actual size each call takes from its host int (a constant, a size
+    Dynamo passes, or sums and products of them) through a shape-record
+    write: no host sync. The ones are filled once. x * 1 is x exactly
+    (signed zeros, infinities and NaN included; bools: x and True)."""
+    src, sizes = node.args[0], list(node.args[1])
+    want, have = _meta(node), _meta(src)
+    if want is None or have is None or len(sizes) != want.dim() or have.dim() > want.dim():
+        raise Unsupported(f"{name}: sizes {sizes}")
+    for sz in sizes:
+        if isinstance(sz, torch.fx.Node) and not _is_size(sz):
+            raise Unsupported(f"{name}: size {sz.name} is not a size")
+    npdt = _np_dtype(want.dtype, name)
+    lead = want.dim() - have.dim()
+    bounds, dynamic, takes = [], [], []  # takes: the dims whose size comes from `sizes`
+    for d, s in enumerate(want.shape):
+        xd = have.shape[d - lead] if d >= lead else None
+        if xd is not None and (_is_sym(xd) or int(xd) != 1):
+            bounds.append(1)
+            dynamic.append(False)
+        elif _is_sym(s):
+            bounds.append(_upper_bound(s, node, d))
+            dynamic.append(True)
+            takes.append(d)
+        else:
+            bounds.append(int(s))
+            dynamic.append(False)
+    held: Dict[str, Tensor] = {}  # the ones tensor, made at the first call on the graph's context
+
+    def expand(ctx: Context, env: Dict[Any, Any]) -> _V:
+        ones = held.get("ones")
+        if ones is None:
+            ones = held["ones"] = ctx.full(tuple(bounds), 1, dtype=npdt, dynamic=tuple(dynamic))
+        if takes:
+            actual = list(bounds)
+            for d in takes:
+                actual[d] = int(_force(_arg(env, sizes[d])))
+            ones.set_sizes(actual)
+        return _V(ctx.mul(val(env, src), ones))
+    return expand
+
+
 def _scalar(a: Any, what: str) -> Any:
     if isinstance(a, (bool, int, float)):
         return a
@@ -594,7 +646,7 @@ _LOSS = {aten.binary_cross_entropy.default: "bce", aten.mse_loss.default: "mse"}
 _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_backward.default: "mse"}
 _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
-          aten.masked_select.default, aten.masked_scatter.default}
+          aten.masked_select.default, aten.masked_scatter.default, aten.expand.default}
 _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
         operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
         operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
@@ -652,9 +704,13 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             return op(a, b)
         return (lambda ctx, env: _Sym(lambda: sym(ctx, env))), False
 
-    for a in args:  # a tensor op: no host int among its operands
-        if isinstance(a, torch.fx.Node) and not isinstance(_meta(a), torch.Tensor):
+    for a in args:  # a tensor op: no host int among its operands, but a size as a binary op's scalar
+        if isinstance(a, torch.fx.Node) and not isinstance(_meta(a), torch.Tensor) and not (
+                (tgt in _BINARY or tgt in _RSUB) and _is_size(a)):
             raise Unsupported(f"{name}: operand {a.name} is not a tensor")
+
+    if tgt is aten.expand.default:
+        return _lower_expand(node, name, val), False
 
     if tgt in _TRANSPOSE:
         src = args[0]
@@ -713,7 +769,7 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             raise Unsupported(f"{name}: rounding_mode={rounding}")
 
         def binary(ctx: Context, env: Dict[Any, Any]) -> _V:
-            vx, vy = val(env, x), val(env, y)
+            vx, vy = _force(val(env, x)), _force(val(env, y))  # a size operand: its host int
             if alpha != 1:
                 vy = ctx.mul(vy, alpha) if isinstance(vy, Tensor) else vy * alpha
             if not isinstance(vx, Tensor) and not isinstance(vy, Tensor):

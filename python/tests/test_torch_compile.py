@@ -377,6 +377,47 @@ def test_transposed_matrices_stay_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Reductions(torch.nn.Module):
+    """Sums and means inside the compiled model (their backwards expand and
+    divide by a size) and expand in the model itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+        self.scale = torch.nn.Parameter(torch.tensor([[0.5, -1.0, 2.0]]))
+
+    def forward(self, x):
+        h = self.l(x)                                       # [n, 3]
+        s = h.sum(1, keepdim=True).expand(-1, 3) * h        # -1: x's own, dynamic size
+        g = self.scale.expand(x.shape[0], 3)                # a size Dynamo passes
+        return s.mean(0) + h.mean() + (h * g).sum(1).sum() + h.mean(0).sum()
+
+
+def test_reductions_and_expand_stay_in_the_graph():
+    torch.manual_seed(0)
+    model = Reductions()
+    compiled = torch.compile(model, backend="clbound")
+    for n in batch_sizes(6, 2, 12):
+        x = torch.randn(n, 4)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got = compiled(x)
+        want = model(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+        for p in model.parameters():
+            p.grad = None
+        (got * torch.tensor([1.0, -2.0, 3.0])).sum().backward()
+        g_clb = [p.grad.clone() for p in model.parameters()]
+        for p in model.parameters():
+            p.grad = None
+        (want * torch.tensor([1.0, -2.0, 3.0])).sum().backward()
+        for a, w in zip(g_clb, (p.grad for p in model.parameters())):
+            np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+    s = cd.stats()
+    # before: aten.expand.default and aten.div.Scalar by a size were graph breaks
+    assert s["graph_breaks"] == 0, s
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 # ---- a data-dependent op inside the compiled graph gives its own bound ----
 
 @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
