@@ -646,7 +646,8 @@ _LOSS = {aten.binary_cross_entropy.default: "bce", aten.mse_loss.default: "mse"}
 _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_backward.default: "mse"}
 _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
-          aten.masked_select.default, aten.masked_scatter.default, aten.expand.default}
+          aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
+          aten.index_put.default}
 _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
         operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
         operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
@@ -873,7 +874,42 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
 
+    if tgt in (aten.index.Tensor, aten.index_put.default):
+        # x[mask] and x[mask] = values with one bool mask of x's own shape: what
+        # masked_select and masked_scatter do
+        x, idx = args[0], args[1]
+        mask = idx[0] if isinstance(idx, (list, tuple)) and len(idx) == 1 else None
+        if not (isinstance(mask, torch.fx.Node) and _same_shape(_meta(mask), _meta(x))
+                and _meta(mask).dtype == torch.bool):
+            raise Unsupported(f"{name}: indices other than one bool mask of x's shape")
+        if tgt is aten.index.Tensor:
+            return (lambda ctx, env: _V(ctx.masked_select(val(env, x), val(env, mask)))), False
+        values = args[2]
+        accumulate = args[3] if len(args) > 3 else kw.get("accumulate", False)
+        vm = _meta(values)
+        if accumulate:
+            raise Unsupported(f"{name}: accumulate=True")
+        # only as many values as the mask has true elements, a count only the
+        # device knows (x[mask] = y[mask]); a fixed number may be a broadcast
+        if not (isinstance(values, torch.fx.Node) and isinstance(vm, torch.Tensor) and vm.dim() == 1
+                and _is_sym(vm.shape[0]) and vm.dtype == _meta(x).dtype):
+            raise Unsupported(f"{name}: values other than a 1-d tensor of a data-dependent count of x's dtype")
+        return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, values)))), False
+
     raise Unsupported(str(tgt))
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    """Whether two tensors' shapes are the same: equal ints, or the same
+    symbolic expression, dim by dim (no guard added)."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dim() != b.dim():
+        return False
+    for p, q in zip(a.shape, b.shape):
+        if _is_sym(p) != _is_sym(q):
+            return False
+        if (p.node.expr != q.node.expr) if _is_sym(p) else int(p) != int(q):
+            return False
+    return True
 
 
 # ---- fusing a Linear layer's ops into clbound's linear ops ----

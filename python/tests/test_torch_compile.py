@@ -443,6 +443,41 @@ def test_nonzero_inside_the_graph_bounds_the_batch():
     assert s["graph_breaks"] == 0, s
 
 
+@torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
+def test_boolean_indexing_is_masked_select_and_scatter():
+    def f(x, y):
+        m = x > 0
+        z = x.clone()
+        z[m] = y[m] * 2.0       # aten.index_put with as many values as m has trues
+        return z, x[m] + 1.0    # aten.index: masked_select
+
+    def broadcast(x):
+        z = x.clone()
+        z[x > 0] = torch.ones(1)  # one value for every true: torch broadcasts it
+        return z
+
+    g = torch.Generator().manual_seed(3)
+    data = []
+    for n in batch_sizes(5, 2, 12):
+        x, y = torch.randn(n, 3, generator=g), torch.randn(n, 3, generator=g)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        torch._dynamo.mark_dynamic(y, 0, min=2, max=16)
+        data.append((x, y))
+    compiled = torch.compile(f, backend="clbound")
+    for x, y in data:
+        with torch.no_grad():
+            (gz, gs), (wz, ws) = compiled(x, y), f(x, y)
+        assert gz.shape == wz.shape and gs.shape == ws.shape, (gz.shape, gs.shape)
+        np.testing.assert_array_equal(gz.numpy(), wz.numpy())
+        np.testing.assert_array_equal(gs.numpy(), ws.numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    compiled_b = torch.compile(broadcast, backend="clbound")
+    for x, _ in data:  # a graph break, and the value torch gives
+        with torch.no_grad():
+            np.testing.assert_array_equal(compiled_b(x).numpy(), broadcast(x).numpy())
+    assert "aten.index_put.default" in cd.stats()["graph_break_ops"], cd.stats()
+
+
 def test_unchanged_parameters_are_not_uploaded_again():
     torch.manual_seed(0)
     model = WideMLP()
