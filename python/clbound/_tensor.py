@@ -108,6 +108,13 @@ class Tensor:
             dims += ","
         return f"<clbound.Tensor {self.dtype} shape={self.shape} bounds=({dims})>"
 
+    def __str__(self) -> str:
+        """The live elements as numpy prints them (print(t): one host sync, the
+        read); repr() gives the dtype, shape and bounds."""
+        if not self._h:
+            return repr(self)
+        return str(self.numpy())
+
     # ---- facts ------------------------------------------------------------------
 
     @property
@@ -342,6 +349,13 @@ class Tensor:
         """A copy converted to dtype on the device (torch.Tensor.to(dtype))."""
         return self.ctx.cast(self, dtype)
 
+    def copy(self) -> "Tensor":
+        """numpy's a.copy(), torch's t.clone(): a new tensor with the same
+        bounds, dynamic dims, actual sizes and values, copied on the device."""
+        return self.ctx.unary("copy", self)
+
+    clone = copy
+
     def reshape(self, *shape: Any) -> "Tensor":
         """A view with another shape (Context.reshape): t.reshape(-1, 3) or
         t.reshape((-1, 3))."""
@@ -561,6 +575,30 @@ class Tensor:
         return self.ctx._operator("ne", self, other)
 
     __hash__ = object.__hash__  # by identity, as torch.Tensor (== is elementwise)
+
+    # ---- PyTorch's dtype shorthands: last in the class, since their names shadow
+    # the builtins for whatever the class body defines after them (a type checker
+    # reading `-> int` there would take the method) ----
+
+    def float(self) -> "Tensor":
+        """torch's t.float(): a float32 copy on the device (clb_cast)."""
+        return self.ctx.cast(self, np.float32)
+
+    def double(self) -> "Tensor":
+        """torch's t.double(): a float64 copy on the device (clb_cast)."""
+        return self.ctx.cast(self, np.float64)
+
+    def long(self) -> "Tensor":
+        """torch's t.long(): an int64 copy on the device (clb_cast)."""
+        return self.ctx.cast(self, np.int64)
+
+    def int(self) -> "Tensor":
+        """torch's t.int(): an int32 copy on the device (clb_cast)."""
+        return self.ctx.cast(self, np.int32)
+
+    def bool(self) -> "Tensor":
+        """torch's t.bool(): a bool copy on the device, nonzero as True (clb_cast)."""
+        return self.ctx.cast(self, np.bool_)
 
 
 def convert(array: Any, dtype: np.dtype, casting: str) -> np.ndarray:

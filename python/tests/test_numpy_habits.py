@@ -326,3 +326,25 @@ def test_public_api_is_typed():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "shape" in clbound.Tensor.__doc__ and "bounds" in clbound.Tensor.__doc__
+
+
+def test_print_copies_and_torch_dtype_shorthands(ctx):
+    a = np.array([[1.5, -2.0, 0.0], [3.25, 0.5, -0.0]], np.float32)
+    x = ctx.from_numpy(a, bounds=(8, 3), dynamic=(True, False))
+    before = syncs(ctx)
+    assert str(x) == str(a)  # print(t) shows the values, as numpy's
+    assert syncs(ctx) == before + 1  # the read
+    assert repr(x) == "<clbound.Tensor float32 shape=(2, 3) bounds=(<=8, 3)>"
+    for c in (x.copy(), x.clone()):
+        assert c is not x and c.bounds == x.bounds and c.dynamic == x.dynamic and c.shape == (2, 3)
+        c += 1  # in place into the copy only
+        np.testing.assert_array_equal(c.numpy(), a + 1)
+    np.testing.assert_array_equal(x.numpy(), a)
+    for t, dt, want in ((x.float(), np.float32, a), (x.double(), np.float64, a.astype(np.float64)),
+                        (x.long(), np.int64, a.astype(np.int64)), (x.int(), np.int32, a.astype(np.int32)),
+                        (x.bool(), np.bool_, a != 0)):
+        assert t.dtype == np.dtype(dt) and t.bounds == (8, 3)
+        np.testing.assert_array_equal(t.numpy(), want)
+    f = x.copy()
+    f.free()
+    assert str(f) == "<clbound.Tensor freed>"
