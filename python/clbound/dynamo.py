@@ -647,7 +647,7 @@ _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_bac
 _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
           aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
-          aten.index_put.default}
+          aten.index_put.default, aten.slice.Tensor, aten.select.int}
 _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
         operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
         operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
@@ -707,7 +707,7 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     for a in args:  # a tensor op: no host int among its operands, but a size as a binary op's scalar
         if isinstance(a, torch.fx.Node) and not isinstance(_meta(a), torch.Tensor) and not (
-                (tgt in _BINARY or tgt in _RSUB) and _is_size(a)):
+                (tgt in _BINARY or tgt in _RSUB or tgt is aten.slice.Tensor) and _is_size(a)):
             raise Unsupported(f"{name}: operand {a.name} is not a tensor")
 
     if tgt is aten.expand.default:
@@ -873,6 +873,28 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt is aten.masked_scatter.default:
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
+
+    if tgt is aten.slice.Tensor:
+        # x[..., start:end:step, ...] at dim: clb_slice, whose Python semantics
+        # (negative values from the end of the actual size, ends clamped) are
+        # PyTorch's; start and end may be sizes Dynamo passes (host ints)
+        src = args[0]
+        dim, start, end, step = (list(args[1:]) + [None] * 4)[:4]
+        dim = kw.get("dim", 0 if dim is None else dim)
+        start, end, step = kw.get("start", start), kw.get("end", end), kw.get("step", 1 if step is None else step)
+        if not isinstance(dim, int) or not isinstance(step, int) or step <= 0:
+            raise Unsupported(f"{name}: dim {dim}, step {step}")
+
+        def slice_(ctx: Context, env: Dict[Any, Any]) -> _V:
+            lo, hi = (None if v is None else int(_force(_arg(env, v))) for v in (start, end))
+            return _V(ctx.slice(val(env, src), dim, lo, hi, step))
+        return slice_, False
+
+    if tgt is aten.select.int:  # x[..., index, ...] at dim, which the result drops: clb_index
+        src, dim, index = args[0], args[1], args[2]
+        if not isinstance(dim, int) or not isinstance(index, int):
+            raise Unsupported(f"{name}: dim {dim}, index {index}")
+        return (lambda ctx, env: _V(ctx.index(val(env, src), dim, index))), False
 
     if tgt in (aten.index.Tensor, aten.index_put.default):
         # x[mask] and x[mask] = values with one bool mask of x's own shape: what
