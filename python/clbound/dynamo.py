@@ -911,14 +911,28 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         vm = _meta(values)
         if accumulate:
             raise Unsupported(f"{name}: accumulate=True")
-        # only as many values as the mask has true elements, a count only the
-        # device knows (x[mask] = y[mask]); a fixed number may be a broadcast
+        # only as many values as the mask has true elements, known because the
+        # graph selected them with the same mask (x[m] = y[m] * 2): a fixed
+        # number may be a broadcast, and another count an error in PyTorch
         if not (isinstance(values, torch.fx.Node) and isinstance(vm, torch.Tensor) and vm.dim() == 1
-                and _is_sym(vm.shape[0]) and vm.dtype == _meta(x).dtype):
-            raise Unsupported(f"{name}: values other than a 1-d tensor of a data-dependent count of x's dtype")
+                and vm.dtype == _meta(x).dtype and _is_sym(vm.shape[0]) and any(
+                    _selects_with(n, mask) and _is_sym(_meta(n).shape[0])
+                    and _meta(n).shape[0].node.expr == vm.shape[0].node.expr for n in node.graph.nodes)):
+            raise Unsupported(f"{name}: values other than a 1-d tensor selected with the same mask")
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, values)))), False
 
     raise Unsupported(str(tgt))
+
+
+def _selects_with(n: torch.fx.Node, mask: torch.fx.Node) -> bool:
+    """Whether n is x[mask] or masked_select(x, mask) with this mask node: a
+    1-d result of as many elements as the mask has trues."""
+    if n.op != "call_function" or not isinstance(_meta(n), torch.Tensor) or _meta(n).dim() != 1:
+        return False
+    if n.target is aten.masked_select.default:
+        return n.args[1] is mask
+    return (n.target is aten.index.Tensor and isinstance(n.args[1], (list, tuple)) and len(n.args[1]) == 1
+            and n.args[1][0] is mask)
 
 
 def _same_shape(a: Any, b: Any) -> bool:

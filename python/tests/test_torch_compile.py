@@ -460,6 +460,11 @@ def test_boolean_indexing_is_masked_select_and_scatter():
         z[x > 0] = torch.ones(1)  # one value for every true: torch broadcasts it
         return z
 
+    def other_mask(x, y):
+        z = x.clone()
+        z[x > 0] = y[y > 0]  # counts PyTorch compares at run time (an error where they differ)
+        return z
+
     g = torch.Generator().manual_seed(3)
     data = []
     for n in batch_sizes(5, 2, 12):
@@ -479,6 +484,13 @@ def test_boolean_indexing_is_masked_select_and_scatter():
     for x, _ in data:  # a graph break, and the value torch gives
         with torch.no_grad():
             np.testing.assert_array_equal(compiled_b(x).numpy(), broadcast(x).numpy())
+    assert "aten.index_put.default" in cd.stats()["graph_break_ops"], cd.stats()
+    cd.reset_stats()
+    compiled_o = torch.compile(other_mask, backend="clbound")
+    x = torch.tensor([[1.0, -1.0, 2.0], [-3.0, 4.0, -5.0]])
+    y = torch.tensor([[-1.0, 7.0, 8.0], [9.0, -2.0, -6.0]])  # 3 trues each: PyTorch's check passes
+    with torch.no_grad():
+        np.testing.assert_array_equal(compiled_o(x, y).numpy(), other_mask(x, y).numpy())
     assert "aten.index_put.default" in cd.stats()["graph_break_ops"], cd.stats()
 
 
