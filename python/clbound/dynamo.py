@@ -648,13 +648,16 @@ _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
           aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
           aten.index_put.default, aten.slice.Tensor, aten.select.int}
+_SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
+_SOFTMAX_BW = {aten._softmax_backward_data.default: False, aten._log_softmax_backward_data.default: True}
 _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
         operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
         operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
         operator.mul: operator.mul, operator.floordiv: operator.floordiv}
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
-                      | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM))
+                      | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW))
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -873,6 +876,22 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt is aten.masked_scatter.default:
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
+
+    if tgt in _SOFTMAX or tgt in _SOFTMAX_BW:
+        # (log_)softmax over the last dim and its backward from the output:
+        # clb_softmax and clb_softmax_backward
+        log = _SOFTMAX[tgt] if tgt in _SOFTMAX else _SOFTMAX_BW[tgt]
+        src = args[0]
+        m = _meta(src)
+        dim = args[1] if tgt in _SOFTMAX else args[2]
+        if m is None or m.dim() == 0 or dim % m.dim() != m.dim() - 1:
+            raise Unsupported(f"{name}: over dim {dim} (clbound's softmax takes the last dim)")
+        if tgt in _SOFTMAX:
+            if args[2]:
+                raise Unsupported(f"{name}: half_to_float")
+            return (lambda ctx, env: _V(ctx.log_softmax(val(env, src)) if log else ctx.softmax(val(env, src)))), False
+        dy, y = args[0], args[1]
+        return (lambda ctx, env: _V(ctx.softmax_backward(val(env, y), val(env, dy), log=log))), False
 
     if tgt is aten.slice.Tensor:
         # x[..., start:end:step, ...] at dim: clb_slice, whose Python semantics

@@ -531,6 +531,48 @@ def test_slices_and_selects_stay_in_the_graph():
         np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
 
 
+class Classifier(torch.nn.Module):
+    """log_softmax over classes, NLL outside the compiled model (PyTorch's
+    classifier idiom), and a softmax output."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 16)
+        self.fc2 = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.fc2(torch.relu(self.fc1(x)))
+        return torch.log_softmax(h, dim=1), torch.softmax(h, dim=-1)
+
+
+def test_softmax_and_log_softmax_train_in_the_graph():
+    torch.manual_seed(0)
+    eager_model = Classifier()
+    clb_model = Classifier()
+    clb_model.load_state_dict(eager_model.state_dict())
+    compiled = torch.compile(clb_model, backend="clbound")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.2) for m in (eager_model, clb_model)]
+    g = torch.Generator().manual_seed(5)
+    losses = {"eager": [], "clbound": []}
+    for n in batch_sizes(12, 2, 16):
+        x = torch.randn(n, 6, generator=g)
+        y = torch.randint(0, 5, (n,), generator=g)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        for key, run, opt in (("eager", eager_model, opts[0]), ("clbound", compiled, opts[1])):
+            logp, p = run(x)
+            assert logp.shape == p.shape == (n, 5)
+            loss = torch.nn.functional.nll_loss(logp, y) + 0.1 * (p * p).sum() / n
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses[key].append(loss.item())
+    np.testing.assert_allclose(losses["clbound"], losses["eager"], rtol=0, atol=LOSS_TOL)
+    assert losses["eager"][-1] < losses["eager"][0]  # it learns
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # softmax, log_softmax and both backwards on clbound
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 def test_unchanged_parameters_are_not_uploaded_again():
     torch.manual_seed(0)
     model = WideMLP()
