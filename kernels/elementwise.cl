@@ -1,5 +1,5 @@
-/* elementwise.cl: unary, binary and comparison (with broadcasting), fill and
- * cast kernels.
+/* elementwise.cl: unary, binary and comparison (with broadcasting), where
+ * (cond ? a : b, broadcast), fill and cast kernels.
  * Built with: TA (input type), TOUT (output type), one OP_<NAME> selecting the
  * operation, TA_FLOAT for floating inputs, and for binary RANK (output rank) and
  * FLAT (no dim broadcasts). Comparisons are binary kernels whose TOUT is bool. */
@@ -145,5 +145,65 @@ __kernel void ew_binary(CLB_DATA(const TA, a), __global const long *sa, int ra,
     out[i] = OPF(x, y);
   }
 #endif
+}
+#endif
+
+#ifdef EW_WHERE
+#ifndef RANK1
+#define RANK1 (RANK > 0 ? RANK : 1)
+#endif
+/* out = cond ? a : b, broadcast. bm*: bit d set where that operand broadcasts
+ * at output dim d (a static 1 or a missing leading dim). The others must agree
+ * at run time: a mismatch raises a deferred-check error and the smallest size
+ * is used, so nothing goes past a bound. */
+__kernel void ew_where(CLB_DATA(const uchar, c), __global const long *sc, int rc,
+                       CLB_DATA(const TA, a), __global const long *sa, int ra,
+                       CLB_DATA(const TA, b), __global const long *sb, int rb,
+                       CLB_DATA(TA, out), __global long *so, uint bmc, uint bma, uint bmb,
+                       __global int *st, uint launch) {
+  CLB_DATA_AT(const uchar, c);
+  CLB_DATA_AT(const TA, a);
+  CLB_DATA_AT(const TA, b);
+  CLB_DATA_AT(TA, out);
+  long od[RANK1], strc[RANK1], stra[RANK1], strb[RANK1];
+  long n = 1, acc_c = 1, acc_a = 1, acc_b = 1;
+  for (int d = RANK - 1; d >= 0; d--) {
+    long dc = d >= RANK - rc ? sc[d - (RANK - rc)] : 1;
+    long da = d >= RANK - ra ? sa[d - (RANK - ra)] : 1;
+    long db = d >= RANK - rb ? sb[d - (RANK - rb)] : 1;
+    long o = -1;
+    if (!((bmc >> d) & 1u)) o = dc;
+    if (!((bma >> d) & 1u)) {
+      if (o >= 0 && da != o && clb_first_item()) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, o, da);
+      o = o < 0 ? da : min(o, da);
+    }
+    if (!((bmb >> d) & 1u)) {
+      if (o >= 0 && db != o && clb_first_item()) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, o, db);
+      o = o < 0 ? db : min(o, db);
+    }
+    if (o < 0) o = 1;
+    od[d] = o;
+    n *= o;
+    strc[d] = ((bmc >> d) & 1u) ? 0 : acc_c;
+    stra[d] = ((bma >> d) & 1u) ? 0 : acc_a;
+    strb[d] = ((bmb >> d) & 1u) ? 0 : acc_b;
+    acc_c *= dc;
+    acc_a *= da;
+    acc_b *= db;
+  }
+  /* in place (out is a or b): the record stays as it is */
+  if (clb_first_item() && CLB_OWN_RECORD(so, sa) && CLB_OWN_RECORD(so, sb))
+    for (int d = 0; d < RANK; d++) so[d] = od[d];
+  CLB_FOR_CHUNK(i, n) {
+    long r = i, ic = 0, ia = 0, ib = 0;
+    for (int d = RANK - 1; d >= 0; d--) {
+      long k = r % od[d];
+      r /= od[d];
+      ic += k * strc[d];
+      ia += k * stra[d];
+      ib += k * strb[d];
+    }
+    out[i] = c[ic] ? a[ia] : b[ib];
+  }
 }
 #endif

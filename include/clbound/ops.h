@@ -79,6 +79,13 @@ typedef enum clb_compare_op {
 CLB_API clb_status clb_compare(clb_context_t ctx, clb_compare_op op, clb_tensor_t a,
                                clb_tensor_t b, clb_tensor_t *out);
 
+/* out = cond ? a : b elementwise (numpy.where, torch.where): cond bool, a and b
+ * of one dtype (any, bool included), the three broadcast as clb_binary's two
+ * (a mismatch of actual sizes is a deferred check on the device). out has a's
+ * dtype. One launch, no host sync. */
+CLB_API clb_status clb_where(clb_context_t ctx, clb_tensor_t cond, clb_tensor_t a, clb_tensor_t b,
+                             clb_tensor_t *out);
+
 /* out = op(a), same dtype and shape. */
 CLB_API clb_status clb_unary(clb_context_t ctx, clb_unary_op op, clb_tensor_t a,
                              clb_tensor_t *out);

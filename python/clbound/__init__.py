@@ -724,6 +724,27 @@ class Context:
         hx, hy = self._arg(x, "a"), self._arg(y, "b")
         return self._out(out, lambda o: L.binary(self._h, code, hx, hy, o))
 
+    def where(self, cond: Tensor, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
+        """numpy.where(cond, a, b), torch.where (clb_where): a where cond is true,
+        else b, the three broadcast like numpy and PyTorch from the bounds. cond
+        is a bool Tensor; a and b Tensors or scalars (one may be a scalar, or
+        both where cond gives the shape), promoted as binary() promotes them.
+        No host sync."""
+        hc = self._arg(cond, "cond")
+        if cond.dtype != np.bool_:
+            raise L.error("ERR_DTYPE", f"where: cond is {cond.dtype}, not bool (compare first: ctx.ne(x, 0))")
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            for v, what in ((a, "a"), (b, "b")):
+                if not _is_scalar(v):
+                    raise TypeError(f"argument '{what}' of where must be a clbound.Tensor or a scalar, not "
+                                    f"{_describe(v)}")
+            dt = np.result_type(np.asarray(a), np.asarray(b))  # numpy.where's for two scalars
+            x, y = self._as(a, dt, "a"), self._as(b, dt, "b")
+        else:
+            x, y = self._promoted(a, b, "where", out)
+        hx, hy = self._arg(x, "a"), self._arg(y, "b")
+        return self._out(out, lambda o: L.where(self._h, hc, hx, hy, o))
+
     def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
         log (floating only for these four), copy. out may be a (in place)."""

@@ -367,6 +367,7 @@ slice_ = fn("clb_slice", c_int, p, p, c_int, ctypes.c_int64, ctypes.c_int64, cty
 index_ = fn("clb_index", c_int, p, p, c_int, ctypes.c_int64, pp)
 permute = fn("clb_permute", c_int, p, p, c_int, ctypes.POINTER(c_int), pp)
 transpose = fn("clb_transpose", c_int, p, p, c_int, c_int, pp)
+where = fn("clb_where", c_int, p, p, p, p, pp)
 nonzero = fn("clb_nonzero", c_int, p, p, pp)
 nonzero_static = fn("clb_nonzero_static", c_int, p, p, ctypes.c_int64, ctypes.c_int64, pp, pp)
 masked_select = fn("clb_masked_select", c_int, p, p, p, pp)

@@ -648,6 +648,8 @@ _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
           aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
           aten.index_put.default, aten.slice.Tensor, aten.select.int}
+_WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
+          aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
 _SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
 _SOFTMAX_BW = {aten._softmax_backward_data.default: False, aten._log_softmax_backward_data.default: True}
 _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
@@ -657,7 +659,7 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW))
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE)
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -876,6 +878,28 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt is aten.masked_scatter.default:
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
+
+    if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
+        value = args[0]
+        _scalar(value, name)
+        npdt = _np_dtype(_meta(node).dtype, name)
+        return (lambda ctx, env: _V(ctx.full((), value, dtype=npdt))), False
+
+    if tgt in _WHERE:
+        # where(cond, a, b) and masked_fill(x, mask, value) = where(mask, value, x):
+        # clb_where, the result cast to the graph's dtype where PyTorch's
+        # promotion differs
+        if tgt in (aten.masked_fill.Scalar, aten.masked_fill.Tensor):
+            cond, a, b = args[1], args[2], args[0]
+        else:
+            cond, a, b = args[0], args[1], args[2]
+        for v in (a, b):
+            if not isinstance(v, torch.fx.Node):
+                _scalar(v, name)
+
+        def where(ctx: Context, env: Dict[Any, Any]) -> _V:
+            return _V(_cast_to(ctx, ctx.where(val(env, cond), val(env, a), val(env, b)), node))
+        return where, False
 
     if tgt in _SOFTMAX or tgt in _SOFTMAX_BW:
         # (log_)softmax over the last dim and its backward from the output:

@@ -348,3 +348,28 @@ def test_print_copies_and_torch_dtype_shorthands(ctx):
     f = x.copy()
     f.free()
     assert str(f) == "<clbound.Tensor freed>"
+
+
+def test_where_matches_numpy(ctx, rng):
+    a = rng.standard_normal((5, 3)).astype(np.float32)
+    x = ctx.from_numpy(a, bounds=(9, 3), dynamic=(True, False))
+    m = x > 0
+    c = a > 0
+    before = syncs(ctx)
+    got = [ctx.where(m, x, 0.0), ctx.where(m, 1, 2), ctx.where(m, 1.5, x), ctx.where(m, True, False),
+           ctx.where(m[:, :1], x, -x), ctx.where(m, x, x.astype(np.float64))]
+    assert syncs(ctx) == before  # no host sync
+    want = [np.where(c, a, np.float32(0)), np.where(c, 1, 2), np.where(c, np.float32(1.5), a), np.where(c, True, False),
+            np.where(c[:, :1], a, -a), np.where(c, a, a.astype(np.float64))]
+    for g, w in zip(got, want):
+        g = g.numpy()
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
+        np.testing.assert_array_equal(g, w)
+    with pytest.raises(clbound.DTypeError, match="not bool"):
+        ctx.where(x, x, x)
+    with pytest.raises(TypeError, match="argument 'a' of where"):
+        ctx.where(m, [1, 2], 0)
+    y = ctx.from_numpy(np.ones((4, 3), np.float32), bounds=(9, 3), dynamic=(True, False))
+    ctx.where(m, x, y)  # 5 rows against 4: the device's deferred check
+    with pytest.raises(clbound.DeviceCheckError, match="where"):
+        ctx.sync()

@@ -573,6 +573,45 @@ def test_softmax_and_log_softmax_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Selects(torch.nn.Module):
+    """torch.where and masked_fill in the model; maximum and minimum, whose
+    backwards select with where and masked_fill."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = self.l(x)
+        g = torch.where(h > 0, h, 0.1 * h)                  # a leaky ReLU
+        g = g.masked_fill(x[:, :1] < -1.0, 0.0)             # a row mask, broadcast
+        return torch.maximum(g, torch.minimum(h, g * 0.5 + 0.25))
+
+
+def test_where_and_masked_fill_stay_in_the_graph():
+    torch.manual_seed(0)
+    eager_model = Selects()
+    clb_model = Selects()
+    clb_model.load_state_dict(eager_model.state_dict())
+    compiled = torch.compile(clb_model, backend="clbound")
+    g = torch.Generator().manual_seed(7)
+    for n in batch_sizes(8, 2, 16):
+        x = torch.randn(n, 4, generator=g)
+        w = torch.randn(n, 5, generator=g)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, want = compiled(x), eager_model(x)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+        clb_model.zero_grad()
+        eager_model.zero_grad()
+        (got * w).sum().backward()
+        (want * w).sum().backward()
+        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_where: where, masked_fill (and the slice) broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 def test_unchanged_parameters_are_not_uploaded_again():
     torch.manual_seed(0)
     model = WideMLP()

@@ -146,6 +146,76 @@ clb_status clb_remainder(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_
   return clb_binary(ctx, CLB_BINARY_REM, a, b, out);
 }
 
+/* out = cond ? a : b, the three broadcast as clb_binary broadcasts two: at
+ * each output dim an operand broadcasts where it lacks the dim or has it as a
+ * static 1; the others must have the same bound (at once) and the same actual
+ * size (a deferred check on the device). */
+clb_status clb_where(clb_context_t ctx, clb_tensor_t cond, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  static const char *op = "where";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "cond", cond)) != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "b", b)) != CLB_OK) return st;
+  char dc[128], da[128], db[128];
+  clb__tensor_desc(cond, dc, sizeof dc);
+  clb__tensor_desc(a, da, sizeof da);
+  clb__tensor_desc(b, db, sizeof db);
+  if (cond->dtype != CLB_DTYPE_BOOL)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "where: cond %s is not bool (compare first)", dc);
+  if (a->dtype != b->dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "where: dtypes differ: a %s, b %s (cast one first)", da, db);
+  const clb_tensor_t in[3] = {cond, a, b};
+  int rank = 0;
+  for (int k = 0; k < 3; k++)
+    if (in[k]->rank > rank) rank = in[k]->rank;
+  int64_t obound[CLB_MAX_RANK];
+  uint8_t odyn[CLB_MAX_RANK];
+  cl_uint bm[3] = {0, 0, 0};
+  for (int d = 0; d < rank; d++) {
+    int64_t bound = 1;
+    int have = 0, dyn = 1;
+    for (int k = 0; k < 3; k++) {
+      int i = d - (rank - in[k]->rank);
+      int64_t v = i >= 0 ? in[k]->bound[i] : 1;
+      int y = i >= 0 && in[k]->dyn[i];
+      if (v == 1 && !y) { /* broadcasts here */
+        bm[k] |= 1u << d;
+        continue;
+      }
+      if (have && v != bound)
+        return clb__set_error(ctx, CLB_ERR_SHAPE,
+                              "where: cond %s, a %s and b %s do not broadcast: dim %d of the result has bounds %lld and %lld",
+                              dc, da, db, d, (long long)bound, (long long)v);
+      bound = v;
+      have = 1;
+      dyn = dyn && y;
+    }
+    obound[d] = bound;
+    odyn[d] = (uint8_t)(have && dyn);
+  }
+  if ((st = clb__output(ctx, op, a->dtype, rank, obound, odyn, out)) != CLB_OK) return st;
+  clb_tensor_t o = *out;
+  char opts[256], types[160];
+  type_options(types, sizeof types, a->dtype, a->dtype);
+  snprintf(opts, sizeof opts, "-D EW_WHERE %s -D RANK=%d", types, rank);
+  cl_kernel k;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_where", &k, &local)) != CLB_OK) return st;
+  cl_int rc = cond->rank, ra = a->rank, rb = b->rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG_DATA(cond->data), CLB_ARG(cond->shape.mem), CLB_ARG(rc),
+                    CLB_ARG_DATA(a->data),    CLB_ARG(a->shape.mem),    CLB_ARG(ra),
+                    CLB_ARG_DATA(b->data),    CLB_ARG(b->shape.mem),    CLB_ARG(rb),
+                    CLB_ARG_DATA(o->data),    CLB_ARG(o->shape.mem),    CLB_ARG(bm[0]),
+                    CLB_ARG(bm[1]),           CLB_ARG(bm[2]),           CLB_ARG(ctx->status),
+                    CLB_ARG(zero)};
+  char what[320];
+  snprintf(what, sizeof what, "cond %.90s, a %.90s, b %.90s", dc, da, db);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1,
+                     clb__groups_local(ctx, clb__numel(rank, obound), local), local);
+}
+
 /* A unary launch: out = OP(a) with a's shape; shared by clb_unary and clb_cast. */
 static clb_status unary_launch(clb_context_t ctx, const char *op, const char *macro, clb_tensor_t a,
                                clb_dtype out_dtype, clb_tensor_t *out) {

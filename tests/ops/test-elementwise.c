@@ -426,6 +426,102 @@ static void test_errors(clb_context_t ctx) {
   clb_context_free(other);
 }
 
+/* where(cond, a, b) over three broadcast shapes at every size, for every
+ * dtype: against a host walk, with canaries; then the deferred check of
+ * actual sizes and the errors at the call. */
+typedef struct wcase {
+  const char *name;
+  int r[3];
+  int64_t b[3][3];
+  uint8_t y[3][3];
+} wcase;
+
+static const wcase WCASES[] = {
+    {"same [<=B]", {1, 1, 1}, {{BOUND}, {BOUND}, {BOUND}}, {{1}, {1}, {1}}},
+    {"cond [<=B,3], a [3], b []", {2, 1, 0}, {{BOUND, 3}, {3}, {0}}, {{1, 0}, {0}, {0}}},
+    {"cond [<=B,1], a [1,4], b [<=B,4]", {2, 2, 2}, {{BOUND, 1}, {1, 4}, {BOUND, 4}}, {{1, 0}, {0, 0}, {1, 0}}},
+    {"cond [2,1,3], a [<=B,1], b [1]", {3, 2, 1}, {{2, 1, 3}, {BOUND, 1}, {1}}, {{0, 0, 0}, {1, 0}, {0}}},
+};
+
+static void run_where(clb_context_t ctx, clb_dtype dt, const wcase *c) {
+  static double v[3][BOUND * 8], out[BOUND * 8];
+  clb_tensor_t t[3] = {NULL, NULL, NULL}, o = NULL;
+  for (int k = 0; k < 3; k++)
+    CL_OK(ctx, clb_tensor_new(ctx, k == 0 ? CLB_DTYPE_BOOL : dt, c->r[k], c->b[k], c->y[k], &t[k]));
+  int ro = 0;
+  for (int k = 0; k < 3; k++) ro = c->r[k] > ro ? c->r[k] : ro;
+  for (int s = 0; s < NSIZES; s++) {
+    if (!keep_size(s)) continue;
+    int64_t n = SIZES[s], dims[3][4], od[4], got_dims[4];
+    for (int k = 0; k < 3; k++) {
+      actual_dims(c->r[k], c->b[k], c->y[k], n, dims[k]);
+      int64_t nk = clb_test_numel(c->r[k], dims[k]);
+      for (int64_t i = 0; i < nk; i++)
+        v[k][i] = k == 0 || dt == CLB_DTYPE_BOOL ? (double)(clb_test_next() & 1) : gen(dt, 0);
+      clb_test_write(ctx, t[k], dims[k], v[k]);
+    }
+    for (int d = 0; d < ro; d++) { /* the one size not 1 among the three (0 with 1 gives 0) */
+      od[d] = 1;
+      for (int k = 0; k < 3; k++) {
+        int i = d - (ro - c->r[k]);
+        if (i >= 0 && dims[k][i] != 1) od[d] = dims[k][i];
+      }
+    }
+    if (o) clb_test_canary_fill(ctx, o);
+    uint64_t syncs = clb_test_counter_syncs(ctx);
+    CL_OK(ctx, clb_where(ctx, t[0], t[1], t[2], &o));
+    EXPECT_EQ_I(clb_test_counter_syncs(ctx), syncs);
+    int64_t no = clb_test_numel(ro, od), got = clb_test_read(ctx, o, got_dims, out, BOUND * 8);
+    char what[160];
+    snprintf(what, sizeof what, "where %s %s n=%lld", clb_dtype_name(dt), c->name, (long long)n);
+    EXPECT_EQ_I(got, no);
+    for (int d = 0; d < ro; d++) EXPECT_EQ_I(got_dims[d], od[d]);
+    for (int64_t i = 0; i < no && i < got; i++) {
+      int64_t ic = bcast_index(ro, od, i, c->r[0], dims[0]);
+      int64_t ia = bcast_index(ro, od, i, c->r[1], dims[1]), ib = bcast_index(ro, od, i, c->r[2], dims[2]);
+      expect_value(dt, out[i], v[0][ic] != 0 ? v[1][ia] : v[2][ib], what, i);
+    }
+    if (s > 0) clb_test_canary_check(ctx, o, (size_t)no * clb_dtype_size(dt), what);
+  }
+  for (int k = 0; k < 3; k++) clb_tensor_free(t[k]);
+  clb_tensor_free(o);
+}
+
+static void test_where(clb_context_t ctx) {
+  for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    if (!keep_dtype(dt) && dt != CLB_DTYPE_BOOL) continue;
+    for (size_t c = 0; c < sizeof WCASES / sizeof WCASES[0]; c++) run_where(ctx, (clb_dtype)dt, &WCASES[c]);
+  }
+  /* actual sizes that do not broadcast: a deferred check, named at the sync */
+  int64_t b8 = 8, n3 = 3, n5 = 5;
+  uint8_t one = 1;
+  double ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  clb_tensor_t c = NULL, a = NULL, b = NULL, o = NULL, i = NULL, s = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, &b8, &one, &c));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b8, &one, &a));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b8, &one, &b));
+  clb_test_write(ctx, c, &n3, ones);
+  clb_test_write(ctx, a, &n3, ones);
+  clb_test_write(ctx, b, &n5, ones);
+  CL_OK(ctx, clb_where(ctx, c, a, b, &o));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "where");
+  /* refused at once */
+  int64_t b4 = 4;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, &b8, &one, &i));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b4, NULL, &s));
+  clb_tensor_t r = NULL;
+  EXPECT_STATUS(ctx, clb_where(ctx, a, a, b, &r), CLB_ERR_DTYPE, "cond [<=8] f32 is not bool");
+  EXPECT_STATUS(ctx, clb_where(ctx, c, a, i, &r), CLB_ERR_DTYPE, "dtypes differ");
+  EXPECT_STATUS(ctx, clb_where(ctx, c, a, s, &r), CLB_ERR_SHAPE, "do not broadcast: dim 0 of the result has bounds 8 and 4");
+  EXPECT_STATUS(ctx, clb_where(ctx, c, a, NULL, &r), CLB_ERR_NULL, "b");
+  EXPECT_STATUS(ctx, clb_where(ctx, c, a, b, NULL), CLB_ERR_NULL, "out");
+  EXPECT_TRUE(clb_where(NULL, c, a, b, &r) == CLB_ERR_NULL);
+  EXPECT_TRUE(r == NULL);
+  clb_tensor_t ts[] = {c, a, b, o, i, s};
+  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) clb_tensor_free(ts[k]);
+}
+
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   clb_device_info di;
@@ -437,6 +533,7 @@ int main(void) {
   test_compare(ctx);
   test_cast(ctx);
   test_fill(ctx);
+  test_where(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("ops/elementwise");
