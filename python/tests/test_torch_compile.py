@@ -77,6 +77,15 @@ def create_dynamic_test_data(num_test_samples, num_features, num_non_zeros):
     return x, y
 
 
+def dynamic_batches(steps, lo, hi, features):
+    """(n, x): a random [n, features] batch per step, n from batch_sizes, dim 0
+    marked dynamic in [lo, 16]."""
+    for n in batch_sizes(steps, lo, hi):
+        x = torch.randn(n, features)
+        torch._dynamo.mark_dynamic(x, 0, min=lo, max=16)
+        yield n, x
+
+
 def batch_sizes(steps, lo, hi):
     """A size per step, changing every step, in [lo, hi]."""
     out, span = [], hi - lo + 1
@@ -361,9 +370,7 @@ def test_transposed_matrices_stay_in_the_graph():
     model = TransposedMath()
     compiled = torch.compile(model, backend="clbound")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for n in batch_sizes(6, 2, 12):
-        x = torch.randn(n, 4)
-        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    for n, x in dynamic_batches(6, 2, 12, 4):
         got, got_r = compiled(x)
         want, want_r = model(x)
         assert got.shape == want.shape == (3, n) and got_r.shape == want_r.shape == (4 * n,)
@@ -401,9 +408,7 @@ def test_reductions_and_expand_stay_in_the_graph():
     torch.manual_seed(0)
     model = Reductions()
     compiled = torch.compile(model, backend="clbound")
-    for n in batch_sizes(6, 2, 12):
-        x = torch.randn(n, 4)
-        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    for n, x in dynamic_batches(6, 2, 12, 4):
         got = compiled(x)
         want = model(x)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
@@ -508,9 +513,7 @@ def test_slices_and_selects_stay_in_the_graph():
     torch.manual_seed(0)
     model = Slices()
     compiled = torch.compile(model, backend="clbound")
-    for n in batch_sizes(6, 4, 12):
-        x = torch.randn(n, 4)
-        torch._dynamo.mark_dynamic(x, 0, min=4, max=16)
+    for n, x in dynamic_batches(6, 4, 12, 4):
         with torch.no_grad():
             got, want = compiled(x), model(x)
         for g, w in zip(got, want):
@@ -531,6 +534,15 @@ def test_slices_and_selects_stay_in_the_graph():
         np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def twins(model_cls):
+    """(a model for eager PyTorch, a copy of it, that copy compiled with the
+    clbound backend): the two train side by side from the same weights."""
+    torch.manual_seed(0)
+    eager_model, clb_model = model_cls(), model_cls()
+    clb_model.load_state_dict(eager_model.state_dict())
+    return eager_model, clb_model, torch.compile(clb_model, backend="clbound")
+
+
 class Classifier(torch.nn.Module):
     """log_softmax over classes, NLL outside the compiled model (PyTorch's
     classifier idiom), and a softmax output."""
@@ -546,11 +558,7 @@ class Classifier(torch.nn.Module):
 
 
 def test_softmax_and_log_softmax_train_in_the_graph():
-    torch.manual_seed(0)
-    eager_model = Classifier()
-    clb_model = Classifier()
-    clb_model.load_state_dict(eager_model.state_dict())
-    compiled = torch.compile(clb_model, backend="clbound")
+    eager_model, clb_model, compiled = twins(Classifier)
     opts = [torch.optim.SGD(m.parameters(), lr=0.2) for m in (eager_model, clb_model)]
     g = torch.Generator().manual_seed(5)
     losses = {"eager": [], "clbound": []}
@@ -589,11 +597,7 @@ class Selects(torch.nn.Module):
 
 
 def test_where_and_masked_fill_stay_in_the_graph():
-    torch.manual_seed(0)
-    eager_model = Selects()
-    clb_model = Selects()
-    clb_model.load_state_dict(eager_model.state_dict())
-    compiled = torch.compile(clb_model, backend="clbound")
+    eager_model, clb_model, compiled = twins(Selects)
     g = torch.Generator().manual_seed(7)
     for n in batch_sizes(8, 2, 16):
         x = torch.randn(n, 4, generator=g)

@@ -188,12 +188,18 @@ static clb_status copy_planned(clb_context_t ctx, const char *op, const char *wh
                      clb__groups_local(ctx, clb_tensor_bound_numel(o), local), local);
 }
 
-static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x, int nkeys, const clb_index_key *keys,
-                              clb_tensor_t *out) {
+/* The checks every copy of x makes first: a context, a live x, an out pointer. */
+static clb_status check_copy_args(clb_context_t ctx, const char *op, clb_tensor_t x, clb_tensor_t *out) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   clb_status st = clb__check_tensor(ctx, op, "x", x);
   if (st != CLB_OK) return st;
-  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+  return out ? CLB_OK : clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
+}
+
+static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x, int nkeys, const clb_index_key *keys,
+                              clb_tensor_t *out) {
+  clb_status st = check_copy_args(ctx, op, x, out);
+  if (st != CLB_OK) return st;
   if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
   if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
   char what[192], desc[96], ktext[96];
@@ -208,10 +214,8 @@ static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x,
 /* clb_permute and clb_transpose: x whole, its dims in the order dims gives. */
 static clb_status permute(clb_context_t ctx, const char *op, clb_tensor_t x, int ndims, const int *dims,
                           clb_tensor_t *out) {
-  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
-  clb_status st = clb__check_tensor(ctx, op, "x", x);
+  clb_status st = check_copy_args(ctx, op, x, out);
   if (st != CLB_OK) return st;
-  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", op);
   char what[192], desc[96], dtext[64] = "";
   clb__tensor_desc(x, desc, sizeof desc);
   if (ndims != x->rank)
