@@ -156,6 +156,18 @@ typedef struct clb_index_key {
 CLB_API clb_status clb_basic_index(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys,
                                    clb_tensor_t *out);
 
+/* x[keys] = src, in place (numpy's basic-index assignment): the elements
+ * clb_basic_index(x, keys) would copy out take src's, in the same order. src
+ * has x's dtype and the selection's rank, with the same actual sizes (checked
+ * on the device: CLB_ERR_DEVICE_CHECK at the next sync), or is 0-d: its one
+ * value goes to every selected element. An index past a dynamic dim's actual
+ * size raises CLB_ERR_INDEX at the next sync. Either way nothing is written,
+ * and x is marked failed, as any op's output, until it is written again. src
+ * must not share x's data. One launch, no host sync; x's actual sizes do not
+ * change. */
+CLB_API clb_status clb_basic_index_put(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys,
+                                       clb_tensor_t src);
+
 /* out = x[..., start:stop:step, ...] at dim `dim` (negative counts from the end
  * of x's rank); the other dims whole. */
 CLB_API clb_status clb_slice(clb_context_t ctx, clb_tensor_t x, int dim, int64_t start, int64_t stop,

@@ -894,6 +894,37 @@ class Context:
         keys, n = parsed if parsed is not None else ((L.IndexKey * 1)(), 0)
         return self._out(out, lambda o: L.basic_index(self._h, ha, n, keys, o))
 
+    def setitem(self, a: Tensor, key: Any, value: Any) -> None:
+        """``a[key] = value``, in place on the device, no host sync. For numpy's
+        basic indexing (clb_basic_index_put), value is a Tensor of the
+        selection's shape (its actual sizes are checked on the device:
+        DeviceCheckError at the next sync) or a scalar / 0-d Tensor for every
+        selected element; a value of another dtype is cast to a's (as numpy
+        assigns: a float into an integer tensor truncates). A bool mask Tensor
+        as key takes a scalar (numpy's ``a[a < 0] = 0``: clb_where into a); for
+        a mask and a Tensor of values use masked_scatter."""
+        ha = self._arg(a, "a")
+        if isinstance(key, Tensor) and key.dtype == np.bool_:
+            if isinstance(value, Tensor) and value.rank > 0:
+                raise TypeError("a[mask] = values: use ctx.masked_scatter(a, mask, values) (a bool mask takes a "
+                                "scalar here)")
+            v = value if isinstance(value, Tensor) else self._as(value, a.dtype, "value")
+            if v.dtype != a.dtype:
+                v = self.cast(v, a.dtype)
+            self.where(key, v, a, out=a)
+            return
+        if isinstance(value, Tensor):
+            self._arg(value, "value")
+            v = value if value.dtype == a.dtype else self.cast(value, a.dtype)
+        elif _is_scalar(value):
+            v = self.full((), value.item() if isinstance(value, (np.generic, np.ndarray)) else value, a.dtype)
+        else:
+            hint = " (make one with ctx.from_numpy)" if isinstance(value, (np.ndarray, list, tuple)) else ""
+            raise TypeError(f"a[key] = value: value must be a clbound.Tensor or a scalar, not {_describe(value)}{hint}")
+        parsed = L.index_keys(key, a.rank)
+        keys, n = parsed if parsed is not None else ((L.IndexKey * 1)(), 0)
+        self._check(L.basic_index_put(self._h, ha, n, keys, v._h))
+
     def slice(self, a: Tensor, dim: int, start: Optional[int] = None, stop: Optional[int] = None,
               step: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor:
         """``a[..., start:stop:step, ...]`` at dim `dim` (clb_slice; negative dims

@@ -463,6 +463,12 @@ class Tensor:
             return self
         return self.ctx.getitem(self, key)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``t[key] = value`` in place on the device, no host sync
+        (Context.setitem): numpy's basic indexing with a Tensor of the
+        selection's shape or a scalar, or a bool mask with a scalar."""
+        self.ctx.setitem(self, key, value)
+
     def __iter__(self) -> Iterator["Tensor"]:
         """The sub-tensors along dim 0, as numpy: len(t) (one host sync), then
         t[i] for each i, each a copy on the device; TypeError for a 0-d tensor."""

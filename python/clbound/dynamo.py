@@ -501,6 +501,13 @@ def _input_spec(node: torch.fx.Node) -> Optional[Tuple[Tuple[int, ...], Tuple[bo
     if not isinstance(v, torch.Tensor):
         return None
     npdt = _np_dtype(v.dtype, f"input {node.name}")
+    bounds, dynamic = _bounds(v, node)
+    return tuple(bounds), tuple(dynamic), npdt
+
+
+def _bounds(v: torch.Tensor, node: torch.fx.Node) -> Tuple[List[int], List[bool]]:
+    """(bounds, dynamic flags) of the tensor v of node: a symbolic size's upper
+    bound (UnboundedSizeError without one), a static size itself."""
     bounds, dynamic = [], []
     for d, s in enumerate(v.shape):
         if _is_sym(s):
@@ -509,7 +516,7 @@ def _input_spec(node: torch.fx.Node) -> Optional[Tuple[Tuple[int, ...], Tuple[bo
         else:
             bounds.append(int(s))
             dynamic.append(False)
-    return tuple(bounds), tuple(dynamic), npdt
+    return bounds, dynamic
 
 
 def _upper_bound(s: torch.SymInt, node: torch.fx.Node, dim: int) -> int:
@@ -558,6 +565,48 @@ def _arg(env: Dict[Any, Any], a: Any) -> Any:
     if isinstance(a, torch.fx.Node):
         return env[a]
     return a
+
+
+def _lower_put(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """slice_backward / select_backward (zeros of the input's sizes, the
+    gradient written into the slice or the index) and slice_scatter /
+    select_scatter (a copy of x, src written there): clb_basic_index_put in
+    place into a new tensor. The input's sizes are the host ints Dynamo passes."""
+    tgt, args, kw = node.target, list(node.args), node.kwargs
+    backward = tgt in (aten.slice_backward.default, aten.select_backward.default)
+    if tgt is aten.slice_backward.default:
+        src, base, sizes, dim, start, end, step = args[0], None, args[1], args[2], args[3], args[4], args[5]
+    elif tgt is aten.select_backward.default:
+        src, base, sizes, dim, start, end, step = args[0], None, args[1], args[2], args[3], None, None
+    elif tgt is aten.slice_scatter.default:
+        rest = (args[2:] + [None] * 4)[:4]
+        dim, start, end, step = (kw.get(k, v) for k, v in zip(("dim", "start", "end", "step"), rest))
+        base, src, sizes, dim, step = args[0], args[1], None, 0 if dim is None else dim, 1 if step is None else step
+    else:
+        base, src, sizes, dim, start, end, step = args[0], args[1], None, args[2], args[3], None, None
+    select = tgt in (aten.select_backward.default, aten.select_scatter.default)
+    want = _meta(node)
+    if not isinstance(dim, int) or want is None or (select and not isinstance(start, int)) or (
+            not select and (not isinstance(step, int) or step <= 0)):
+        raise Unsupported(f"{name}: dim {dim}, start {start}, step {step}")
+    dim %= want.dim()
+    npdt = _np_dtype(want.dtype, name)
+    bounds, dynamic = _bounds(want, node)
+
+    def put(ctx: Context, env: Dict[Any, Any]) -> _V:
+        if backward:
+            actual = [int(_force(_arg(env, s))) for s in sizes]
+            out = ctx.zeros(tuple(bounds), npdt, dynamic=tuple(dynamic), sizes=tuple(actual))
+        else:
+            out = ctx.unary("copy", val(env, base))
+        if select:
+            key: Any = start
+        else:
+            lo, hi = (None if v is None else int(_force(_arg(env, v))) for v in (start, end))
+            key = slice(lo, hi, step)
+        ctx.setitem(out, (slice(None),) * dim + (key,), val(env, src))
+        return _V(out)
+    return put
 
 
 def _is_size(a: Any) -> bool:
@@ -647,7 +696,10 @@ _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_bac
 _CAST = {aten._to_copy.default, aten.to.dtype}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
           aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
-          aten.index_put.default, aten.slice.Tensor, aten.select.int}
+          aten.index_put.default, aten.slice.Tensor, aten.select.int, aten.slice_backward.default,
+          aten.select_backward.default, aten.slice_scatter.default, aten.select_scatter.default,
+          aten.copy.default, aten.fill.Scalar}
+_SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
 _SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
@@ -712,7 +764,7 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     for a in args:  # a tensor op: no host int among its operands, but a size as a binary op's scalar
         if isinstance(a, torch.fx.Node) and not isinstance(_meta(a), torch.Tensor) and not (
-                (tgt in _BINARY or tgt in _RSUB or tgt is aten.slice.Tensor) and _is_size(a)):
+                (tgt in _BINARY or tgt in _RSUB or tgt in _SIZED) and _is_size(a)):
             raise Unsupported(f"{name}: operand {a.name} is not a tensor")
 
     if tgt is aten.expand.default:
@@ -932,6 +984,29 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             lo, hi = (None if v is None else int(_force(_arg(env, v))) for v in (start, end))
             return _V(ctx.slice(val(env, src), dim, lo, hi, step))
         return slice_, False
+
+    if tgt in (aten.slice_backward.default, aten.select_backward.default, aten.slice_scatter.default,
+               aten.select_scatter.default):
+        return _lower_put(node, name, val), False
+
+    if tgt in (aten.copy.default, aten.fill.Scalar):
+        # functional forms of x.copy_(src) and x.fill_(value): a new tensor of
+        # x's shape and dtype holding src (of x's shape, or 0-d) or value
+        x, src = args[0], args[1]
+        if tgt is aten.copy.default:
+            sm = _meta(src)
+            if not (isinstance(sm, torch.Tensor) and (sm.dim() == 0 or _same_shape(sm, _meta(x)))):
+                raise Unsupported(f"{name}: a src that broadcasts")
+            if sm.dim() > 0:
+                return (lambda ctx, env: _V(_cast_to(ctx, ctx.unary("copy", val(env, src)), node))), False
+        else:
+            _scalar(src, name)
+
+        def fill(ctx: Context, env: Dict[Any, Any]) -> _V:
+            out = ctx.unary("copy", val(env, x))
+            ctx.setitem(out, (), val(env, src))
+            return _V(out)
+        return fill, False
 
     if tgt is aten.select.int:  # x[..., index, ...] at dim, which the result drops: clb_index
         src, dim, index = args[0], args[1], args[2]

@@ -205,3 +205,35 @@ def test_transpose_errors(ctx):
         ctx.permute(x, 1)
     with pytest.raises(TypeError, match="must be an integer"):
         x.permute(0, 1.5, 2)
+
+
+def test_assignment_matches_numpy_as_sizes_change(ctx, rng):
+    x = ctx.tensor(np.float32, (9, 5), dynamic=(True, False))
+    for n in (4, 9, 1, 6):
+        a = rng.standard_normal((n, 5)).astype(np.float32)
+        x.write(a)
+        want = a.copy()
+        before = syncs(ctx)
+        x[0] = 2.5                                   # a scalar into a row
+        want[0] = 2.5
+        x[:, -1] = ctx.from_numpy(np.arange(n, dtype=np.int64), bounds=(9,), dynamic=(True,))  # cast, as numpy's
+        want[:, -1] = np.arange(n)
+        x[1::2, 1:3] = -1                            # a strided block
+        want[1::2, 1:3] = -1
+        x[x > 1] = 0.0                               # a bool mask and a scalar
+        want[want > 1] = 0.0
+        assert syncs(ctx) == before  # assignment never waits for the device
+        same(x.numpy(), want)
+
+
+def test_assignment_errors(ctx):
+    x = ctx.from_numpy(np.zeros((4, 3), np.float32), bounds=(8, 3), dynamic=(True, False))
+    with pytest.raises(clbound.ShapeError, match="src has 2 dims, the selection 1"):
+        x[0] = ctx.from_numpy(np.ones((1, 3), np.float32))
+    with pytest.raises(TypeError, match="masked_scatter"):
+        x[x > 0] = ctx.from_numpy(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="must be a clbound.Tensor or a scalar"):
+        x[0] = [1, 2, 3]
+    x[:2] = ctx.from_numpy(np.ones((3, 3), np.float32), bounds=(8, 3), dynamic=(True, False))  # 3 rows for 2
+    with pytest.raises(clbound.DeviceCheckError, match="sizes 2 and 3 must be equal"):
+        ctx.sync()

@@ -523,15 +523,34 @@ def test_slices_and_selects_stay_in_the_graph():
     assert s["graph_breaks"] == 0, s
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
     # training through them: the backward's slice_backward and select_backward
-    # run in eager PyTorch (graph breaks), and the gradients are PyTorch's
-    x = torch.randn(7, 4)
-    torch._dynamo.mark_dynamic(x, 0, min=4, max=16)
-    sum(t.sum() for t in compiled(x)).backward()
-    g_clb = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
-    sum(t.sum() for t in model(x)).backward()
-    for a, w in zip(g_clb, (p.grad for p in model.parameters())):
-        np.testing.assert_allclose(a.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+    # are zeros with the gradient put into the slice (clb_basic_index_put)
+    for n, x in dynamic_batches(4, 4, 12, 4):
+        w = [torch.randn(t.shape) for t in model(x)]
+        model.zero_grad()
+        sum((t * v).sum() for t, v in zip(compiled(x), w)).backward()
+        g_clb = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        sum((t * v).sum() for t, v in zip(model(x), w)).backward()
+        for a, g in zip(g_clb, (p.grad for p in model.parameters())):
+            np.testing.assert_allclose(a.numpy(), g.numpy(), rtol=1e-5, atol=1e-5)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
+def test_slice_assignment_is_a_put():
+    def f(x, y):
+        z = x.clone()
+        z[:, 1:3] = y[:, :2] * 2.0  # slice_scatter
+        z[0] = -1.0                 # select_scatter of a fill
+        return z
+
+    compiled = torch.compile(f, backend="clbound")
+    for n, x in dynamic_batches(5, 2, 12, 4):
+        y = torch.randn(n, 4)
+        torch._dynamo.mark_dynamic(y, 0, min=2, max=16)
+        with torch.no_grad():
+            got, want = compiled(x, y), f(x, y)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
 def twins(model_cls):

@@ -30,7 +30,7 @@ static const struct op_caps {
     {"eq", TAKES_ALL},          {"ne", TAKES_ALL},               {"lt", TAKES_ALL},
     {"le", TAKES_ALL},          {"gt", TAKES_ALL},               {"ge", TAKES_ALL},
     {"slice", TAKES_ALL},       {"index", TAKES_ALL},            {"permute", TAKES_ALL},
-    {"transpose", TAKES_ALL},   {"where", TAKES_ALL},
+    {"transpose", TAKES_ALL},   {"where", TAKES_ALL},            {"index_put", TAKES_ALL},
 };
 #define N_OPS (sizeof OPS / sizeof OPS[0])
 

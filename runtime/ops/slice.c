@@ -202,7 +202,7 @@ static clb_status basic_index(clb_context_t ctx, const char *op, clb_tensor_t x,
   if (st != CLB_OK) return st;
   if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
   if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
-  char what[192], desc[96], ktext[96];
+  char what[256], desc[96], ktext[96];
   clb__tensor_desc(x, desc, sizeof desc);
   keys_text(nkeys, keys, ktext, sizeof ktext);
   snprintf(what, sizeof what, "x %s, key [%s]", desc, ktext);
@@ -272,6 +272,50 @@ clb_status clb_transpose(clb_context_t ctx, clb_tensor_t x, int dim0, int dim1, 
   dims[a] = b;
   dims[b] = a;
   return permute(ctx, op, x, x->rank, dims, out);
+}
+
+clb_status clb_basic_index_put(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys,
+                               clb_tensor_t src) {
+  static const char *op = "index_put";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_status st = clb__check_tensor(ctx, op, "x", x); /* a failed x stays failed: it is written only in part */
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "src", src)) != CLB_OK) return st;
+  if (nkeys < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: nkeys = %d is negative", op, nkeys);
+  if (nkeys > 0 && !keys) return clb__set_error(ctx, CLB_ERR_NULL, "%s: keys is NULL (nkeys = %d)", op, nkeys);
+  char what[400], desc[96], sdesc[96], ktext[96];
+  clb__tensor_desc(x, desc, sizeof desc);
+  clb__tensor_desc(src, sdesc, sizeof sdesc);
+  keys_text(nkeys, keys, ktext, sizeof ktext);
+  snprintf(what, sizeof what, "x %s, key [%s], src %s", desc, ktext, sdesc);
+  slice_plan p;
+  if ((st = plan_keys(ctx, op, what, x, nkeys, keys, &p)) != CLB_OK) return st;
+  if (src->dtype != x->dtype)
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s of %s: src's dtype is not x's (cast it first)", op, what);
+  if (src->rank != 0 && src->rank != p.rank_o)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: src has %d dims, the selection %d (or give a 0-d src)", op,
+                          what, src->rank, p.rank_o);
+  for (int j = 0; j < src->rank; j++) /* static sizes that differ: at once; the rest on the device */
+    if (!src->dyn[j] && !p.dyn[j] && src->bound[j] != p.bound[j])
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: dim %d of src is %lld, of the selection %lld", op, what, j,
+                            (long long)src->bound[j], (long long)p.bound[j]);
+  const clb_buf *a = &x->data, *b = &src->data;
+  if (a->mem == b->mem && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes)
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: src shares x's data (copy it first)", op, what);
+  clb__note_output(ctx, op, x);
+  char opts[64];
+  snprintf(opts, sizeof opts, "-D SLICE_T=%s", copy_type(x->dtype));
+  cl_kernel k;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "view", opts, "slice_put", &k, &local)) != CLB_OK) return st;
+  cl_int rx = x->rank, rs = src->rank, ro = p.rank_o;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG_DATA(x->data),   CLB_ARG(x->shape.mem), CLB_ARG(rx),          CLB_ARG_DATA(src->data),
+                    CLB_ARG(src->shape.mem), CLB_ARG(rs),           CLB_ARG(ro),          CLB_ARG(p.start),
+                    CLB_ARG(p.stop),         CLB_ARG(p.step),       CLB_ARG(p.index_mask), CLB_ARG(p.omap),
+                    CLB_ARG(ctx->status),    CLB_ARG(zero)};
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1,
+                     clb__groups_local(ctx, clb__numel(p.rank_o, p.bound), local), local);
 }
 
 clb_status clb_basic_index(clb_context_t ctx, clb_tensor_t x, int nkeys, const clb_index_key *keys, clb_tensor_t *out) {

@@ -564,6 +564,7 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("transpose", clb_transpose(ctx, a, 0, 1, &o_));
     AGREE("permute", clb_permute(ctx, a, 2, (const int[]){1, 0}, &o_));
     AGREE("where", clb_where(ctx, m, a, c, &o_));
+    AGREE("index_put", clb_basic_index_put(ctx, a, 0, NULL, c));
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);

@@ -263,6 +263,69 @@ static void per_dtype_permute(clb_context_t ctx, clb_dtype dt) {
   clb_tensor_free(x);
 }
 
+/* clb_basic_index_put: every expression, at sizes that change per call, for
+ * every element size: y (x's data) gets y[keys] = src in place, src of the
+ * selection's actual sizes, and once a 0-d src; checked against the host
+ * (the selected positions come from ref_index over an array of positions),
+ * with canaries past y's live part and no host sync. */
+static void per_dtype_put(clb_context_t ctx, clb_dtype dt) {
+  static double xv[70 * 5 * 3], pos[70 * 5 * 3], sel[70 * 5 * 3], srcv[70 * 5 * 3], want[70 * 5 * 3],
+      got[70 * 5 * 3 + 1];
+  const int64_t b[3] = {70, 5, 3};
+  const uint8_t dyn[3] = {1, 1, 0};
+  static const int64_t sizes[][3] = {{65, 4, 3}, {1, 1, 3}, {70, 5, 3}, {63, 2, 3}};
+  const int nsizes = clb_test_small() ? 2 : 4;
+  ops_gen(dt, 70 * 5 * 3, 0.9, xv);
+  ops_roundtrip(dt, xv, 70 * 5 * 3);
+  for (int i = 0; i < 70 * 5 * 3; i++) pos[i] = i;
+  clb_tensor_t y = NULL, src = NULL, one = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 3, b, dyn, &y));
+  CL_OK(ctx, clb_tensor_new(ctx, dt, 0, NULL, NULL, &one));
+  double v1 = dt == CLB_DTYPE_BOOL ? 1 : 7;
+  clb_test_write(ctx, one, NULL, &v1);
+  for (int si = 0; si < nsizes; si++) {
+    for (int e = 0; exprs[e].k; e++) {
+      int64_t od[CLB_MAX_RANK], count = 0, gd[CLB_MAX_RANK];
+      int ro = ref_index(3, sizes[si], pos, exprs[e].n, exprs[e].k, od, sel, &count);
+      if (ro < 0) continue;
+      for (int scalar = 0; scalar < 2; scalar++) {
+        int64_t n = clb_test_numel(3, sizes[si]);
+        memcpy(want, xv, sizeof(double) * (size_t)n);
+        ops_gen(dt, count, 0.5, srcv);
+        ops_roundtrip(dt, srcv, count);
+        for (int64_t k = 0; k < count; k++) want[(int64_t)sel[k]] = scalar ? v1 : srcv[k];
+        clb_test_canary_fill(ctx, y); /* then the live part written over it */
+        clb_test_write(ctx, y, sizes[si], xv);
+        if (!scalar) {
+          int64_t sb[CLB_MAX_RANK];
+          uint8_t sy[CLB_MAX_RANK];
+          for (int d = 0; d < ro; d++) sb[d] = od[d] > 0 ? od[d] : 1, sy[d] = 1;
+          clb_tensor_free(src);
+          src = NULL;
+          CL_OK(ctx, clb_tensor_new(ctx, dt, ro, sb, sy, &src));
+          clb_test_write(ctx, src, od, srcv);
+        }
+        uint64_t syncs = clb_test_counter_syncs(ctx);
+        CL_OK(ctx, clb_basic_index_put(ctx, y, exprs[e].n, exprs[e].k, scalar ? one : src));
+        EXPECT_EQ_I(clb_test_counter_syncs(ctx), syncs);
+        int64_t got_n = clb_test_read(ctx, y, gd, got, 70 * 5 * 3 + 1);
+        EXPECT_EQ_I(got_n, n);
+        for (int d = 0; d < 3; d++) EXPECT_EQ_I(gd[d], sizes[si][d]); /* y's sizes stay */
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n && i < got_n; i++) bad += !ops_same(got[i], want[i]);
+        if (bad) CLB_FAIL_AT("%s put expr %d%s sizes [%lld, %lld, 3]: %lld of %lld elements differ", clb_dtype_name(dt),
+                             e, scalar ? " (0-d src)" : "", (long long)sizes[si][0], (long long)sizes[si][1],
+                             (long long)bad, (long long)n);
+        clb_test_canary_check(ctx, y, (size_t)n * clb_dtype_size(dt), "index_put target");
+        cases++;
+      }
+    }
+  }
+  clb_tensor_free(src);
+  clb_tensor_free(one);
+  clb_tensor_free(y);
+}
+
 /* The expressions for every element size, dynamic sizes changing per call,
  * against the reference; canaries past each output; no host sync in the ops
  * and no program built after the first size. */
@@ -307,6 +370,7 @@ static void per_dtype(clb_context_t ctx, clb_dtype dt, int first) {
   for (int e = 0; e < NE; e++) clb_tensor_free(outs[e]);
   clb_tensor_free(x);
   per_dtype_permute(ctx, dt);
+  per_dtype_put(ctx, dt);
 }
 
 static void test_errors(clb_context_t ctx) {
@@ -434,6 +498,47 @@ static void test_errors(clb_context_t ctx) {
   for (int i = 0; i < 8; i++) EXPECT_TRUE(got[i] == v[i]);
   clb_tensor_free(r);
   r = NULL;
+  /* index_put: src that does not fit is refused at once, or on the device
+   * (a deferred check; nothing written) */
+  {
+    clb_index_key k1 = K_SLICE(1, 3, 1), kidx = K_INDEX(5);
+    int64_t b2s = 2, n1 = 1;
+    clb_tensor_t sf = NULL, si = NULL, s2 = NULL, sd = NULL, s0 = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 0, NULL, NULL, &s0));
+    clb_test_write(ctx, s0, NULL, (double[]){9});
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, &b2s, NULL, &sf));
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 2, b2, NULL, &s2));
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 1, &b8, &one, &sd));
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 1, &b2s, NULL, &si));
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &k1, sf), CLB_ERR_DTYPE, "src's dtype is not x's");
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &k1, s2), CLB_ERR_SHAPE, "src has 2 dims, the selection 1");
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &k1, x), CLB_ERR_INVALID_ARG, "src shares x's data");
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, -1, &k1, si), CLB_ERR_INVALID_ARG, "nkeys = -1");
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &k1, NULL), CLB_ERR_NULL, "src");
+    EXPECT_TRUE(clb_basic_index_put(NULL, x, 1, &k1, si) == CLB_ERR_NULL);
+    /* x = [5, 6, 7]; a failed put marks x failed (it does not hold what the
+     * program wrote), as every op's output, until x is written again */
+    clb_test_write(ctx, x, &n3, v);
+    clb_test_write(ctx, sd, &n1, v); /* 1 value for the 2 of x[1:3] */
+    CL_OK(ctx, clb_basic_index_put(ctx, x, 1, &k1, sd));
+    EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "sizes 2 and 1 must be equal");
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &k1, si), CLB_ERR_DEVICE_CHECK, "write it or compute it again");
+    clb_test_write(ctx, x, &n3, v);
+    CL_OK(ctx, clb_basic_index_put(ctx, x, 1, &kidx, s0)); /* index 5 past the actual 3 */
+    EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_INDEX, "index 5 is out of range");
+    clb_test_write(ctx, x, &n3, v);
+    clb_test_write(ctx, si, &b2s, (double[]){-1, -2});
+    CL_OK(ctx, clb_basic_index_put(ctx, x, 1, &k1, si));
+    EXPECT_EQ_I(clb_test_read(ctx, x, got_dims, got, 8), 3);
+    EXPECT_TRUE(got[0] == 5 && got[1] == -1 && got[2] == -2);
+    EXPECT_STATUS(ctx, clb_basic_index_put(ctx, x, 1, &kidx, sd), CLB_ERR_SHAPE, "src has 1 dims, the selection 0");
+    CL_OK(ctx, clb_basic_index_put(ctx, x, 1, (clb_index_key[]){K_INDEX(-1)}, s0)); /* x[-1] = 9 */
+    EXPECT_EQ_I(clb_test_read(ctx, x, got_dims, got, 8), 3);
+    EXPECT_TRUE(got[0] == 5 && got[1] == -1 && got[2] == 9);
+    clb_tensor_t ts[] = {sf, si, s2, sd, s0};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) clb_tensor_free(ts[i]);
+  }
+
   /* 0-d: the empty permutation copies it */
   CL_OK(ctx, clb_permute(ctx, z, 0, NULL, &r));
   EXPECT_EQ_I(clb_test_read(ctx, r, got_dims, got, 1), 1);
