@@ -609,6 +609,79 @@ def _lower_put(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     return put
 
 
+def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """The activations of torch.nn without a clbound op of their own, and their
+    backwards, from clbound's elementwise ops: clamp and hardtanh as maximum
+    and minimum with scalars (NaN stays NaN, as PyTorch's), leaky_relu and elu
+    as where, silu as x * sigmoid(x); logical_and / logical_or of masks."""
+    tgt, args, kw = node.target, list(node.args), node.kwargs
+
+    def arg(i: int, key: str, default: Any) -> Any:
+        v = args[i] if len(args) > i else kw.get(key, default)
+        if not isinstance(v, torch.fx.Node) and v is not None:
+            _scalar(v, name)
+        return v
+    if tgt in (aten.clamp.default, aten.hardtanh.default):
+        lo, hi = (arg(1, "min", None), arg(2, "max", None)) if tgt is aten.clamp.default else (
+            arg(1, "min_val", -1.0), arg(2, "max_val", 1.0))
+        if isinstance(lo, torch.fx.Node) or isinstance(hi, torch.fx.Node):
+            raise Unsupported(f"{name}: tensor bounds")
+
+        def clamp(ctx: Context, env: Dict[Any, Any]) -> _V:
+            y = val(env, args[0])
+            y = ctx.maximum(y, lo) if lo is not None else ctx.unary("copy", y)
+            return _V(_cast_to(ctx, ctx.minimum(y, hi) if hi is not None else y, node))
+        return clamp
+    if tgt is aten.hardtanh_backward.default:
+        lo, hi = arg(2, "min_val", -1.0), arg(3, "max_val", 1.0)
+
+        def hardtanh_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[1])
+            inside = ctx.binary("mul", ctx.compare("gt", x, lo), ctx.compare("lt", x, hi))  # and, of bools
+            return _V(ctx.where(inside, val(env, args[0]), 0.0))
+        return hardtanh_bw
+    if tgt is aten.leaky_relu.default:
+        slope = arg(1, "negative_slope", 0.01)
+        return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[0]), 0), val(env, args[0]),
+                                             ctx.mul(val(env, args[0]), slope)))
+    if tgt is aten.leaky_relu_backward.default:
+        slope = arg(2, "negative_slope", 0.01)
+        return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[1]), 0), val(env, args[0]),
+                                             ctx.mul(val(env, args[0]), slope)))
+    if tgt is aten.silu.default:
+        return lambda ctx, env: _V(ctx.mul(val(env, args[0]), ctx.unary("sigmoid", val(env, args[0]))))
+    if tgt is aten.silu_backward.default:  # dy * s * (1 + x * (1 - s)), s = sigmoid(x)
+
+        def silu_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            dy, x = val(env, args[0]), val(env, args[1])
+            sg = ctx.unary("sigmoid", x)
+            return _V(ctx.mul(ctx.mul(dy, sg), ctx.add(ctx.mul(x, ctx.sub(1.0, sg)), 1.0)))
+        return silu_bw
+    if tgt in (aten.elu.default, aten.elu_backward.default):
+        bw = tgt is aten.elu_backward.default
+        alpha, scale, in_scale = (arg(1, "alpha", 1.0), arg(2, "scale", 1.0), arg(3, "input_scale", 1.0))
+        is_result = arg(4, "is_result", False) if bw else False
+        if scale != 1 or in_scale != 1:
+            raise Unsupported(f"{name}: scale {scale}, input_scale {in_scale}")
+        if not bw:  # x > 0 ? x : alpha * (exp(x) - 1)
+            return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[0]), 0), val(env, args[0]),
+                                                 ctx.mul(ctx.sub(ctx.unary("exp", val(env, args[0])), 1.0), alpha)))
+        z = args[5]  # elu's input, or its output when is_result
+
+        def elu_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            dy, v = val(env, args[0]), val(env, z)
+            slope = ctx.add(v, alpha) if is_result else ctx.mul(ctx.unary("exp", v), alpha)
+            return _V(ctx.where(ctx.compare("gt", v, 0), dy, ctx.mul(dy, slope)))
+        return elu_bw
+    op = "mul" if tgt is aten.logical_and.default else "add"  # of bools: and, or
+
+    def logical(ctx: Context, env: Dict[Any, Any]) -> _V:
+        a, b = (val(env, v) for v in args[:2])
+        a, b = (t if t.dtype == np.bool_ else ctx.compare("ne", t, 0) for t in (a, b))
+        return _V(ctx.binary(op, a, b))
+    return logical
+
+
 def _is_size(a: Any) -> bool:
     """Whether the FX node a is a size (a SymInt, or an int Dynamo passes):
     a host int when a call runs."""
@@ -699,6 +772,9 @@ _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, 
           aten.index_put.default, aten.slice.Tensor, aten.select.int, aten.slice_backward.default,
           aten.select_backward.default, aten.slice_scatter.default, aten.select_scatter.default,
           aten.copy.default, aten.fill.Scalar}
+_ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward.default, aten.leaky_relu.default,
+               aten.leaky_relu_backward.default, aten.silu.default, aten.silu_backward.default, aten.elu.default,
+               aten.elu_backward.default, aten.logical_and.default, aten.logical_or.default}
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
@@ -711,7 +787,7 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION)
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -930,6 +1006,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt is aten.masked_scatter.default:
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
+
+    if tgt in _ACTIVATION:
+        return _lower_activation(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]

@@ -635,6 +635,39 @@ def test_where_and_masked_fill_stay_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Activations(torch.nn.Module):
+    """torch.nn's activations without a clbound op of their own."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        h = self.l(x) * 2.0
+        return (F.leaky_relu(h, 0.1), F.silu(h), F.hardtanh(h), torch.clamp(h, -0.5, 0.7), F.relu6(h),
+                F.elu(h, alpha=0.8), torch.clamp(h, min=0.1), torch.logical_and(h > 0, h < 1).float())
+
+
+def test_activations_train_in_the_graph():
+    eager_model, clb_model, compiled = twins(Activations)
+    g = torch.Generator().manual_seed(11)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        got, want = compiled(x), eager_model(x)
+        ws = [torch.randn(t.shape, generator=g) for t in want]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
+        clb_model.zero_grad()
+        eager_model.zero_grad()
+        sum((t * w).sum() for t, w in zip(got, ws)).backward()
+        sum((t * w).sum() for t, w in zip(want, ws)).backward()
+        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 def test_unchanged_parameters_are_not_uploaded_again():
     torch.manual_seed(0)
     model = WideMLP()
