@@ -904,23 +904,17 @@ class Context:
         as key takes a scalar (numpy's ``a[a < 0] = 0``: clb_where into a); for
         a mask and a Tensor of values use masked_scatter."""
         ha = self._arg(a, "a")
-        if isinstance(key, Tensor) and key.dtype == np.bool_:
-            if isinstance(value, Tensor) and value.rank > 0:
-                raise TypeError("a[mask] = values: use ctx.masked_scatter(a, mask, values) (a bool mask takes a "
-                                "scalar here)")
-            v = value if isinstance(value, Tensor) else self._as(value, a.dtype, "value")
-            if v.dtype != a.dtype:
-                v = self.cast(v, a.dtype)
-            self.where(key, v, a, out=a)
-            return
-        if isinstance(value, Tensor):
-            self._arg(value, "value")
-            v = value if value.dtype == a.dtype else self.cast(value, a.dtype)
-        elif _is_scalar(value):
-            v = self.full((), value.item() if isinstance(value, (np.generic, np.ndarray)) else value, a.dtype)
-        else:
+        if not isinstance(value, Tensor) and not _is_scalar(value):
             hint = " (make one with ctx.from_numpy)" if isinstance(value, (np.ndarray, list, tuple)) else ""
             raise TypeError(f"a[key] = value: value must be a clbound.Tensor or a scalar, not {_describe(value)}{hint}")
+        mask = isinstance(key, Tensor) and key.dtype == np.bool_
+        if mask and isinstance(value, Tensor) and value.rank > 0:
+            raise TypeError("a[mask] = values: use ctx.masked_scatter(a, mask, values) (a bool mask takes a "
+                            "scalar here)")
+        v = self._as(value, a.dtype, "value")  # cast, or a 0-d tensor of the scalar
+        if mask:
+            self.where(key, v, a, out=a)
+            return
         parsed = L.index_keys(key, a.rank)
         keys, n = parsed if parsed is not None else ((L.IndexKey * 1)(), 0)
         self._check(L.basic_index_put(self._h, ha, n, keys, v._h))
