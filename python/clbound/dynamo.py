@@ -640,16 +640,22 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             inside = ctx.binary("mul", ctx.compare("gt", x, lo), ctx.compare("lt", x, hi))  # and, of bools
             return _V(ctx.where(inside, val(env, args[0]), 0.0))
         return hardtanh_bw
-    if tgt is aten.leaky_relu.default:
-        slope = arg(1, "negative_slope", 0.01)
-        return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[0]), 0), val(env, args[0]),
-                                             ctx.mul(val(env, args[0]), slope)))
-    if tgt is aten.leaky_relu_backward.default:
-        slope = arg(2, "negative_slope", 0.01)
-        return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[1]), 0), val(env, args[0]),
-                                             ctx.mul(val(env, args[0]), slope)))
+    if tgt in (aten.leaky_relu.default, aten.leaky_relu_backward.default):
+        # x > 0 ? v : v * slope, with v = x (forward) or the gradient (backward)
+        bw = tgt is aten.leaky_relu_backward.default
+        slope = arg(2 if bw else 1, "negative_slope", 0.01)
+
+        def leaky(ctx: Context, env: Dict[Any, Any]) -> _V:
+            v = val(env, args[0])  # each operand made once (a transposed one is a copy)
+            x = val(env, args[1]) if bw else v
+            return _V(ctx.where(ctx.compare("gt", x, 0), v, ctx.mul(v, slope)))
+        return leaky
     if tgt is aten.silu.default:
-        return lambda ctx, env: _V(ctx.mul(val(env, args[0]), ctx.unary("sigmoid", val(env, args[0]))))
+
+        def silu(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[0])
+            return _V(ctx.mul(x, ctx.unary("sigmoid", x)))
+        return silu
     if tgt is aten.silu_backward.default:  # dy * s * (1 + x * (1 - s)), s = sigmoid(x)
 
         def silu_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
@@ -664,8 +670,11 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
         if scale != 1 or in_scale != 1:
             raise Unsupported(f"{name}: scale {scale}, input_scale {in_scale}")
         if not bw:  # x > 0 ? x : alpha * (exp(x) - 1)
-            return lambda ctx, env: _V(ctx.where(ctx.compare("gt", val(env, args[0]), 0), val(env, args[0]),
-                                                 ctx.mul(ctx.sub(ctx.unary("exp", val(env, args[0])), 1.0), alpha)))
+
+            def elu(ctx: Context, env: Dict[Any, Any]) -> _V:
+                x = val(env, args[0])
+                return _V(ctx.where(ctx.compare("gt", x, 0), x, ctx.mul(ctx.sub(ctx.unary("exp", x), 1.0), alpha)))
+            return elu
         z = args[5]  # elu's input, or its output when is_result
 
         def elu_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
