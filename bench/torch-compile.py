@@ -20,6 +20,8 @@ kernels:
   clbound   torch.compile(model, backend="clbound")
   clbound_nopause  the same with clbound.dynamo.config.pause_openmp = False: PyTorch's
             idle OpenMP threads are not paused at each call (not run unless named)
+  clbound_late  the same with the gradients wrapped as torch tensors after the
+            call's wait instead of before it (as until 2026-11-28; not run unless named)
   inductor  torch.compile(model, backend="inductor", dynamic=True)
   graph     clbound.graph.Graph(policy="dynamic"): g.linear/unary/loss/train,
             fed the same batches (its first step includes building the graph)
@@ -48,7 +50,7 @@ Run from the repository root after `make build`:
   CLBOUND_LIBRARY=$PWD/build/lib/libclbound.so PYTHONPATH=$PWD/python python3 bench/torch-compile.py
 Options: --steps N (100) --rounds N (3) --inductor-rounds N (default: every round)
 --warmup N (10) --models xla,wide --variants eager,clbound,inductor,graph,aot_eager,torch_share (the
-default; clbound_nopause on request) --json
+default; clbound_nopause and clbound_late on request) --json
 --torch-threads N (torch.set_num_threads in every variant; default: PyTorch's choice)
 --gomp-spincount N (every variant once more per round with GOMP_SPINCOUNT=N in its
 environment, interleaved with the runs under the environment's own OpenMP waiting:
@@ -96,9 +98,10 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 MODELS = ("xla", "wide")
-VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share", "clbound_nopause")
+VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share", "clbound_nopause", "clbound_late")
 DEFAULT_VARIANTS = VARIANTS[:-1]
-BACKENDS = ("clbound", "clbound_nopause")  # the clbound backend, with and without its OpenMP pause
+# the clbound backend; without its OpenMP pause; with its outputs wrapped after the wait
+BACKENDS = ("clbound", "clbound_nopause", "clbound_late")
 OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 LOSS_TOL = 1e-5
 SKIPPED = 77
@@ -226,7 +229,8 @@ class TorchStep:
         self.run_model = self.model
         if variant in BACKENDS:
             import clbound.dynamo as cd
-            cd.config.pause_openmp = "auto" if variant == "clbound" else False
+            cd.config.pause_openmp = False if variant == "clbound_nopause" else "auto"
+            cd._views["early"] = variant != "clbound_late"  # internal: only for this comparison
             self.run_model = torch.compile(self.model, backend="clbound")
         elif variant == "inductor":
             self.run_model = torch.compile(self.model, backend="inductor", dynamic=True)
@@ -569,8 +573,8 @@ def worker_rounds(mode: str, model: str, kinds: Sequence[str], args: argparse.Na
 
 
 def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> Dict[str, Any]:
-    """One process of --device-idle: `steps` warm steps of clbound, graph or
-    aot_eager with the device timeline recording (lib is preloaded already:
+    """One process of --device-idle: `steps` warm steps of clbound (or
+    clbound_late), graph or aot_eager with the device timeline recording (lib is preloaded already:
     LD_PRELOAD). For clbound and aot_eager the calls of the compiled forward and
     backward are timed too; aot_eager runs no OpenCL command."""
     import ctypes
@@ -584,7 +588,7 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
     if tl.clt_record(0) != 0:  # nothing may be kept before this process turns recording on
         raise RuntimeError(f"{lib} kept commands before recording was turned on")
     calls: List[Any] = []  # (enter, exit) of the backend's calls of its lowered graphs, clt_now's clock
-    if variant == "clbound":
+    if variant in ("clbound", "clbound_late"):
         ensure_backend_registered(torch)
         import clbound.dynamo as cd
         orig = cd._Lowered.__call__
@@ -596,7 +600,7 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
             finally:
                 calls.append((t0, tl.clt_now()))
         cd._Lowered.__call__ = call
-        step: Any = TorchStep(torch, "clbound", model)
+        step: Any = TorchStep(torch, variant, model)
     elif variant == "aot_eager":  # PyTorch's own aot_eager, its compiled graphs' calls timed
         step = timed_aot_eager(torch, model, tl.clt_now, lambda a, b: calls.append((a, b)))
     else:
@@ -637,7 +641,7 @@ def idle_worker(variant: str, model: str, warmup: int, steps: int, lib: str) -> 
         per["idle"].append(t1 - t0 - busy)
         per["idle_in_calls"].append(in_calls if variant != "graph" else t1 - t0 - busy)
         per["idle_between"].append(t1 - t0 - busy - per["idle_in_calls"][-1])
-        if variant == "clbound" and len(mine) == 2:
+        if variant in ("clbound", "clbound_late") and len(mine) == 2:
             # each call's idle time in three parts: from its entry to its first
             # command's start (head), between its commands (gaps), from its last
             # command's end to its return (tail); the forward's call first
@@ -684,7 +688,8 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
         return 2
     lib = os.path.abspath(lib)
     env = dict(os.environ, LD_PRELOAD=":".join(p for p in (lib, os.environ.get("LD_PRELOAD")) if p))
-    got = worker_rounds("idle", model, ("clbound", "graph", "aot_eager"), args, ("--timeline-lib", lib), env)
+    got = worker_rounds("idle", model, ("clbound", "clbound_late", "graph", "aot_eager"), args, ("--timeline-lib", lib),
+                        env)
     if got is None:
         return 1
     rows = got
@@ -702,8 +707,8 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
 
     def m(v: str, k: str) -> float:
         return statistics.median(r[k] for r in rows[v])
-    for v, label in (("clbound", "backend \"clbound\""), ("graph", "graph API"),
-                     ("aot_eager", "aot_eager (no device: PyTorch's kernels)")):
+    for v, label in (("clbound", "backend \"clbound\""), ("clbound_late", "the same, outputs wrapped after the wait"),
+                     ("graph", "graph API"), ("aot_eager", "aot_eager (no device: PyTorch's kernels)")):
         rs = rows[v]
         cmds = {k: statistics.median(r["commands"].get(k, 0) for r in rs) for k in sorted({k for r in rs for k in r["commands"]})}
         between = f"{m(v, 'idle_between'):.3f}" if v != "graph" else "-"
@@ -715,15 +720,17 @@ def device_idle(model: str, args: argparse.Namespace) -> int:
     g = m("graph", "step")
     print(f"a backend's floor on this loop, (graph API step + the time between the calls) / graph API step: "
           f"{(g + m('clbound', 'idle_between')) / g:.2f}x with the backend's between-call time, "
-          f"{(g + m('aot_eager', 'idle_between')) / g:.2f}x with aot_eager's; the backend: {m('clbound', 'step') / g:.2f}x")
-    if all("fw_head" in r for r in rows["clbound"]):
+          f"{(g + m('aot_eager', 'idle_between')) / g:.2f}x with aot_eager's; the backend: {m('clbound', 'step') / g:.2f}x "
+          f"({m('clbound_late', 'step') / g:.2f}x with its outputs wrapped after the wait)")
+    if all("fw_head" in r for r in rows["clbound"] + rows["clbound_late"]):
         print("the backend's idle time inside its calls (ms per step, medians): entry to the first command's start, "
               "between its commands, the last command's end to the return")
         print("| call | entry to first command | between commands | last command to return |")
         print("|---|---|---|---|")
-        for who, label in (("fw", "forward"), ("bw", "backward")):
-            print(f"| {label} | {m('clbound', who + '_head'):.3f} | {m('clbound', who + '_gaps'):.3f} | "
-                  f"{m('clbound', who + '_tail'):.3f} |")
+        for v, what in (("clbound", ""), ("clbound_late", ", outputs wrapped after the wait")):
+            for who, label in (("fw", "forward"), ("bw", "backward")):
+                print(f"| {label}{what} | {m(v, who + '_head'):.3f} | {m(v, who + '_gaps'):.3f} | "
+                      f"{m(v, who + '_tail'):.3f} |")
     return 0
 
 
@@ -922,7 +929,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace, load: tuple)
                 msum[v].update({k: ok[-1][k] for k in ("dynamo_frames", "graphs_lowered", "graph_breaks",
                                                        "graph_break_ops")})
         ratios = {}
-        for back, label in (("clbound", "clbound backend"), ("clbound_nopause", "clbound backend, no OpenMP pause")):
+        for back, label in (("clbound", "clbound backend"), ("clbound_nopause", "clbound backend, no OpenMP pause"),
+                            ("clbound_late", "clbound backend, outputs wrapped after the wait")):
             for other, what in (("graph", "native graph API"), ("eager", "eager PyTorch"), ("inductor", "inductor"),
                                 ("aot_eager", "aot_eager")):
                 if back not in args.variants or other not in args.variants:
@@ -1001,7 +1009,7 @@ def main() -> int:
     ap.add_argument("--timeline-lib", default=None,
                     help="libclbound-timeline.so for --device-idle (default: beside CLBOUND_LIBRARY)")
     ap.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
-    ap.add_argument("--idle-worker", choices=("clbound", "graph", "aot_eager"), help=argparse.SUPPRESS)
+    ap.add_argument("--idle-worker", choices=("clbound", "clbound_late", "graph", "aot_eager"), help=argparse.SUPPRESS)
     ap.add_argument("--wake-worker", choices=WAKE_EXTRAS, help=argparse.SUPPRESS)
     ap.add_argument("--model", choices=MODELS, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -90,6 +90,17 @@ CLB_API clb_status clb_tensor_to_dlpack_device(clb_context_t ctx, clb_tensor_t t
  * error, exports nothing (every outs[i] NULL). */
 CLB_API clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor_t *ts,
                                               struct DLManagedTensorVersioned **outs);
+/* clb_tensors_to_dlpack_host without its host sync, for tensors whose dims are
+ * all static (each one's sizes are its bounds, known without the device): the
+ * exports are made at once, while queued ops may still be writing the tensors,
+ * so that a framework can wrap them while the device works. Their data is the
+ * device's only after the caller's next host sync of ctx (clb_context_sync, or
+ * any read), which also reports a failure of the ops that wrote them: read an
+ * export only after that sync succeeds, and drop it (call its deleter) if it
+ * fails. A tensor with a dynamic dim is CLB_ERR_SHAPE (its size needs the
+ * sync), a failed tensor its error; on any error nothing is exported. */
+CLB_API clb_status clb_tensors_to_dlpack_host_unsynced(clb_context_t ctx, int n, const clb_tensor_t *ts,
+                                                       struct DLManagedTensorVersioned **outs);
 
 /* Host import: a new clbound tensor holding a copy of src (kDLCPU or
  * kDLCUDAHost memory; any strides, including 0 and negative ones; byte_offset

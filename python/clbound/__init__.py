@@ -420,7 +420,7 @@ class Context:
         sync (a size over its bound, a failed device check, a short source)."""
         self._check(L.ctx_sync(self._live()))
 
-    def numpy_all(self, tensors: Sequence[Tensor], *, copy: bool = True) -> List[np.ndarray]:
+    def numpy_all(self, tensors: Sequence[Tensor], *, copy: bool = True, sync: bool = True) -> List[np.ndarray]:
         """The live parts of several tensors of this context as new numpy arrays,
         with one host sync (Tensor.numpy() makes one per tensor): the sizes of
         all in one wait, then the data of all in one more (both after the one
@@ -431,13 +431,21 @@ class Context:
         host memory (PoCL's CPU device), else BufferError. Each buffer stays
         out of clbound's pool while an array over it lives, even past the
         tensor and the context; while the tensor lives, the array and the
-        tensor are one memory, so write either only after a host sync."""
+        tensor are one memory, so write either only after a host sync.
+
+        sync=False (with copy=False, for tensors whose dims are all static:
+        their sizes are their bounds) makes the arrays at once, with no host
+        sync, while queued ops may still be writing them
+        (clb_tensors_to_dlpack_host_unsynced): read them only after a later
+        sync() or read of this context succeeds. A dynamic dim is ShapeError."""
         ts = list(tensors)
         n = len(ts)
+        if not sync and copy is not False:
+            raise ValueError("numpy_all: sync=False makes views (copy=False); a copy needs the data, so a sync")
         if n == 0:
             return []
         if copy is False:
-            return self._views_all(ts)
+            return self._views_all(ts, sync)
         hs = (L.p * n)(*[self._arg(t, f"tensors[{i}]").value for i, t in enumerate(ts)])
         bufs = []
         for t in ts:  # at the bounds: untouched pages cost nothing, and the live part always fits
@@ -454,12 +462,12 @@ class Context:
             out.append(b[:k].reshape(shape))
         return out
 
-    def _views_all(self, ts: List[Tensor]) -> List[np.ndarray]:
+    def _views_all(self, ts: List[Tensor], sync: bool = True) -> List[np.ndarray]:
         from . import _dlpack
         n = len(ts)
         hs = (L.p * n)(*[self._arg(t, f"tensors[{i}]").value for i, t in enumerate(ts)])
         outs = (L.p * n)()
-        st = L.ts_to_dlpack_host(self._live(), n, hs, outs)
+        st = (L.ts_to_dlpack_host if sync else L.ts_to_dlpack_host_unsynced)(self._live(), n, hs, outs)
         if st != 0:
             if L.status_name(st).decode() == "ERR_UNSUPPORTED":
                 raise BufferError(f"numpy_all(copy=False): {L.ctx_errmsg(self._h).decode()}")

@@ -257,43 +257,68 @@ class _Lowered:
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
 
-    def _read(self, ts: List[Tensor], keep: set) -> List[np.ndarray]:
-        """The outputs ts as numpy arrays, with one host sync. Where the device's
-        buffers are host memory, an output that this call's ops made and that no
-        other output, saved tensor or input holds goes to PyTorch over the
-        device's memory (no copy; the buffer leaves clbound's pool until PyTorch
-        frees it): a backward's gradients, for one. The others are copied, so
-        that PyTorch's in-place ops on an output never change what clbound still
-        reads, and so is an output using less than half its buffer. keep: the
-        data buffers (Tensor.data_mem) of the inputs and the saved outputs; a
-        view is its base's buffer."""
+    def _read(self, items: List[Tuple[_V, torch.fx.Node]], keep: set) -> List[torch.Tensor]:
+        """The outputs items ((value, node) pairs) as torch tensors, with one
+        host sync. Where the device's buffers are host memory, an output that
+        this call's ops made and that no other output, saved tensor or input
+        holds goes to PyTorch over the device's memory (no copy; the buffer
+        leaves clbound's pool until PyTorch frees it): a backward's gradients,
+        for one. Those of static sizes are wrapped before the sync, while the
+        device still computes them, so that the call returns right after its
+        wait. The others are copied, so that PyTorch's in-place ops on an
+        output never change what clbound still reads, and so is an output
+        using less than half its buffer. keep: the data buffers
+        (Tensor.data_mem) of the inputs and the saved outputs; a view is its
+        base's buffer."""
+        ts = [v.t for v, _ in items]
         if not _views["on"]:
-            return self.ctx.numpy_all(ts)
+            arrays = self.ctx.numpy_all(ts)
+            return [_host_torch(arr, v, a) for arr, (v, a) in zip(arrays, items)]
         mems = [t.data_mem for t in ts]
         counts: Dict[int, int] = {}
         for m in mems:
             counts[m] = counts.get(m, 0) + 1
         own = [counts[m] == 1 and m not in keep and getattr(t, "_shared", None) is None for t, m in zip(ts, mems)]
-        if not any(own):
-            return self.ctx.numpy_all(ts)
-        mine = [t for t, o in zip(ts, own) if o]
-        try:
-            views = self.ctx.numpy_all(mine, copy=False)
-        except BufferError as e:  # this device's buffers are not host memory: copies from now on
-            _views["on"] = False
-            log.info("clbound: outputs are copied to PyTorch (%s)", e)
-            return self.ctx.numpy_all(ts)
-        # an output using less than half its buffer is copied after all: PyTorch
-        # may keep it (predictions collected over an epoch), and a buffer is sized
-        # at the bounds, not the batch
-        for k, (t, v) in enumerate(zip(mine, views)):
-            if 2 * v.size < t.bound_numel:
-                views[k] = v.copy()  # the export goes with the view
-            else:
+        out: List[Any] = [None] * len(items)
+        # static sizes: no wait needed to know them (dims from the graph's shapes, all ints)
+        # and wrapped as they are (a transposed or cast one is a copy, which needs the data)
+        early = [k for k, o in enumerate(own) if o and _views["early"] and not items[k][0].trans
+                 and all(isinstance(p, int) for p in self.out_shapes[items[k][1]])
+                 and _TORCH_TO_NP.get(_meta(items[k][1]).dtype) == ts[k].dtype]
+        if early:
+            try:
+                views = self.ctx.numpy_all([ts[k] for k in early], copy=False, sync=False)
+            except BufferError as e:  # this device's buffers are not host memory: copies from now on
+                _views["on"] = False
+                log.info("clbound: outputs are copied to PyTorch (%s)", e)
+                return self._read(items, keep)
+            for k, arr in zip(early, views):
                 _stats["outputs_shared"] += 1
-        rest = self.ctx.numpy_all([t for t, o in zip(ts, own) if not o]) if not all(own) else []
-        it_v, it_r = iter(views), iter(rest)
-        return [next(it_v) if o else next(it_r) for o in own]
+                out[k] = _host_torch(arr, *items[k])
+        late = [k for k, o in enumerate(own) if o and out[k] is None]
+        if late:
+            try:
+                views = self.ctx.numpy_all([ts[k] for k in late], copy=False)
+            except BufferError as e:
+                _views["on"] = False
+                log.info("clbound: outputs are copied to PyTorch (%s)", e)
+                return self._read(items, keep)
+            # an output using less than half its buffer is copied after all: PyTorch
+            # may keep it (predictions collected over an epoch), and a buffer is sized
+            # at the bounds, not the batch
+            for k, arr in zip(late, views):
+                if 2 * arr.size < ts[k].bound_numel:
+                    arr = arr.copy()  # the export goes with the view
+                else:
+                    _stats["outputs_shared"] += 1
+                out[k] = _host_torch(arr, *items[k])
+        rest = [k for k, o in enumerate(own) if not o]
+        if rest:
+            for k, arr in zip(rest, self.ctx.numpy_all([ts[k] for k in rest])):
+                out[k] = _host_torch(arr, *items[k])
+        elif not late:
+            self.ctx.sync()  # the one wait: the early views are read only after it
+        return out
 
     def __call__(self, args: List[Any]) -> List[Any]:
         self.held = []
@@ -355,9 +380,8 @@ class _Lowered:
         if reads:  # every output read with one host sync
             keep = {v.t.data_mem for v in (env[n] for n in self.placeholders) if isinstance(v, _V)}
             keep.update(env[a].t.data_mem for a in saved)
-            arrays = self._read([env[a].t for _, a in reads], keep)
-            for (i, a), arr in zip(reads, arrays):
-                outs[i] = _host_torch(arr, env[a], a)
+            for (i, _), x in zip(reads, self._read([(env[a], a) for _, a in reads], keep)):
+                outs[i] = x
         elif self.used_shared or self.held:
             # nothing read: wait anyway, before PyTorch may step a shared parameter or
             # change an input whose memory a queued write still reads
@@ -371,7 +395,9 @@ class _Lowered:
 # replaced is shared again.
 _shared: Dict[int, Tuple[Any, int, Tuple[int, ...], Any, Tensor]] = {}
 _sharing = {"on": True}
-_views = {"on": True}  # outputs handed to PyTorch over the device's memory (off once the device refuses)
+# outputs handed to PyTorch over the device's memory (off once the device refuses);
+# early: those of static sizes wrapped before the call's wait
+_views = {"on": True, "early": True}
 
 
 def _share(ctx: Context, x: torch.Tensor) -> Optional[Tensor]:

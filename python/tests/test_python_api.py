@@ -389,6 +389,31 @@ def test_numpy_all_copy_false_views_the_device_memory(ctx):
     del fill
 
 
+def test_numpy_all_sync_false_views_before_the_wait(ctx):
+    """sync=False: views of static tensors made with no host sync while their
+    ops are queued; after a sync they hold the ops' results. A dynamic dim is
+    a ShapeError, a copy without the sync a ValueError."""
+    x = ctx.from_numpy(np.linspace(-3, 3, 300 * 40, dtype=np.float32).reshape(300, 40))
+    ctx.sync()
+    y = ctx.relu(ctx.neg(x))
+    before = ctx.counters()["host_syncs"]
+    try:
+        (got,) = ctx.numpy_all([y], copy=False, sync=False)
+    except BufferError as err:
+        assert "not host memory" in str(err), err
+        assert ctx.kernel_style != "cpu" or os.environ.get("CLBOUND_HOST_PTRS") == "off"
+        return
+    assert ctx.counters()["host_syncs"] == before  # no wait
+    assert got.shape == (300, 40) and got.dtype == np.float32
+    ctx.sync()
+    np.testing.assert_array_equal(got, np.maximum(-np.linspace(-3, 3, 300 * 40, dtype=np.float32), 0).reshape(300, 40))
+    d = ctx.from_numpy(np.ones((3, 2), dtype=np.float32), bounds=(8, 2), dynamic=(True, False))
+    with pytest.raises(clbound.ShapeError, match="dynamic dim 0"):
+        ctx.numpy_all([y, d], copy=False, sync=False)
+    with pytest.raises(ValueError, match="sync=False"):
+        ctx.numpy_all([y], sync=False)
+
+
 def test_from_dlpack_borrow_skips_the_host_copy(ctx):
     """borrow=True: the device copies from the object when its write runs; the
     object is held until then (a sync at the latest) and let go after."""

@@ -476,9 +476,11 @@ int64_t clb__numel(int rank, const int64_t *dims);
  * ...]) read through host pointers, with clb_tensors_read's checks (a failed
  * tensor's error, records within bounds). The host pointers of ts' shape
  * records and of data[i]'s data buffers are learnt first (maps enqueued before
- * the wait); where one cannot be, CLB_ERR_UNSUPPORTED without a sync. */
-clb_status clb__tensors_sync_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
-                                    const clb_tensor_t *data, int64_t *dims);
+ * the wait); where one cannot be, CLB_ERR_UNSUPPORTED without a sync. sync 0:
+ * no wait, for tensors whose dims are all static: their sizes are their bounds
+ * (the caller checked), and their data is the device's after the next sync. */
+clb_status clb__tensors_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
+                               const clb_tensor_t *data, int64_t *dims, int sync);
 /* A new tensor sharing x's data buffer (the buffer goes back to the pool when
  * the last holder is freed), with its own shape record, not yet written. */
 clb_status clb__tensor_share(clb_context_t ctx, const char *op, clb_tensor_t x, int rank, const int64_t *bounds,

@@ -666,20 +666,21 @@ clb_status clb_tensors_read(clb_context_t ctx, int n, const clb_tensor_t *ts, in
   return st;
 }
 
-clb_status clb__tensors_sync_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
-                                    const clb_tensor_t *data, int64_t *dims) {
-  clb_status st = clb__launch_host(ctx, op, NULL);
+clb_status clb__tensors_direct(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
+                               const clb_tensor_t *data, int64_t *dims, int sync) {
+  clb_status st = sync ? clb__launch_host(ctx, op, NULL) : CLB_OK;
   if (st != CLB_OK) return st;
   int ok = direct_prepare(ctx, n, ts);
   if (!direct_prepare(ctx, n, data) || !ok)
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED, "%s: a buffer of the %d tensors has no host pointer", op, n);
-  if ((st = clb__sync(ctx, op)) != CLB_OK) return st;
+  if (sync && (st = clb__sync(ctx, op)) != CLB_OK) return st;
   char name[32];
   for (int i = 0; i < n; i++) {
     clb_tensor_t t = ts[i];
     int64_t rec[CLB_MAX_RANK];
     snprintf(name, sizeof name, "ts[%d]", i);
-    if (!t->failed) direct_sizes(ctx, t, rec);
+    if (!sync) memcpy(rec, t->bound, (size_t)t->rank * sizeof *rec); /* every dim static: its bound */
+    else if (!t->failed) direct_sizes(ctx, t, rec);
     if ((st = check_record(ctx, op, name, t, rec)) != CLB_OK) return st;
     memcpy(dims + (size_t)i * CLB_MAX_RANK, rec, (size_t)t->rank * sizeof *dims);
   }

@@ -303,19 +303,25 @@ static void shared_undo(struct clb__dl_export **es, int n) {
   }
 }
 
-clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor_t *ts,
-                                      struct DLManagedTensorVersioned **outs) {
-  static const char *op = "clb_tensors_to_dlpack_host";
+/* clb_tensors_to_dlpack_host's work; sync 0: clb_tensors_to_dlpack_host_unsynced. */
+static clb_status host_exports(clb_context_t ctx, const char *op, int n, const clb_tensor_t *ts,
+                               struct DLManagedTensorVersioned **outs, int sync) {
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
   if (n < 0) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: n is %d", op, n);
   if (n == 0) return CLB_OK;
   if (!ts || !outs) return clb__set_error(ctx, CLB_ERR_NULL, "%s: ts or outs is NULL (n %d)", op, n);
-  char name[32];
+  char name[32], desc[128];
   for (int i = 0; i < n; i++) outs[i] = NULL;
   for (int i = 0; i < n; i++) {
     snprintf(name, sizeof name, "ts[%d]", i);
     clb_status st = clb__check_tensor(ctx, op, name, ts[i]);
     if (st != CLB_OK) return st;
+    for (int d = 0; !sync && d < ts[i]->rank; d++)
+      if (ts[i]->dyn[d])
+        return clb__set_error(ctx, CLB_ERR_SHAPE,
+                              "%s: %s %s has a dynamic dim %d, whose size only a host sync gives: export it with "
+                              "clb_tensors_to_dlpack_host",
+                              op, name, clb__tensor_desc(ts[i], desc, sizeof desc), d);
   }
   if (!clb__host_ptrs_ok(ctx))
     return clb__set_error(ctx, CLB_ERR_UNSUPPORTED,
@@ -344,7 +350,7 @@ clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor
     if (st == CLB_OK && t->graph_held) st = clb__tensor_unshare(ctx, op, &es[i]->holder, 1);
     holders[i] = es[i]->holder;
   }
-  if (st == CLB_OK) st = clb__tensors_sync_direct(ctx, op, n, ts, holders, dims);
+  if (st == CLB_OK) st = clb__tensors_direct(ctx, op, n, ts, holders, dims, sync);
   for (int i = 0; i < n && st == CLB_OK; i++) {
     cl_int err = clRetainMemObject(es[i]->holder->data.mem);
     if (err != CL_SUCCESS) {
@@ -377,6 +383,16 @@ clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor
   free(holders);
   free(dims);
   return CLB_OK;
+}
+
+clb_status clb_tensors_to_dlpack_host(clb_context_t ctx, int n, const clb_tensor_t *ts,
+                                      struct DLManagedTensorVersioned **outs) {
+  return host_exports(ctx, "clb_tensors_to_dlpack_host", n, ts, outs, 1);
+}
+
+clb_status clb_tensors_to_dlpack_host_unsynced(clb_context_t ctx, int n, const clb_tensor_t *ts,
+                                               struct DLManagedTensorVersioned **outs) {
+  return host_exports(ctx, "clb_tensors_to_dlpack_host_unsynced", n, ts, outs, 0);
 }
 
 /* ---- import ------------------------------------------------------------------------ */

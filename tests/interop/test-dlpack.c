@@ -514,6 +514,77 @@ static void test_host_shared_export(void) {
   outs[1]->deleter(outs[1]);
 }
 
+/* clb_tensors_to_dlpack_host_unsynced: static tensors exported with no host
+ * sync while the ops writing them are queued; the data is theirs after the
+ * caller's sync. A dynamic dim is refused (its size needs the sync). */
+static void test_host_unsynced_export(void) {
+  clb_context_t ctx = clb_test_context(NULL);
+  int64_t m[2] = {300, 70}; /* several work-groups of work behind the export */
+  clb_tensor_t a = NULL, b = NULL, c = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, m, NULL, &a));
+  static double v[300 * 70];
+  for (int i = 0; i < 300 * 70; i++) v[i] = (double)(i % 977) - 400.5;
+  clb_test_write(ctx, a, m, v);
+  CL_OK(ctx, clb_context_sync(ctx));
+  clb_counters c0, c1;
+  c0.struct_size = c1.struct_size = sizeof c0;
+  CL_OK(ctx, clb_context_counters(ctx, &c0));
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_NEG, a, &b));
+  CL_OK(ctx, clb_unary(ctx, CLB_UNARY_RELU, b, &c));
+  clb_tensor_t ts[2] = {b, c};
+  struct DLManagedTensorVersioned *outs[2] = {NULL, NULL};
+  clb_status st = clb_tensors_to_dlpack_host_unsynced(ctx, 2, ts, outs);
+  if (st == CLB_ERR_UNSUPPORTED) { /* a GPU: refused as the synced export is */
+    EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "clb_tensors_read") != NULL);
+    EXPECT_TRUE(outs[0] == NULL && outs[1] == NULL);
+  } else {
+    REQUIRE_TRUE(st == CLB_OK);
+    CL_OK(ctx, clb_context_counters(ctx, &c1));
+    EXPECT_EQ_I(c1.host_syncs - c0.host_syncs, 0);
+    for (int i = 0; i < 2; i++) {
+      EXPECT_EQ_I(outs[i]->dl_tensor.ndim, 2);
+      EXPECT_EQ_I(outs[i]->dl_tensor.shape[0], 300);
+      EXPECT_EQ_I(outs[i]->dl_tensor.shape[1], 70);
+      EXPECT_EQ_I(outs[i]->dl_tensor.strides[0], 70);
+      EXPECT_EQ_I(outs[i]->dl_tensor.device.device_type, kDLCPU);
+      EXPECT_EQ_I(outs[i]->flags, 0);
+    }
+    CL_OK(ctx, clb_context_sync(ctx));
+    const float *nb = outs[0]->dl_tensor.data, *rc = outs[1]->dl_tensor.data;
+    for (int i = 0; i < 300 * 70; i++) {
+      float want = -(float)v[i];
+      EXPECT_TRUE(nb[i] == want);
+      EXPECT_TRUE(rc[i] == (want > 0 ? want : 0));
+    }
+    /* the exports hold the buffers: freeing the tensors leaves the data */
+    clb_tensor_free(b);
+    clb_tensor_free(c);
+    b = c = NULL;
+    EXPECT_TRUE(nb[0] == 400.5f && rc[1] == 399.5f);
+    outs[0]->deleter(outs[0]);
+    outs[1]->deleter(outs[1]);
+  }
+  /* a dynamic dim: refused with the way out, nothing exported */
+  int64_t bd[2] = {300, 70};
+  uint8_t dyn[2] = {1, 0};
+  clb_tensor_t d = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bd, dyn, &d));
+  clb_test_write(ctx, d, m, v);
+  clb_tensor_t two[2] = {a, d};
+  struct DLManagedTensorVersioned *none[2] = {NULL, NULL};
+  EXPECT_STATUS(ctx, clb_tensors_to_dlpack_host_unsynced(ctx, 2, two, none), CLB_ERR_SHAPE,
+                "ts[1] [<=300, 70] f32 has a dynamic dim 0");
+  EXPECT_TRUE(strstr(clb_context_errmsg(ctx), "clb_tensors_to_dlpack_host") != NULL);
+  EXPECT_TRUE(none[0] == NULL && none[1] == NULL);
+  EXPECT_STATUS(ctx, clb_tensors_to_dlpack_host_unsynced(ctx, 1, two, NULL), CLB_ERR_NULL, "outs");
+  EXPECT_EQ_I(clb_tensors_to_dlpack_host_unsynced(ctx, 0, NULL, NULL), CLB_OK);
+  clb_tensor_free(b);
+  clb_tensor_free(c);
+  clb_tensor_free(d);
+  clb_tensor_free(a);
+  clb_context_free(ctx);
+}
+
 /* The capability query agrees with the ops, for every dtype. */
 static void test_capabilities(clb_context_t ctx, int fp64) {
   size_t n = 0;
@@ -589,5 +660,6 @@ int main(void) {
   test_device_export();
   test_borrowed_import();
   test_host_shared_export();
+  test_host_unsynced_export();
   return clb_test_finish("interop/dlpack");
 }
