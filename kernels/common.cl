@@ -109,6 +109,7 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_OP_SUB(x, y) ((x) - (y))
 #define CLB_OP_MUL(x, y) ((x) * (y))
 #define CLB_OP_DIV(x, y) ((x) / (y))
+#define CLB_OP_POW(x, y) pow(x, y)
 #define CLB_OP_MAX(ISNAN, x, y) ((ISNAN(x) || (x) > (y)) ? (x) : (y))
 #define CLB_OP_MIN(ISNAN, x, y) ((ISNAN(x) || (x) < (y)) ? (x) : (y))
 #define CLB_OP_NEG(TOUT, x) ((TOUT)(-(x)))
@@ -145,6 +146,30 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
   T r = x % y;                                                              \
   if (r != 0 && ((r < 0) != (y < 0))) r += y;                               \
   return r;
+
+/* The body of Python's floor division of x and y of type T, the same way
+ * (CLB_REM_BODY_*'s setting): floating, the quotient of x - fmod(x, y) rounded
+ * as Python rounds it, x / y for y == 0; integer, the C quotient moved toward
+ * -inf, CLB_STF_DIV_ZERO and 0 for y == 0, and x * -1 (wrapping) for y == -1
+ * of a signed type, which C's division would overflow for the type's minimum. */
+#define CLB_FLOORDIV_BODY_FLOAT(T)                                          \
+  if (y == 0) return x / y;                                                 \
+  T m = fmod(x, y);                                                         \
+  T d = (x - m) / y;                                                        \
+  if (m != 0 && ((y < 0) != (m < 0))) d -= (T)1;                            \
+  if (d == 0) return copysign((T)0, x / y);                                 \
+  T f = floor(d);                                                           \
+  if (d - f > (T)0.5) f += (T)1;                                            \
+  return f;
+#define CLB_FLOORDIV_BODY_INT(T)                                            \
+  if (y == 0) {                                                             \
+    clb_raise(st, launch, CLB_STF_DIV_ZERO, 0, 0);                          \
+    return 0;                                                               \
+  }                                                                         \
+  if ((T)-1 < (T)0 && y == (T)-1) return (T)((T)0 - x);                     \
+  T q = x / y;                                                              \
+  if (x % y != 0 && ((x < 0) != (y < 0))) q -= (T)1;                        \
+  return q;
 
 inline int clb_first_item(void) { return get_global_id(0) == 0; }
 

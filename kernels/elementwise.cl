@@ -18,6 +18,13 @@ inline TA clb_rem(TA x, TA y, __global int *st, uint launch) {
   CLB_REM_BODY_INT(TA)
 #endif
 }
+inline TA clb_floordiv(TA x, TA y, __global int *st, uint launch) {
+#ifdef TA_FLOAT
+  CLB_FLOORDIV_BODY_FLOAT(TA)
+#else
+  CLB_FLOORDIV_BODY_INT(TA)
+#endif
+}
 #endif
 
 /* The operation (kernels/common.cl has the table). */
@@ -31,6 +38,10 @@ inline TA clb_rem(TA x, TA y, __global int *st, uint launch) {
 #define OPF(x, y) CLB_OP_DIV(x, y)
 #elif defined(OP_REM)
 #define OPF(x, y) clb_rem((x), (y), st, launch)
+#elif defined(OP_POW)
+#define OPF(x, y) CLB_OP_POW(x, y)
+#elif defined(OP_FLOORDIV)
+#define OPF(x, y) clb_floordiv((x), (y), st, launch)
 #elif defined(OP_MAX)
 #define OPF(x, y) CLB_OP_MAX(CLB_ISNAN, x, y)
 #elif defined(OP_MIN)

@@ -37,7 +37,7 @@ extern "C" {
  * "sgd_step", "nonzero", "nonzero_static", "masked_select", "masked_scatter",
  * "eq", "ne", "lt", "le", "gt", "ge" (clb_compare), "slice", "index"
  * (clb_slice, clb_index and clb_basic_index), "index_put" (clb_basic_index_put),
- * "permute", "transpose", "where".
+ * "permute", "transpose", "where", "pow", "floor_divide".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
  * the source's.
  * Returns CLB_OK; CLB_ERR_DTYPE when the op never takes the dtype (the message

@@ -37,7 +37,12 @@ typedef enum clb_binary_op {
                          integer division by zero raises CLB_ERR_DIV_ZERO at sync */
   CLB_BINARY_MAX = 5,
   CLB_BINARY_MIN = 6,
-  CLB_BINARY_COUNT = 7
+  CLB_BINARY_POW = 7,      /* C's pow(x, y); floating dtypes only */
+  CLB_BINARY_FLOORDIV = 8, /* Python's floor division (numpy's floor_divide): the
+                              quotient rounded toward -inf; an integer division by
+                              zero raises CLB_ERR_DIV_ZERO at sync, a floating one
+                              gives x / y (inf or nan), as numpy does */
+  CLB_BINARY_COUNT = 9
 } clb_binary_op;
 
 typedef enum clb_unary_op {
@@ -60,6 +65,8 @@ CLB_API clb_status clb_mul(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, cl
 CLB_API clb_status clb_div(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out);
 CLB_API clb_status clb_remainder(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b,
                                  clb_tensor_t *out);
+CLB_API clb_status clb_pow(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out);
+CLB_API clb_status clb_floor_divide(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out);
 
 /* Comparisons: out = a <op> b as a bool tensor, broadcast as clb_binary does
  * (the same deferred check on actual sizes). a and b must have the same dtype;

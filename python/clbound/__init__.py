@@ -717,7 +717,11 @@ class Context:
     def binary(self, op: str, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:
         """out = a <op> b, broadcast like numpy and PyTorch from the bounds. op: add,
         sub, mul, div (true division: integers give float64, as numpy's /),
-        remainder (Python's sign), maximum, minimum.
+        remainder (Python's sign), maximum, minimum, pow (floating: integer
+        powers are a DTypeError; cast first), floor_divide (Python's //: the
+        quotient rounded toward -inf; an integer division by zero raises
+        DivisionByZeroError at the next host sync, a floating one gives inf or
+        nan, as numpy's).
 
         Either operand may be a Python or numpy scalar (one of them a Tensor), and
         the dtypes promote as numpy 2 does (NEP 50): ``int32 + 1.5`` is float64,
@@ -727,6 +731,9 @@ class Context:
         minimum a logical and (numpy's results); sub is a DTypeError, as numpy's."""
         code = L.choice(L.BINARY, op, "binary op")
         x, y = self._promoted(a, b, op, out)
+        if op == "pow" and x.dtype.kind in "biu":
+            raise L.error("ERR_DTYPE", f"pow: {x.dtype} ** {y.dtype}: clbound's pow is floating only (integer powers "
+                          "are not supported); cast first, e.g. x.float() ** 2")
         if x.dtype == np.bool_ and op in ("add", "maximum", "mul", "minimum"):
             return self._logical("logical_or" if op in ("add", "maximum") else "logical_and", x, y, out)
         hx, hy = self._arg(x, "a"), self._arg(y, "b")

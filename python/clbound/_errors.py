@@ -80,7 +80,7 @@ class OutOfMemoryError(ClboundError, MemoryError):
 
 
 class DivisionByZeroError(ClboundError, ZeroDivisionError):
-    """ERR_DIV_ZERO: an integer remainder by zero; raised at the next host sync."""
+    """ERR_DIV_ZERO: an integer remainder or floor division by zero; raised at the next host sync."""
 
 
 class UnsupportedError(ClboundError, NotImplementedError):

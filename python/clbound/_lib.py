@@ -234,7 +234,8 @@ DTYPES: Dict[np.dtype, int] = {
 }
 NUMPY = {v: k for k, v in DTYPES.items()}
 UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy": 6}
-BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6}
+BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6, "pow": 7,
+          "floor_divide": 8}
 COMPARE = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
 REDUCE = {"sum": 0, "mean": 1, "max": 2}
 LOSS = {"mse": 0, "bce": 1, "bce_with_logits": 2, "cross_entropy": 3}

@@ -501,6 +501,18 @@ class Tensor:
     def __rtruediv__(self, other: Operand) -> "Tensor":
         return self.ctx._operator("div", other, self)
 
+    def __pow__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("pow", self, other)
+
+    def __rpow__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("pow", other, self)
+
+    def __floordiv__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("floor_divide", self, other)
+
+    def __rfloordiv__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("floor_divide", other, self)
+
     def __mod__(self, other: Operand) -> "Tensor":
         return self.ctx._operator("remainder", self, other)
 
@@ -561,6 +573,12 @@ class Tensor:
 
     def __itruediv__(self, other: Operand) -> "Tensor":
         return self.ctx._operator("div", self, other, inplace=True)
+
+    def __ifloordiv__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("floor_divide", self, other, inplace=True)
+
+    def __ipow__(self, other: Operand) -> "Tensor":
+        return self.ctx._operator("pow", self, other, inplace=True)
 
     def __lt__(self, other: Operand) -> "Tensor":
         return self.ctx._operator("lt", self, other)

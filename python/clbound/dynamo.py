@@ -786,7 +786,9 @@ def _cast_to(ctx: Context, t: Tensor, node: torch.fx.Node) -> Tensor:
 
 _BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub", aten.sub.Scalar: "sub",
            aten.mul.Tensor: "mul", aten.mul.Scalar: "mul", aten.div.Tensor: "div", aten.div.Scalar: "div",
-           aten.maximum.default: "maximum", aten.minimum.default: "minimum"}
+           aten.maximum.default: "maximum", aten.minimum.default: "minimum", aten.pow.Tensor_Scalar: "pow",
+           aten.pow.Tensor_Tensor: "pow", aten.pow.Scalar: "pow", aten.floor_divide.default: "floor_divide",
+           aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div"}  # the last two: rounding_mode="floor" only
 _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
           aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg"}
@@ -934,8 +936,12 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             if not isinstance(a, torch.fx.Node):
                 _scalar(a, name)
         rounding = kw.get("rounding_mode")
-        if rounding is not None:
+        if rounding == "floor":
+            op = "floor_divide"
+        elif rounding is not None:
             raise Unsupported(f"{name}: rounding_mode={rounding}")
+        if op == "pow" and not _meta(node).dtype.is_floating_point:
+            raise Unsupported(f"{name}: integer powers (clbound's pow is floating only)")
 
         def binary(ctx: Context, env: Dict[Any, Any]) -> _V:
             vx, vy = _force(val(env, x)), _force(val(env, y))  # a size operand: its host int

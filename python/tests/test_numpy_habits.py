@@ -66,7 +66,7 @@ def test_shape_is_read_on_demand_and_bounds_are_separate(ctx, rng):
 
 OPS = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
-    "%": lambda a, b: a % b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    "%": lambda a, b: a % b, "//": lambda a, b: a // b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
 }
 
@@ -99,6 +99,55 @@ def test_operators_match_numpy_with_dynamic_sizes(ctx, rng, da, db):
         if np.dtype(da).kind == "f":
             w = values(rng, (3, 2), da)
             close((x @ ctx.from_numpy(w)).numpy(), a @ w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floor_divide_and_pow_match_numpy_at_their_edges(ctx, dtype):
+    """// is Python's floor division (1 // 0.1 is 9, signs, x // 0 inf or nan),
+    exactly as numpy's; ** is pow, within float rounding, with numpy's nan for
+    a negative base to a fraction; integer ** integer is refused."""
+    a = np.array([1, -7, 7, -7.5, 0, 5, 0, -1, 3.5, -0.0], dtype)
+    b = np.array([0.1, 2, -2, 2, 3, 0, 0, 3, -0.5, 1], dtype)
+    x, y = dyn(ctx, a), dyn(ctx, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = a // b
+    got = (x // y).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()
+    np.testing.assert_array_equal((x // 2).numpy(), a // 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal((7 // y).numpy(), 7 // b)
+    p = np.array([0, 2, 4, 0.5, 10, 3, 1, 9], dtype)
+    e = np.array([0, -1, 0.5, 2, -2, 0, 1e30, 2], dtype)
+    xp, xe = dyn(ctx, p), dyn(ctx, e)
+    close((xp ** xe).numpy(), p ** e)
+    close((xp ** 2).numpy(), p ** 2)
+    with np.errstate(over="ignore"):
+        close((2 ** xe).numpy(), 2 ** e)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan((dyn(ctx, np.array([-8], dtype)) ** (1 / 3)).numpy()).all()
+    z = dyn(ctx, a.copy())
+    z //= 2
+    np.testing.assert_array_equal(z.numpy(), a // 2)
+    z **= 2
+    close(z.numpy(), (a // 2) ** 2)
+
+
+def test_integer_floor_divide_and_pow(ctx):
+    a = np.array([-7, 7, 0, -2**31, 9, -9, 6, -1], np.int32)
+    b = np.array([2, -2, -3, -1, 3, 4, -4, 7], np.int32)
+    x, y = dyn(ctx, a), dyn(ctx, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal((x // y).numpy(), a // b)  # -2**31 // -1 wraps, as numpy's
+    np.testing.assert_array_equal((x // 3).numpy(), a // 3)
+    np.testing.assert_array_equal((x // 2.5).numpy(), a // 2.5)  # float64, as numpy's
+    x // dyn(ctx, np.zeros(8, np.int32))
+    with pytest.raises(clbound.DivisionByZeroError, match="floor_divide"):
+        ctx.sync()
+    with pytest.raises(clbound.DTypeError, match="integer powers"):
+        x ** 2
+    close((x ** 0.5).numpy()[a >= 0], (a ** 0.5)[a >= 0])  # a float exponent: float64, as numpy's
+    close(ctx.pow(x.float(), 2).numpy(), a.astype(np.float32) ** 2)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_])

@@ -668,6 +668,54 @@ def test_activations_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Powers(torch.nn.Module):
+    """x ** 2, a tensor to a tensor power, a scalar base, and floor division
+    (PyTorch's floor_divide, div(rounding_mode="floor") and //)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        h = self.l(x)
+        s = torch.sigmoid(h) + 0.5
+        d = h.detach()  # floor division has no gradient to train through
+        return (h ** 2, s ** h, 2.0 ** h, s ** 0.5, torch.floor_divide(d, 0.3), d // s.detach(),
+                torch.div(d, 0.7, rounding_mode="floor"), (x * 10).long() // 3)
+
+
+def test_powers_and_floor_division_stay_in_the_graph():
+    eager_model, clb_model, compiled = twins(Powers)
+    g = torch.Generator().manual_seed(5)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        got, want = compiled(x), eager_model(x)
+        for a, b in zip(got[:4], want[:4]):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        for a, b in zip(got[4:], want[4:]):  # floor division: exactly eager's
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        ws = [torch.randn(t.shape, generator=g) for t in want[:4]]
+        clb_model.zero_grad()
+        eager_model.zero_grad()
+        sum((t * w).sum() for t, w in zip(got[:4], ws)).backward()
+        sum((t * w).sum() for t, w in zip(want[:4], ws)).backward()
+        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_pow and clb_floor_divide: pow, floor_divide and div broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_integer_powers_break_the_graph_and_match_eager():
+    def f(x):
+        return (x * 10).long() ** 2 + 1
+
+    compiled = torch.compile(f, backend="clbound")
+    for n, x in dynamic_batches(3, 2, 12, 4):
+        np.testing.assert_array_equal(compiled(x).numpy(), f(x).numpy())
+    assert "aten.pow.Tensor_Scalar" in cd.stats()["graph_break_ops"], cd.stats()
+
+
 def test_unchanged_parameters_are_not_uploaded_again():
     torch.manual_seed(0)
     model = WideMLP()

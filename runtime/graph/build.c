@@ -312,6 +312,9 @@ clb_status clb_graph_binary(clb_graph_t g, clb_binary_op bop, clb_node a, clb_no
   if (g->nodes[a].dtype != g->nodes[b].dtype)
     return clb__set_error(g->ctx, CLB_ERR_DTYPE, "%s: %s and %s differ in dtype (%s, %s); cast one first", op, g->nodes[a].name,
                           g->nodes[b].name, clb_dtype_name(g->nodes[a].dtype), clb_dtype_name(g->nodes[b].dtype));
+  if ((bop == CLB_BINARY_DIV || bop == CLB_BINARY_POW) && !clb__dtype_is_float(g->nodes[a].dtype))
+    return clb__set_error(g->ctx, CLB_ERR_DTYPE, "%s: %s of %s (%s) is not floating; cast to f32 or f64 first", op,
+                          bop == CLB_BINARY_DIV ? "div" : "pow", g->nodes[a].name, clb_dtype_name(g->nodes[a].dtype));
   n->op = bop;
   n->dtype = g->nodes[a].dtype;
   return node_commit(g, op, n, CLB_OP_BINARY, NULL, out);

@@ -305,8 +305,10 @@ typedef struct member {
 /* kernels/common.cl's table; the first three take the type first */
 static const char *const ew_unary_macro[CLB_UNARY_COUNT] = {"CLB_OP_NEG", "CLB_OP_RELU", "CLB_OP_SIGMOID", "CLB_OP_TANH",
                                                             "CLB_OP_EXP", "CLB_OP_LOG", "CLB_OP_COPY"};
+/* NULL: a function of its own (fz_rem_*, fz_floordiv_*) */
 static const char *const ew_binary_macro[CLB_BINARY_COUNT] = {"CLB_OP_ADD", "CLB_OP_SUB", "CLB_OP_MUL", "CLB_OP_DIV",
-                                                              NULL, "CLB_OP_MAX", "CLB_OP_MIN"};
+                                                              NULL,         "CLB_OP_MAX", "CLB_OP_MIN", "CLB_OP_POW",
+                                                              NULL};
 
 static void operand_ref(char *buf, size_t cap, int src) {
   if (src >= 0) snprintf(buf, cap, "a%d", src);
@@ -324,14 +326,17 @@ static void group_source(char *buf, size_t cap, const member *mb, int nm, const 
   int flat = 1;
   for (int j = 0; j < nopnd; j++) flat &= bm[j] == 0 && opnd[j]->rank == R;
   PUT("#pragma OPENCL FP_CONTRACT OFF\n"); /* as the unfused ops: one rounding per op */
-  unsigned rem_done = 0;
-  for (int m = 0; m < nm; m++)
-    if (mb[m].n->kind == GN_BINARY && mb[m].n->op == CLB_BINARY_REM && !(rem_done >> mb[m].n->dtype & 1)) {
-      rem_done |= 1u << mb[m].n->dtype;
-      const char *T = clb__dtype_cl(mb[m].n->dtype);
-      PUT("inline %s fz_rem_%s(%s x, %s y, __global int *st, uint launch) {\n  CLB_REM_BODY_%s(%s)\n}\n", T,
-          clb_dtype_name(mb[m].n->dtype), T, T, clb__dtype_is_float(mb[m].n->dtype) ? "FLOAT" : "INT", T);
-    }
+  unsigned done[2] = {0, 0}; /* per function (remainder, floor division): the dtypes written out */
+  for (int m = 0; m < nm; m++) {
+    const gnode *n = mb[m].n;
+    int f = n->kind != GN_BINARY ? -1 : n->op == CLB_BINARY_REM ? 0 : n->op == CLB_BINARY_FLOORDIV ? 1 : -1;
+    if (f < 0 || (done[f] >> n->dtype & 1)) continue;
+    done[f] |= 1u << n->dtype;
+    const char *T = clb__dtype_cl(n->dtype);
+    PUT("inline %s fz_%s_%s(%s x, %s y, __global int *st, uint launch) {\n  CLB_%s_BODY_%s(%s)\n}\n", T,
+        f ? "floordiv" : "rem", clb_dtype_name(n->dtype), T, T, f ? "FLOORDIV" : "REM",
+        clb__dtype_is_float(n->dtype) ? "FLOAT" : "INT", T);
+  }
   PUT("__kernel void fused_ew(");
   for (int j = 0; j < nopnd; j++) PUT("CLB_DATA(const %s, x%d), __global const long *s%d, ", clb__dtype_cl(opnd[j]->dtype), j, j);
   for (int m = 0; m < nm; m++)
@@ -403,7 +408,8 @@ static void group_source(char *buf, size_t cap, const member *mb, int nm, const 
       else PUT("%s(%s);\n", ew_unary_macro[n->op], x);
     } else {
       operand_ref(y, sizeof y, mb[m].src[1]);
-      if (n->op == CLB_BINARY_REM) PUT("fz_rem_%s(%s, %s, st, launch);\n", clb_dtype_name(n->dtype), x, y);
+      if (n->op == CLB_BINARY_REM || n->op == CLB_BINARY_FLOORDIV)
+        PUT("fz_%s_%s(%s, %s, st, launch);\n", n->op == CLB_BINARY_REM ? "rem" : "floordiv", clb_dtype_name(n->dtype), x, y);
       else if (n->op == CLB_BINARY_MAX || n->op == CLB_BINARY_MIN)
         PUT("%s(%s, %s, %s);\n", ew_binary_macro[n->op], clb__dtype_is_float(n->dtype) ? "isnan" : "CLB_NO_NAN", x, y);
       else PUT("%s(%s, %s);\n", ew_binary_macro[n->op], x, y);

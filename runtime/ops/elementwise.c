@@ -5,8 +5,10 @@
 #include "runtime/cache/cache.h"
 #include "runtime/ops/elementwise.h"
 
-static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum"};
-static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM", "OP_MAX", "OP_MIN"};
+static const char *const binary_names[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum",
+                                                           "pow", "floor_divide"};
+static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", "OP_MUL", "OP_DIV", "OP_REM",
+                                                            "OP_MAX", "OP_MIN", "OP_POW", "OP_FLOORDIV"};
 static const char *const compare_names[CLB_COMPARE_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 static const char *const compare_macros[CLB_COMPARE_COUNT] = {"OP_EQ", "OP_NE", "OP_LT", "OP_LE", "OP_GT", "OP_GE"};
 static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy"};
@@ -117,8 +119,9 @@ clb_status clb_binary(clb_context_t ctx, clb_binary_op bop, clb_tensor_t a, clb_
   if (st != CLB_OK) return st;
   if (a->dtype == CLB_DTYPE_BOOL)
     return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: bool tensors take no arithmetic (cast to u8 or i32 first)", op);
-  if (bop == CLB_BINARY_DIV && !clb__dtype_is_float(a->dtype))
-    return clb__set_error(ctx, CLB_ERR_DTYPE, "div: %s is not floating; cast to f32 or f64 first", clb_dtype_name(a->dtype));
+  if ((bop == CLB_BINARY_DIV || bop == CLB_BINARY_POW) && !clb__dtype_is_float(a->dtype))
+    return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is not floating; cast to f32 or f64 first", op,
+                          clb_dtype_name(a->dtype));
   return binary_launch(ctx, op, binary_macros[bop], a, b, a->dtype, out);
 }
 
@@ -144,6 +147,12 @@ clb_status clb_div(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor
 }
 clb_status clb_remainder(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
   return clb_binary(ctx, CLB_BINARY_REM, a, b, out);
+}
+clb_status clb_pow(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_POW, a, b, out);
+}
+clb_status clb_floor_divide(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, clb_tensor_t *out) {
+  return clb_binary(ctx, CLB_BINARY_FLOORDIV, a, b, out);
 }
 
 /* out = cond ? a : b, the three broadcast as clb_binary broadcasts two: at

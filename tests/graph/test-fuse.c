@@ -201,6 +201,81 @@ static void test_status_bits(clb_context_t ctx) {
   setenv("CLBOUND_FUSE", "on", 1);
 }
 
+/* Floor division and pow inside fused groups: x i32 [<=64, 5]; q = x // -3
+ * (i32, in the group's own function); f = f32(x); p = pow(relu(f) + 1, b) (b
+ * [5] broadcast over rows); r = f // 0.7 (f32). Fused and op by op give the
+ * same bits, and Python's values; pow of i32 is refused when the graph is
+ * built; an i32 floor division by a 0-d zero fails the run in both. */
+static void test_floordiv_pow(clb_context_t ctx) {
+  static int32_t q[2][BOUND * COLS];
+  static float p[2][BOUND * COLS], r[2][BOUND * COLS];
+  const int rows = 37;
+  int32_t xv[BOUND * COLS];
+  for (int i = 0; i < rows * COLS; i++) xv[i] = (int32_t)((i * 7919) % 41) - 20;
+  for (int fuse = 0; fuse < 2; fuse++) {
+    setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+    clb_graph_t g = clb_test_dynamic_graph(ctx, "fuse-floordiv", 0);
+    int64_t xd[2] = {BOUND, COLS}, bd[1] = {COLS};
+    uint8_t dyn[2] = {1, 0};
+    clb_node x, m3, b, one, s07, qn, f, rl, rp, pn, rn;
+    CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_I32, 2, xd, dyn, &x));
+    CL_OK(ctx, clb_graph_param(g, "b", CLB_DTYPE_F32, 1, bd, BROW, sizeof BROW, 0, &b));
+    CL_OK(ctx, clb_graph_scalar(g, CLB_DTYPE_I32, -3, &m3));
+    CL_OK(ctx, clb_graph_scalar(g, CLB_DTYPE_F32, 1, &one));
+    CL_OK(ctx, clb_graph_scalar(g, CLB_DTYPE_F32, 0.7, &s07));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_FLOORDIV, x, m3, &qn));
+    CL_OK(ctx, clb_graph_cast(g, x, CLB_DTYPE_F32, &f));
+    CL_OK(ctx, clb_graph_unary(g, CLB_UNARY_RELU, f, &rl));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_ADD, rl, one, &rp));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_POW, rp, b, &pn));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_FLOORDIV, f, s07, &rn));
+    EXPECT_STATUS(ctx, clb_graph_binary(g, CLB_BINARY_POW, x, x, &rn), CLB_ERR_DTYPE, "pow of x (i32) is not floating");
+    int64_t d[2] = {rows, COLS};
+    CL_OK(ctx, clb_graph_feed(g, x, d, xv, sizeof(int32_t) * rows * COLS));
+    CL_OK(ctx, clb_graph_run(g));
+    read_all(ctx, clb_graph_tensor(g, qn), q[fuse], sizeof q[fuse]);
+    read_all(ctx, clb_graph_tensor(g, pn), p[fuse], sizeof p[fuse]);
+    read_all(ctx, clb_graph_tensor(g, rn), r[fuse], sizeof r[fuse]);
+    if (fuse) EXPECT_TRUE(stats_of(g).fused_groups >= 1);
+    clb_graph_free(g);
+  }
+  for (int i = 0; i < rows * COLS; i++) {
+    int32_t v = xv[i];
+    int32_t wq = v / -3 - (v % -3 != 0 && ((v < 0) != 1));
+    float fv = (float)v, f07 = 0.7f;
+    double m = fmod((double)fv, (double)f07), dq = ((double)fv - m) / (double)f07;
+    if (m != 0 && ((f07 < 0) != (m < 0))) dq -= 1;
+    double wr = floor(dq) + (dq - floor(dq) > 0.5), wp = pow(v > 0 ? v + 1.0 : 1.0, (double)BROW[i % COLS]);
+    clb_test_checks += 5;
+    if (q[1][i] != wq || q[0][i] != wq) CLB_FAIL_AT("%d // -3: fused %d, op by op %d, want %d", v, q[1][i], q[0][i], wq);
+    if (r[1][i] != r[0][i] || r[1][i] != (float)wr) CLB_FAIL_AT("%d // 0.7f: fused %g, op by op %g, want %g", v, r[1][i], r[0][i], wr);
+    if (p[1][i] != p[0][i] || !(fabs(p[1][i] - wp) <= 1e-6 * wp)) CLB_FAIL_AT("pow [%d]: fused %.9g, op by op %.9g, want %.9g", i, p[1][i], p[0][i], wp);
+  }
+  /* an i32 floor division by zero fails the run, fused or not */
+  clb_status got[2];
+  for (int fuse = 0; fuse < 2; fuse++) {
+    setenv("CLBOUND_FUSE", fuse ? "on" : "off", 1);
+    clb_graph_t g = clb_test_dynamic_graph(ctx, "fuse-floordiv-zero", 0);
+    int64_t xd[2] = {BOUND, COLS};
+    uint8_t dyn[2] = {1, 0};
+    clb_node x, zero, two, t1, t2;
+    CL_OK(ctx, clb_graph_input(g, "x", CLB_DTYPE_I32, 2, xd, dyn, &x));
+    CL_OK(ctx, clb_graph_scalar(g, CLB_DTYPE_I32, 2, &two));
+    CL_OK(ctx, clb_graph_scalar(g, CLB_DTYPE_I32, 0, &zero));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_MUL, x, two, &t1));
+    CL_OK(ctx, clb_graph_binary(g, CLB_BINARY_FLOORDIV, t1, zero, &t2));
+    int64_t d[2] = {3, COLS};
+    CL_OK(ctx, clb_graph_feed(g, x, d, xv, sizeof(int32_t) * 3 * COLS));
+    clb_status st = clb_graph_run(g);
+    if (st == CLB_OK) st = clb_context_sync(ctx);
+    got[fuse] = st;
+    clb_graph_free(g);
+  }
+  EXPECT_EQ_I(got[0], CLB_ERR_DIV_ZERO);
+  EXPECT_EQ_I(got[1], CLB_ERR_DIV_ZERO);
+  setenv("CLBOUND_FUSE", "on", 1);
+}
+
 /* z = x w^T + b (x [<=16, 3], one output), pred = act(z), loss(pred, t); SGD at
  * lr 0.5. Each step's loss and the parameters after it, fused and op by op,
  * against the same training in double (1e-5 relative + 1e-6 absolute); an empty
@@ -440,6 +515,7 @@ int main(void) {
   test_groups(ctx);
   test_unproven(ctx);
   test_status_bits(ctx);
+  test_floordiv_pow(ctx);
   test_fused_loss(ctx);
   test_epilogue(ctx);
   test_nonzero_cast(ctx);

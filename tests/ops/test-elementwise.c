@@ -30,6 +30,17 @@ static double as_dtype(clb_dtype dt, double v) {
   }
 }
 
+/* Python's float floor division (numpy's floor_divide), written from its
+ * definition: floor of the exact quotient; x / y for y == 0. */
+static double ref_floordiv(double x, double y) {
+  if (y == 0) return x / y;
+  double m = fmod(x, y), d = (x - m) / y;
+  if (m != 0 && ((y < 0) != (m < 0))) d -= 1;
+  if (d == 0) return copysign(0.0, x / y);
+  double f = floor(d);
+  return d - f > 0.5 ? f + 1 : f;
+}
+
 static double ref_binary(clb_binary_op op, clb_dtype dt, double a, double b) {
   int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
   double r;
@@ -43,7 +54,9 @@ static double ref_binary(clb_binary_op op, clb_dtype dt, double a, double b) {
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     break;
   case CLB_BINARY_MAX: r = a > b ? a : b; break;
-  default: r = a < b ? a : b; break;
+  case CLB_BINARY_MIN: r = a < b ? a : b; break;
+  case CLB_BINARY_POW: r = pow(a, b); break;
+  default: r = fl ? ref_floordiv(a, b) : floor(a / b); break; /* small integers: a / b is exact enough */
   }
   return as_dtype(dt, r);
 }
@@ -121,8 +134,9 @@ static void run_binary(clb_context_t ctx, clb_binary_op op, clb_dtype dt, const 
     actual_dims(c->ra, c->ba, c->ya, n, da);
     actual_dims(c->rb, c->bb, c->yb, n, db);
     int64_t na = clb_test_numel(c->ra, da), nb = clb_test_numel(c->rb, db);
-    for (int64_t i = 0; i < na; i++) va[i] = gen(dt, 0);
-    for (int64_t i = 0; i < nb; i++) vb[i] = gen(dt, op == CLB_BINARY_DIV || op == CLB_BINARY_REM);
+    for (int64_t i = 0; i < na; i++) va[i] = op == CLB_BINARY_POW ? fabs(gen(dt, 0)) : gen(dt, 0); /* real powers */
+    for (int64_t i = 0; i < nb; i++)
+      vb[i] = gen(dt, op == CLB_BINARY_DIV || op == CLB_BINARY_REM || op == CLB_BINARY_FLOORDIV);
     clb_test_write(ctx, a, da, va);
     clb_test_write(ctx, b, db, vb);
     if (!o) { /* let the op create the output once, then reuse it */
@@ -140,7 +154,8 @@ static void run_binary(clb_context_t ctx, clb_binary_op op, clb_dtype dt, const 
     char what[160];
     snprintf(what, sizeof what, "%s %s %s n=%lld", clb_dtype_name(dt), c->name,
              op == CLB_BINARY_ADD ? "add" : op == CLB_BINARY_SUB ? "sub" : op == CLB_BINARY_MUL ? "mul"
-             : op == CLB_BINARY_DIV ? "div" : op == CLB_BINARY_REM ? "rem" : op == CLB_BINARY_MAX ? "max" : "min",
+             : op == CLB_BINARY_DIV ? "div" : op == CLB_BINARY_REM ? "rem" : op == CLB_BINARY_MAX ? "max"
+             : op == CLB_BINARY_MIN ? "min" : op == CLB_BINARY_POW ? "pow" : "floordiv",
              (long long)n);
     EXPECT_EQ_I(got, no);
     for (int d = 0; d < ro; d++) EXPECT_EQ_I(got_dims[d], od[d]);
@@ -160,7 +175,7 @@ static void test_binary(clb_context_t ctx) {
     if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
     if (!keep_dtype(dt)) continue;
     for (int op = 0; op < CLB_BINARY_COUNT; op++) {
-      if (op == CLB_BINARY_DIV && dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_F64) continue;
+      if ((op == CLB_BINARY_DIV || op == CLB_BINARY_POW) && dt != CLB_DTYPE_F32 && dt != CLB_DTYPE_F64) continue;
       /* every broadcast case for f32 and i32; the flat case for the others
        * (reduced sizes: the broadcast cases for add alone) */
       int ncases = (dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_I32) ? NCASES : 2;
@@ -370,6 +385,69 @@ static void test_fill(clb_context_t ctx) {
   }
 }
 
+/* Floor division at its edges, against Python's values: quotients that
+ * round across an integer (1 // 0.1 is 9), signs, zero divisors (floating:
+ * inf, nan; integer: an error at the sync, naming the op), the signed
+ * minimum over -1 (wraps, as numpy's does); and pow's. */
+static void test_floordiv_pow_edges(clb_context_t ctx) {
+  static const double fx[] = {1, -7, 7, -7.5, 0, 5, 0, -1, 3.5, -0.0};
+  static const double fy[] = {0.1, 2, -2, 2, 3, 0, 0, 3, -0.5, 1};
+  static const double fwant[] = {9, -4, -4, -4, 0, INFINITY, NAN, -1, -7, -0.0};
+  int64_t n = 10, nb[1] = {10};
+  double got[10];
+  int64_t d[1];
+  for (int dt = CLB_DTYPE_F32; dt <= CLB_DTYPE_F64; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    clb_tensor_t x = NULL, y = NULL, o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 1, nb, NULL, &x));
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 1, nb, NULL, &y));
+    clb_test_write(ctx, x, nb, fx);
+    clb_test_write(ctx, y, nb, fy);
+    CL_OK(ctx, clb_floor_divide(ctx, x, y, &o));
+    EXPECT_EQ_I(clb_test_read(ctx, o, d, got, 10), n);
+    for (int i = 0; i < n; i++) {
+      clb_test_checks++;
+      int same = isnan(fwant[i]) ? isnan(got[i]) : got[i] == fwant[i] && signbit(got[i]) == signbit(fwant[i]);
+      if (!same) CLB_FAIL_AT("%s floor_divide %g // %g: got %g want %g", clb_dtype_name((clb_dtype)dt), fx[i], fy[i], got[i], fwant[i]);
+    }
+    /* pow: 0^0 is 1, a negative base to a fraction nan, x^-1 the reciprocal */
+    static const double px[] = {0, -8, 2, 4, -2, 1, 9, 0.5, 10, 3};
+    static const double py[] = {0, 1.0 / 3, -1, 0.5, 3, 1e30, 2, 2, -2, 0};
+    clb_test_write(ctx, x, nb, px);
+    clb_test_write(ctx, y, nb, py);
+    CL_OK(ctx, clb_pow(ctx, x, y, &o));
+    EXPECT_EQ_I(clb_test_read(ctx, o, d, got, 10), n);
+    for (int i = 0; i < n; i++) {
+      double want = pow(px[i], py[i]);
+      clb_test_checks++;
+      if (isnan(want) ? !isnan(got[i]) : fabs(got[i] - want) > 1e-6 * fabs(want))
+        CLB_FAIL_AT("%s pow(%g, %g): got %g want %g", clb_dtype_name((clb_dtype)dt), px[i], py[i], got[i], want);
+    }
+    clb_tensor_free(x);
+    clb_tensor_free(y);
+    clb_tensor_free(o);
+  }
+  static const double ix[] = {-7, 7, 0, -2147483648.0, 9, -9, 6, -1, 5, 20};
+  static const double iy[] = {2, -2, -3, -1, 3, 4, -4, 7, 1, -3};
+  static const double iwant[] = {-4, -4, 0, -2147483648.0, 3, -3, -2, -1, 5, -7};
+  clb_tensor_t x = NULL, y = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, nb, NULL, &x));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 1, nb, NULL, &y));
+  clb_test_write(ctx, x, nb, ix);
+  clb_test_write(ctx, y, nb, iy);
+  CL_OK(ctx, clb_floor_divide(ctx, x, y, &o));
+  EXPECT_EQ_I(clb_test_read(ctx, o, d, got, 10), n);
+  for (int i = 0; i < n; i++) EXPECT_TRUE(got[i] == iwant[i]);
+  static const double with_zero[] = {1, 2, 0, 4, 5, 6, 7, 8, 9, 10};
+  clb_test_write(ctx, y, nb, with_zero);
+  CL_OK(ctx, clb_floor_divide(ctx, x, y, &o));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DIV_ZERO, "floor_divide");
+  EXPECT_EQ_I(clb_context_sync(ctx), CLB_OK);
+  clb_tensor_free(x);
+  clb_tensor_free(y);
+  clb_tensor_free(o);
+}
+
 static void test_errors(clb_context_t ctx) {
   int64_t b3[1] = {3}, b4[1] = {4}, b8[1] = {8};
   uint8_t dyn[1] = {1};
@@ -382,6 +460,8 @@ static void test_errors(clb_context_t ctx) {
   EXPECT_STATUS(ctx, clb_add(ctx, f3, i3, &o), CLB_ERR_DTYPE, "dtypes differ: a [3] f32, b [3] i32");
   EXPECT_STATUS(ctx, clb_add(ctx, bo, bo, &o), CLB_ERR_DTYPE, "bool");
   EXPECT_STATUS(ctx, clb_div(ctx, i3, i3, &o), CLB_ERR_DTYPE, "not floating");
+  EXPECT_STATUS(ctx, clb_pow(ctx, i3, i3, &o), CLB_ERR_DTYPE, "pow: i32 is not floating");
+  EXPECT_STATUS(ctx, clb_floor_divide(ctx, bo, bo, &o), CLB_ERR_DTYPE, "floor_divide: bool tensors take no arithmetic");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_EXP, i3, &o), CLB_ERR_DTYPE, "not floating");
   EXPECT_STATUS(ctx, clb_add(ctx, NULL, f3, &o), CLB_ERR_NULL, "add: tensor a is NULL");
   EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, NULL), CLB_ERR_NULL, "out is NULL");
@@ -534,6 +614,7 @@ int main(void) {
   test_cast(ctx);
   test_fill(ctx);
   test_where(ctx);
+  test_floordiv_pow_edges(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("ops/elementwise");
