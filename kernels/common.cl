@@ -138,11 +138,13 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
   T r = fmod(x, y);                                                         \
   if (r != 0 && ((r < 0) != (y < 0))) r += y;                               \
   return r;
-#define CLB_REM_BODY_INT(T)                                                 \
+#define CLB_INT_DIV_ZERO_RETURNS                                            \
   if (y == 0) {                                                             \
     clb_raise(st, launch, CLB_STF_DIV_ZERO, 0, 0);                          \
     return 0;                                                               \
-  }                                                                         \
+  }
+#define CLB_REM_BODY_INT(T)                                                 \
+  CLB_INT_DIV_ZERO_RETURNS                                                  \
   T r = x % y;                                                              \
   if (r != 0 && ((r < 0) != (y < 0))) r += y;                               \
   return r;
@@ -162,10 +164,7 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
   if (d - f > (T)0.5) f += (T)1;                                            \
   return f;
 #define CLB_FLOORDIV_BODY_INT(T)                                            \
-  if (y == 0) {                                                             \
-    clb_raise(st, launch, CLB_STF_DIV_ZERO, 0, 0);                          \
-    return 0;                                                               \
-  }                                                                         \
+  CLB_INT_DIV_ZERO_RETURNS                                                  \
   if ((T)-1 < (T)0 && y == (T)-1) return (T)((T)0 - x);                     \
   T q = x / y;                                                              \
   if (x % y != 0 && ((x < 0) != (y < 0))) q -= (T)1;                        \
