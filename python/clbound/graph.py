@@ -221,7 +221,8 @@ class Graph:
         return self._node(lambda o: _g_unary(self._live(), code, xn, o))
 
     def binary(self, op: str, a: Node, b: Node) -> Node:
-        """a <op> b, broadcast: add, sub, mul, div, remainder, maximum, minimum."""
+        """a <op> b, broadcast: add, sub, mul, div, remainder, maximum, minimum,
+        pow (floating), floor_divide (Python's //)."""
         code, an, bn = L.choice(_BINARY, op, "binary op"), self._n(a, "a"), self._n(b, "b")
         return self._node(lambda o: _g_binary(self._live(), code, an, bn, o))
 

@@ -126,6 +126,30 @@ def test_deferred_check(ctx):
     g.close()
 
 
+def test_pow_and_floor_divide_nodes_match_numpy(ctx):
+    g = Graph(ctx, policy="dynamic")
+    x = g.input("x", np.float32, (8, 3), (True, False))
+    e = g.param("e", np.array([2, 0.5, -1], np.float32), trainable=False)
+    p = g.binary("pow", g.unary("relu", x), e)
+    q = g.binary("floor_divide", x, g.scalar(np.float32, 0.7))
+    i = g.input("i", np.int32, (8,), (True,))
+    iq = g.binary("floor_divide", i, g.scalar(np.int32, -3))
+    with pytest.raises(clbound.DTypeError, match="not floating"):
+        g.binary("pow", i, i)
+    for n in (5, 8, 1):
+        a = np.linspace(-2, 3, n * 3, dtype=np.float32).reshape(n, 3)
+        k = np.arange(-n, n, 2, dtype=np.int32)
+        g.feed(x, a)
+        g.feed(i, k)
+        g.run()
+        with np.errstate(divide="ignore"):
+            want = np.maximum(a, 0) ** np.array([2, 0.5, -1], np.float32)
+        np.testing.assert_allclose(g.value(p), want, rtol=1e-6)
+        np.testing.assert_array_equal(g.value(q), a // np.float32(0.7))
+        np.testing.assert_array_equal(g.value(iq), k // -3)
+    g.close()
+
+
 def test_bad_feed(ctx):
     g = Graph(ctx, policy="dynamic")
     x = g.input("x", np.float32, (4, 2), (True, False))
