@@ -99,7 +99,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 MODELS = ("xla", "wide")
 VARIANTS = ("eager", "clbound", "inductor", "graph", "aot_eager", "torch_share", "clbound_nopause", "clbound_late")
-DEFAULT_VARIANTS = VARIANTS[:-1]
+ON_REQUEST = ("clbound_nopause", "clbound_late")  # run only when named
+DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v not in ON_REQUEST)
 # the clbound backend; without its OpenMP pause; with its outputs wrapped after the wait
 BACKENDS = ("clbound", "clbound_nopause", "clbound_late")
 OMP_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
