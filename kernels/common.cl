@@ -119,6 +119,7 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_OP_EXP(x) exp(x)
 #define CLB_OP_LOG(x) log(x)
 #define CLB_OP_COPY(x) (x)
+#define CLB_OP_ERF(x) erf(x)
 #define CLB_OP_CAST_BOOL(T, TOUT, x) ((TOUT)((x) != (T)0))
 #define CLB_OP_CAST(TOUT, x) ((TOUT)(x))
 /* The unary ops' gradients: dy = g, x the op's input, y its output. */
@@ -129,6 +130,8 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_GRAD_EXP(T, x, y, g) ((g) * (y))
 #define CLB_GRAD_LOG(T, x, y, g) ((g) / (x))
 #define CLB_GRAD_COPY(T, x, y, g) (g)
+/* d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2) */
+#define CLB_GRAD_ERF(T, x, y, g) ((g) * (T)1.1283791670955126 * exp(-(x) * (x)))
 
 /* The body of Python's modulo (the result takes the divisor's sign) of x and y
  * of type T, in a function that has st and launch; an integer division by zero

@@ -72,6 +72,8 @@ inline TA clb_floordiv(TA x, TA y, __global int *st, uint launch) {
 #define OPF(x) CLB_OP_LOG(x)
 #elif defined(OP_COPY)
 #define OPF(x) CLB_OP_COPY(x)
+#elif defined(OP_ERF)
+#define OPF(x) CLB_OP_ERF(x)
 #elif defined(OP_CAST) && defined(TOUT_BOOL)
 #define OPF(x) CLB_OP_CAST_BOOL(TA, TOUT, x)
 #elif defined(OP_CAST)

@@ -162,6 +162,9 @@ __kernel CLB_FIXED_LOCAL void loss_final(__global const T *partials, int nparts,
 #elif defined(ACT_LOG)
 #define ACT(x) CLB_OP_LOG(x)
 #define ACT_GRAD(x, y, g) CLB_GRAD_LOG(T, x, y, g)
+#elif defined(ACT_ERF)
+#define ACT(x) CLB_OP_ERF(x)
+#define ACT_GRAD(x, y, g) CLB_GRAD_ERF(T, x, y, g)
 #else
 #define ACT(x) CLB_OP_COPY(x)
 #define ACT_GRAD(x, y, g) CLB_GRAD_COPY(T, x, y, g)

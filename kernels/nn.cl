@@ -6,7 +6,7 @@
 
 #ifdef NN_UNARY_BWD
 /* The gradient of op given g = dy and v = the tensor the op's derivative reads
- * (x for relu and log, y for sigmoid, tanh and exp). */
+ * (x for relu, log and erf, y for sigmoid, tanh and exp). */
 #if defined(OP_NEG)
 #define GRAD(v, g) CLB_GRAD_NEG(T, v, v, g)
 #elif defined(OP_RELU)
@@ -19,6 +19,8 @@
 #define GRAD(v, g) CLB_GRAD_EXP(T, v, v, g)
 #elif defined(OP_LOG)
 #define GRAD(v, g) CLB_GRAD_LOG(T, v, v, g)
+#elif defined(OP_ERF)
+#define GRAD(v, g) CLB_GRAD_ERF(T, v, v, g)
 #else
 #define GRAD(v, g) CLB_GRAD_COPY(T, v, v, g)
 #endif

@@ -96,9 +96,9 @@ CLB_API clb_status clb_linear_backward_relu(clb_context_t ctx, clb_tensor_t x, c
 
 /* ---- Activations ----------------------------------------------------------- */
 
-/* dx = dy * op'(...), for NEG, RELU, SIGMOID, TANH, EXP, LOG, COPY. x is the op's
- * input and y its output: RELU and LOG read x, SIGMOID, TANH and EXP read y; the
- * other may be NULL. */
+/* dx = dy * op'(...), for NEG, RELU, SIGMOID, TANH, EXP, LOG, COPY, ERF. x is the
+ * op's input and y its output: RELU, LOG and ERF read x, SIGMOID, TANH and EXP
+ * read y; the other may be NULL. */
 CLB_API clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op op, clb_tensor_t x,
                                       clb_tensor_t y, clb_tensor_t dy, clb_tensor_t *dx);
 

@@ -48,12 +48,13 @@ typedef enum clb_binary_op {
 typedef enum clb_unary_op {
   CLB_UNARY_NEG = 0,
   CLB_UNARY_RELU = 1,
-  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp and log */
+  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp, log and erf */
   CLB_UNARY_TANH = 3,
   CLB_UNARY_EXP = 4,
   CLB_UNARY_LOG = 5,
   CLB_UNARY_COPY = 6,
-  CLB_UNARY_COUNT = 7
+  CLB_UNARY_ERF = 7, /* the error function (C's erf): GELU's building block */
+  CLB_UNARY_COUNT = 8
 } clb_unary_op;
 
 /* out = a <op> b. a and b must have the same dtype; bool takes none of these. */

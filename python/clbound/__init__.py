@@ -762,7 +762,7 @@ class Context:
 
     def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
-        log (floating only for these four), copy. out may be a (in place)."""
+        log, erf (floating only for these five), copy. out may be a (in place)."""
         code = L.choice(L.UNARY, op, "unary op")
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.unary(self._h, code, ha, o))
@@ -1168,8 +1168,8 @@ class Context:
 
     def unary_backward(self, op: str, dy: Tensor, x: Optional[Tensor] = None, y: Optional[Tensor] = None, *,
                        out: Optional[Tensor] = None) -> Tensor:
-        """dx = dy * op'(...): relu and log read the input x, sigmoid, tanh and exp
-        the output y; neg and copy read neither."""
+        """dx = dy * op'(...): relu, log and erf read the input x, sigmoid, tanh
+        and exp the output y; neg and copy read neither."""
         code = L.choice(L.UNARY, op, "unary op")
         hdy, hx, hy = self._arg(dy, "dy"), self._arg(x, "x", optional=True), self._arg(y, "y", optional=True)
         return self._out(out, lambda o: L.unary_bw(self._h, code, hx, hy, hdy, o))

@@ -435,6 +435,10 @@ class Tensor:
         """Context.log(self), on the device."""
         return self.ctx.unary("log", self)
 
+    def erf(self) -> "Tensor":
+        """Context.erf(self), on the device (torch.erf, scipy.special.erf)."""
+        return self.ctx.unary("erf", self)
+
     def tanh(self) -> "Tensor":
         """Context.tanh(self), on the device."""
         return self.ctx.unary("tanh", self)

@@ -368,7 +368,7 @@ def test_softmax_backward(ctx, rng, log):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("op", ["neg", "relu", "sigmoid", "tanh", "exp", "log", "copy"])
+@pytest.mark.parametrize("op", ["neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"])
 def test_unary_backward(ctx, rng, op):
     shape = random_shape(rng, 2, lo=1)
     x = rng.uniform(0.1, 2, shape) if op == "log" else rng.uniform(-2, 2, shape)
@@ -379,8 +379,8 @@ def test_unary_backward(ctx, rng, op):
     y64 = {"sigmoid": 1 / (1 + np.exp(-x64)), "tanh": np.tanh(x64), "exp": np.exp(x64)}.get(op)
     want = {"neg": lambda: -d, "relu": lambda: d * (x64 > 0), "sigmoid": lambda: d * y64 * (1 - y64),
             "tanh": lambda: d * (1 - y64 ** 2), "exp": lambda: d * y64, "log": lambda: d / x64,
-            "copy": lambda: d}[op]()
-    kw = {"relu": dict(x=tx), "log": dict(x=tx), "sigmoid": dict(y=ctx.unary(op, tx)),
+            "copy": lambda: d, "erf": lambda: d * 2 / np.sqrt(np.pi) * np.exp(-x64 * x64)}[op]()
+    kw = {"relu": dict(x=tx), "log": dict(x=tx), "erf": dict(x=tx), "sigmoid": dict(y=ctx.unary(op, tx)),
           "tanh": dict(y=ctx.unary(op, tx)), "exp": dict(y=ctx.unary(op, tx))}.get(op, {})
     got = ctx.unary_backward(op, tdy, **kw).numpy()
     assert got.shape == shape

@@ -1,4 +1,5 @@
 """Every op of the Python binding against numpy, on random shapes inside random bounds."""
+import math
 import numpy as np
 import pytest
 
@@ -81,6 +82,18 @@ def test_unary(ctx, op, fn):
 def test_log(ctx):
     a = RNG.uniform(0.1, 5, size=(3, 4)).astype(np.float32)
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
+
+
+def test_erf(ctx):
+    # against math.erf in double: f32 within 2e-6 (OpenCL allows erf 16 ulp), over both tails
+    a = np.concatenate([RNG.uniform(-5, 5, 40), [0.0, -0.0, 1e-30, -4e-8, 6.5, -9.0]]).astype(np.float32)
+    want = np.array([math.erf(float(v)) for v in a])
+    t = ctx.from_numpy(a, (64,), (True,))
+    for got in (ctx.erf(t).numpy(), ctx.unary("erf", t).numpy(), t.erf().numpy()):
+        assert got.dtype == np.float32 and got.shape == a.shape
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    with pytest.raises(clbound.DTypeError, match="erf: i32 is not floating"):
+        ctx.erf(ctx.from_numpy(np.arange(3, dtype=np.int32)))
 
 
 @pytest.mark.parametrize("src", [np.float32, np.int32, np.int64, np.uint8, np.bool_])

@@ -73,7 +73,7 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
 }
 
 static const char *const act_macros[CLB_UNARY_COUNT] = {"ACT_NEG", "ACT_RELU", "ACT_SIGMOID", "ACT_TANH",
-                                                        "ACT_EXP", "ACT_LOG", "ACT_COPY"};
+                                                        "ACT_EXP", "ACT_LOG", "ACT_COPY", "ACT_ERF"};
 
 clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op act, clb_tensor_t z, clb_tensor_t target,
                            clb_tensor_t *y, clb_tensor_t *dz, clb_tensor_t *loss) {

@@ -7,9 +7,9 @@
 
 static const char *const bwd_names[CLB_UNARY_COUNT] = {"neg_backward", "relu_backward", "sigmoid_backward",
                                                        "tanh_backward", "exp_backward", "log_backward",
-                                                       "copy_backward"};
+                                                       "copy_backward", "erf_backward"};
 static const char *const bwd_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH",
-                                                        "OP_EXP", "OP_LOG", "OP_COPY"};
+                                                        "OP_EXP", "OP_LOG", "OP_COPY", "OP_ERF"};
 
 static const char *fp64_opt(clb_dtype dt) { return dt == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : ""; }
 
@@ -44,7 +44,7 @@ clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op uop, clb_tensor_t 
   const char *op = bwd_names[uop];
   clb_status st = check_float(ctx, op, "dy", dy);
   if (st != CLB_OK) return st;
-  int reads_x = uop == CLB_UNARY_RELU || uop == CLB_UNARY_LOG;
+  int reads_x = uop == CLB_UNARY_RELU || uop == CLB_UNARY_LOG || uop == CLB_UNARY_ERF;
   int reads_y = uop == CLB_UNARY_SIGMOID || uop == CLB_UNARY_TANH || uop == CLB_UNARY_EXP;
   clb_tensor_t v = dy;
   if (reads_x || reads_y) {

@@ -16,6 +16,7 @@ static double act(clb_unary_op op, double x) {
   case CLB_UNARY_TANH: return tanh(x);
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return log(x);
+  case CLB_UNARY_ERF: return erf(x);
   default: return x;
   }
 }
@@ -29,6 +30,7 @@ static double dact(clb_unary_op op, double x) {
   case CLB_UNARY_TANH: { double t = tanh(x); return 1 - t * t; }
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return 1 / x;
+  case CLB_UNARY_ERF: return 1.1283791670955126 * exp(-x * x); /* 2 / sqrt(pi) */
   default: return 1;
   }
 }
@@ -49,7 +51,7 @@ static double f_act(void *u, double *x) {
 }
 
 static void unary_case(clb_context_t ctx, clb_dtype dt, clb_unary_op op, int64_t m) {
-  static const char *const NM[] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy"};
+  static const char *const NM[] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"};
   char what[128];
   snprintf(what, sizeof what, "%s_backward %s m=%lld", NM[op], clb_dtype_name(dt), (long long)m);
   int64_t n = m * C;

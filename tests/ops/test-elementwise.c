@@ -196,6 +196,7 @@ static double ref_unary(clb_unary_op op, clb_dtype dt, double x) {
   case CLB_UNARY_TANH: return tanh(x);
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return log(x);
+  case CLB_UNARY_ERF: return erf(x);
   default: return x;
   }
 }
@@ -209,7 +210,7 @@ static void test_unary(clb_context_t ctx) {
     int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
     if (!keep_dtype(dt)) continue;
     for (int op = 0; op < CLB_UNARY_COUNT; op++) {
-      if (!fl && op >= CLB_UNARY_SIGMOID && op <= CLB_UNARY_LOG) continue;
+      if (!fl && ((op >= CLB_UNARY_SIGMOID && op <= CLB_UNARY_LOG) || op == CLB_UNARY_ERF)) continue;
       if (clb_test_small() && !fl && op != CLB_UNARY_NEG) continue;
       clb_tensor_t a = NULL, o = NULL;
       CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, bound, dyn, &a));
@@ -448,6 +449,44 @@ static void test_floordiv_pow_edges(clb_context_t ctx) {
   clb_tensor_free(o);
 }
 
+/* erf against C's double erf over [-6, 6], its tails and its special values:
+ * f32 within 1e-6 + 2e-6 |want| (OpenCL's erf allows 16 ulp), f64 within
+ * 1e-13 + 1e-13 |want|; erf(+-inf) = +-1, erf(-0) = -0, erf(nan) = nan. */
+static void test_erf(clb_context_t ctx) {
+  enum { N = 1207 };
+  static double v[N], out[N];
+  for (int i = 0; i < 1201; i++) v[i] = -6 + 0.01 * i;
+  const double special[] = {1e-30, -1e-7, 3.5e-4, 10, -27};
+  for (int i = 0; i < 5; i++) v[1201 + i] = special[i];
+  v[1206] = -0.0;
+  int64_t b[1] = {N + 3}, d[1] = {N};
+  uint8_t dyn[1] = {1};
+  for (int f64 = 0; f64 < 1 + has_fp64; f64++) {
+    clb_dtype dt = f64 ? CLB_DTYPE_F64 : CLB_DTYPE_F32;
+    clb_tensor_t a = NULL, o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, dt, 1, b, dyn, &a));
+    clb_test_write(ctx, a, d, v);
+    CL_OK(ctx, clb_unary(ctx, CLB_UNARY_ERF, a, &o));
+    EXPECT_EQ_I(clb_test_read(ctx, o, NULL, out, N), N);
+    double tol = f64 ? 1e-13 : 2e-6, floor_ = f64 ? 1e-13 : 1e-6;
+    for (int i = 0; i < N; i++) {
+      double x = f64 ? v[i] : (double)(float)v[i], want = erf(x);
+      clb_test_checks++;
+      if (!(fabs(out[i] - want) <= floor_ + tol * fabs(want)))
+        CLB_FAIL_AT("erf %s x=%.9g: got %.17g want %.17g", clb_dtype_name(dt), x, out[i], want);
+    }
+    EXPECT_TRUE(signbit(out[1206]) && out[1206] == 0);
+    const double inf_nan[] = {INFINITY, -INFINITY, NAN};
+    int64_t d3[1] = {3};
+    clb_test_write(ctx, a, d3, inf_nan);
+    CL_OK(ctx, clb_unary(ctx, CLB_UNARY_ERF, a, &o));
+    EXPECT_EQ_I(clb_test_read(ctx, o, NULL, out, N), 3);
+    EXPECT_TRUE(out[0] == 1 && out[1] == -1 && isnan(out[2]));
+    clb_tensor_free(a);
+    clb_tensor_free(o);
+  }
+}
+
 static void test_errors(clb_context_t ctx) {
   int64_t b3[1] = {3}, b4[1] = {4}, b8[1] = {8};
   uint8_t dyn[1] = {1};
@@ -463,6 +502,7 @@ static void test_errors(clb_context_t ctx) {
   EXPECT_STATUS(ctx, clb_pow(ctx, i3, i3, &o), CLB_ERR_DTYPE, "pow: i32 is not floating");
   EXPECT_STATUS(ctx, clb_floor_divide(ctx, bo, bo, &o), CLB_ERR_DTYPE, "floor_divide: bool tensors take no arithmetic");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_EXP, i3, &o), CLB_ERR_DTYPE, "not floating");
+  EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_ERF, i3, &o), CLB_ERR_DTYPE, "erf: i32 is not floating");
   EXPECT_STATUS(ctx, clb_add(ctx, NULL, f3, &o), CLB_ERR_NULL, "add: tensor a is NULL");
   EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, NULL), CLB_ERR_NULL, "out is NULL");
   EXPECT_STATUS(ctx, clb_binary(ctx, (clb_binary_op)99, f3, f3, &o), CLB_ERR_INVALID_ARG, "unknown op 99");
@@ -615,6 +655,7 @@ int main(void) {
   test_fill(ctx);
   test_where(ctx);
   test_floordiv_pow_edges(ctx);
+  test_erf(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("ops/elementwise");
