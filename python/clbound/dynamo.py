@@ -295,11 +295,17 @@ class _Lowered:
             for k, arr in zip(early, views):
                 _stats["outputs_shared"] += 1
                 out[k] = _host_torch(arr, *items[k])
+                # the export holds the buffer: the tensor goes now, while the
+                # device computes, and not after the wait
+                items[k] = (None, items[k][1])
+                ts[k] = None
         late = [k for k, o in enumerate(own) if o and out[k] is None]
         if late:
             try:
                 views = self.ctx.numpy_all([ts[k] for k in late], copy=False)
             except BufferError as e:
+                if early:  # exported without a copy a moment ago: not a device lacking host memory
+                    raise
                 _views["on"] = False
                 log.info("clbound: outputs are copied to PyTorch (%s)", e)
                 return self._read(items, keep)
@@ -380,7 +386,13 @@ class _Lowered:
         if reads:  # every output read with one host sync
             keep = {v.t.data_mem for v in (env[n] for n in self.placeholders) if isinstance(v, _V)}
             keep.update(env[a].t.data_mem for a in saved)
-            for (i, _), x in zip(reads, self._read([(env[a], a) for _, a in reads], keep)):
+            items = [(env[a], a) for _, a in reads]
+            # the intermediates go back to the pool before the wait, not after
+            # it (in queue order: a later owner only writes after the ops that
+            # read them); the inputs are held by the caches and self.held
+            env.clear()
+            given.clear()
+            for (i, _), x in zip(reads, self._read(items, keep)):
                 outs[i] = x
         elif self.used_shared or self.held:
             # nothing read: wait anyway, before PyTorch may step a shared parameter or
