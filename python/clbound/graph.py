@@ -216,7 +216,7 @@ class Graph:
         return self._node(lambda o: _g_scalar(self._live(), dt, v, o))
 
     def unary(self, op: str, x: Node) -> Node:
-        """op(x): neg, relu, sigmoid, tanh, exp, log, copy."""
+        """op(x): neg, relu, sigmoid, tanh, exp, log, copy, erf."""
         code, xn = L.choice(_UNARY, op, "unary op"), self._n(x, "x")
         return self._node(lambda o: _g_unary(self._live(), code, xn, o))
 
