@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import operator
 import os
 import threading
@@ -651,7 +652,10 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
     """The activations of torch.nn without a clbound op of their own, and their
     backwards, from clbound's elementwise ops: clamp and hardtanh as maximum
     and minimum with scalars (NaN stays NaN, as PyTorch's), leaky_relu and elu
-    as where, silu as x * sigmoid(x); logical_and / logical_or of masks."""
+    as where, silu as x * sigmoid(x), gelu from erf (or tanh), softplus and
+    mish from exp and log1p (_log1p), hardswish from maximum and minimum, with
+    PyTorch's formulas (aten's CPU kernels) op for op; logical_and / logical_or
+    of masks."""
     tgt, args, kw = node.target, list(node.args), node.kwargs
 
     def arg(i: int, key: str, default: Any) -> Any:
@@ -720,6 +724,70 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             slope = ctx.add(v, alpha) if is_result else ctx.mul(ctx.unary("exp", v), alpha)
             return _V(ctx.where(ctx.compare("gt", v, 0), dy, ctx.mul(dy, slope)))
         return elu_bw
+    if tgt in (aten.gelu.default, aten.gelu_backward.default):
+        bw = tgt is aten.gelu_backward.default
+        approx = kw.get("approximate", args[2 if bw else 1] if len(args) > (2 if bw else 1) else "none")
+        if approx not in ("none", "tanh"):
+            raise Unsupported(f"{name}: approximate={approx!r}")
+        xi = 1 if bw else 0
+
+        def gelu(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[xi])
+            if approx == "none":  # cdf = (1 + erf(x / sqrt 2)) / 2
+                cdf = ctx.mul(ctx.add(ctx.unary("erf", ctx.mul(x, _SQRT1_2)), 1.0), 0.5)
+                if not bw:
+                    return _V(ctx.mul(x, cdf))
+                pdf = ctx.mul(ctx.unary("exp", ctx.mul(ctx.mul(x, x), -0.5)), _INV_SQRT_2PI)
+                return _V(ctx.mul(val(env, args[0]), ctx.add(cdf, ctx.mul(x, pdf))))
+            # tanh: inner = sqrt(2 / pi) * (x + 0.044715 x^3)
+            x2 = ctx.mul(x, x)
+            th = ctx.unary("tanh", ctx.mul(ctx.add(x, ctx.mul(ctx.mul(x2, x), _GELU_KAPPA)), _SQRT_2_PI))
+            right = ctx.add(th, 1.0)
+            if not bw:
+                return _V(ctx.mul(ctx.mul(x, 0.5), right))
+            # d/dx: right / 2 + x / 2 * (1 - th^2) * sqrt(2 / pi) * (1 + 3 * 0.044715 x^2)
+            inner_d = ctx.mul(ctx.add(ctx.mul(x2, 3 * _GELU_KAPPA), 1.0), _SQRT_2_PI)
+            right_d = ctx.mul(ctx.mul(ctx.mul(x, 0.5), ctx.sub(1.0, ctx.mul(th, th))), inner_d)
+            return _V(ctx.mul(val(env, args[0]), ctx.add(ctx.mul(right, 0.5), right_d)))
+        return gelu
+    if tgt in (aten.softplus.default, aten.softplus_backward.default):
+        bw = tgt is aten.softplus_backward.default
+        beta, threshold = arg(2 if bw else 1, "beta", 1.0), arg(3 if bw else 2, "threshold", 20.0)
+        xi = 1 if bw else 0
+
+        def softplus(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[xi])
+            z = ctx.mul(x, beta)
+            big = ctx.compare("gt", z, threshold)
+            if bw:  # z > threshold ? dy : dy * sigmoid(z)
+                dy = val(env, args[0])
+                return _V(ctx.where(big, dy, ctx.mul(dy, ctx.unary("sigmoid", z))))
+            return _V(ctx.where(big, x, ctx.div(_log1p(ctx, ctx.unary("exp", z)), beta)))
+        return softplus
+    if tgt in (aten.hardswish.default, aten.hardswish_backward.default):
+        bw = tgt is aten.hardswish_backward.default
+
+        def hardswish(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[1 if bw else 0])
+            if not bw:  # x * min(max(x + 3, 0), 6) / 6
+                return _V(ctx.div(ctx.mul(x, ctx.minimum(ctx.maximum(ctx.add(x, 3.0), 0.0), 6.0)), 6.0))
+            dy = val(env, args[0])  # x < -3: 0; x <= 3: dy * (x / 3 + 0.5); else dy
+            mid = ctx.where(ctx.compare("le", x, 3.0), ctx.mul(dy, ctx.add(ctx.div(x, 3.0), 0.5)), dy)
+            return _V(ctx.where(ctx.compare("lt", x, -3.0), 0.0, mid))
+        return hardswish
+    if tgt in (aten.mish.default, aten.mish_backward.default):
+        bw = tgt is aten.mish_backward.default
+
+        def mish(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[1 if bw else 0])
+            # tanh(log1p(exp(x))): past 20 it is 1 in any float, and exp may overflow
+            ts = ctx.unary("tanh", ctx.where(ctx.compare("gt", x, 20.0), x, _log1p(ctx, ctx.unary("exp", x))))
+            if not bw:
+                return _V(ctx.mul(x, ts))
+            # dy * (ts + x * sigmoid(x) * (1 - ts^2))
+            d = ctx.add(ts, ctx.mul(ctx.mul(x, ctx.unary("sigmoid", x)), ctx.sub(1.0, ctx.mul(ts, ts))))
+            return _V(ctx.mul(val(env, args[0]), d))
+        return mish
     op = "mul" if tgt is aten.logical_and.default else "add"  # of bools: and, or
 
     def logical(ctx: Context, env: Dict[Any, Any]) -> _V:
@@ -727,6 +795,76 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
         a, b = (t if t.dtype == np.bool_ else ctx.compare("ne", t, 0) for t in (a, b))
         return _V(ctx.binary(op, a, b))
     return logical
+
+
+def _lower_layer_norm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """native_layer_norm over the last dim, as (out, mean, rstd) with aten's
+    shapes (mean and rstd keep the dim as 1), and its backward as (dx, dweight,
+    dbias) where output_mask asks (None elsewhere): from mean over the last dim,
+    pow(var + eps, -0.5) and sums over the leading dims, at the actual sizes.
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * weight, xhat
+    the normalized input."""
+    args = list(node.args)
+    bw = node.target is aten.native_layer_norm_backward.default
+    x_node, shape = (args[1], args[2]) if bw else (args[0], args[1])
+    m = _meta(x_node)
+    if m is None or m.dim() < 1 or len(shape) != 1 or not m.dtype.is_floating_point:
+        raise Unsupported(f"{name}: normalized over {len(shape)} dims of a {getattr(m, 'dtype', None)} input "
+                          "(clbound normalizes floats over the last dim)")
+    last = m.dim() - 1
+    if not bw:
+        w, b, eps = args[2], args[3], args[4]
+        _scalar(eps, name)
+
+        def layer_norm(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V, _V]:
+            x = val(env, x_node)
+            mean = ctx.reduce_dim("mean", x, last, True)
+            xc = ctx.sub(x, mean)
+            rstd = ctx.pow(ctx.add(ctx.reduce_dim("mean", ctx.mul(xc, xc), last, True), eps), -0.5)
+            y = ctx.mul(xc, rstd)
+            if w is not None:
+                y = ctx.mul(y, val(env, w))
+            if b is not None:
+                y = ctx.add(y, val(env, b))
+            return _V(y), _V(mean), _V(rstd)
+        return layer_norm
+    dy_node, mean_node, rstd_node, w, b, mask = args[0], args[3], args[4], args[5], args[6], args[7]
+
+    def lead_sum(ctx: Context, t: Tensor) -> Tensor:
+        for d in reversed(range(last)):
+            t = ctx.reduce_dim("sum", t, d, False)
+        return t
+
+    def layer_norm_bw(ctx: Context, env: Dict[Any, Any]) -> Tuple[Optional[_V], ...]:
+        dy, rstd = val(env, dy_node), val(env, rstd_node)
+        xhat = ctx.mul(ctx.sub(val(env, x_node), val(env, mean_node)), rstd)
+        dx = dw = db = None
+        if mask[0]:
+            g = ctx.mul(dy, val(env, w)) if w is not None else dy
+            mg, mgx = (ctx.reduce_dim("mean", t, last, True) for t in (g, ctx.mul(g, xhat)))
+            dx = _V(ctx.mul(ctx.sub(ctx.sub(g, mg), ctx.mul(xhat, mgx)), rstd))
+        if mask[1] and w is not None:
+            dw = _V(lead_sum(ctx, ctx.mul(dy, xhat)))
+        if mask[2] and b is not None:
+            db = _V(lead_sum(ctx, dy))
+        return dx, dw, db
+    return layer_norm_bw
+
+
+_SQRT1_2 = 0.7071067811865476  # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+_SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
+_GELU_KAPPA = 0.044715
+
+
+def _log1p(ctx: Context, u: Tensor) -> Tensor:
+    """log(1 + u) for u >= 0 without losing a small u (Kahan's: log(w) * u /
+    (w - 1) with w = 1 + u rounded, or u itself where w rounds to 1 or u is
+    inf, whose log1p is inf)."""
+    w = ctx.add(u, 1.0)
+    d = ctx.sub(w, 1.0)
+    exact = ctx.binary("add", ctx.compare("eq", d, 0.0), ctx.compare("eq", u, math.inf))  # or, of bools
+    return ctx.where(exact, u, ctx.div(ctx.mul(ctx.unary("log", w), u), d))
 
 
 def _is_size(a: Any) -> bool:
@@ -803,7 +941,7 @@ _BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub
            aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div"}  # the last two: rounding_mode="floor" only
 _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
-          aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg"}
+          aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf"}
 _UNARY_BW_OUT = {aten.sigmoid_backward.default: "sigmoid", aten.tanh_backward.default: "tanh"}
 _COMPARE = {aten.gt.Scalar: "gt", aten.gt.Tensor: "gt", aten.lt.Scalar: "lt", aten.lt.Tensor: "lt",
             aten.ge.Scalar: "ge", aten.ge.Tensor: "ge", aten.le.Scalar: "le", aten.le.Tensor: "le",
@@ -823,7 +961,11 @@ _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, 
           aten.copy.default, aten.fill.Scalar}
 _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward.default, aten.leaky_relu.default,
                aten.leaky_relu_backward.default, aten.silu.default, aten.silu_backward.default, aten.elu.default,
-               aten.elu_backward.default, aten.logical_and.default, aten.logical_or.default}
+               aten.elu_backward.default, aten.logical_and.default, aten.logical_or.default, aten.gelu.default,
+               aten.gelu_backward.default, aten.softplus.default, aten.softplus_backward.default,
+               aten.hardswish.default, aten.hardswish_backward.default, aten.mish.default,
+               aten.mish_backward.default}
+_LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}  # tuples: getitem takes their items
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
@@ -836,7 +978,7 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM)
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -861,6 +1003,12 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
                 return ctx.transpose(v.t, 0, 1)
             return v.t
         return v
+
+    if tgt is operator.getitem:  # an item of a tuple this lowering made (layer norm's results)
+        src, idx = args[0], args[1]
+        if not (isinstance(src, torch.fx.Node) and src.target in _LAYER_NORM and src in trans and isinstance(idx, int)):
+            raise Unsupported(f"{name}: an item of {getattr(src, 'target', src)}")
+        return (lambda ctx, env: env[src][idx]), False
 
     if tgt not in SUPPORTED:
         raise Unsupported(str(tgt))
@@ -1062,6 +1210,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _ACTIVATION:
         return _lower_activation(node, name, val), False
+
+    if tgt in _LAYER_NORM:
+        return _lower_layer_norm(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]

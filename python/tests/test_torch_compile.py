@@ -668,6 +668,120 @@ def test_activations_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+def f64_twin(model_cls):
+    """(the model in float32, the same weights in float64, the float32 one
+    compiled with the clbound backend): float results are checked against
+    double precision."""
+    torch.manual_seed(0)
+    model = model_cls()
+    ref = model_cls().double()
+    ref.load_state_dict(model.state_dict())
+    return model, ref, torch.compile(model, backend="clbound")
+
+
+def check_against_f64(model, ref, compiled, batches, rtol, atol, grad_rtol, grad_atol):
+    """Outputs and parameter gradients of the compiled float32 model against
+    the float64 reference, batch by batch (sizes changing every step)."""
+    g = torch.Generator().manual_seed(11)
+    for n, x in batches:
+        got, want = compiled(x), ref(x.double())
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for a, b in zip(got, want):
+            assert a.dtype == torch.float32 and a.shape == b.shape
+            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+        ws = [torch.randn(t.shape, generator=g, dtype=torch.float64) for t in want]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((t * w.float()).sum() for t, w in zip(got, ws)).backward()
+        sum((t * w).sum() for t, w in zip(want, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=grad_rtol, atol=grad_atol)
+
+
+class ModernActivations(torch.nn.Module):
+    """GELU (exact and tanh), softplus (PyTorch's threshold and a low one),
+    hardswish, mish and erf: clbound's erf and elementwise ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        F = torch.nn.functional
+        h = self.l(x) * 4.0  # both tails, hardswish's kinks and softplus's threshold are reached
+        return (F.gelu(h), F.gelu(h, approximate="tanh"), F.softplus(h), F.softplus(h, beta=2.0, threshold=3.0),
+                F.hardswish(h), F.mish(h), torch.erf(h))
+
+
+def test_gelu_softplus_hardswish_mish_train_in_the_graph():
+    model, ref, compiled = f64_twin(ModernActivations)
+    # against float64: values within 1e-5 (absolute and relative), gradients within 1e-4 relative, 1e-5 absolute
+    check_against_f64(model, ref, compiled, dynamic_batches(6, 2, 12, 4), 1e-5, 1e-5, 1e-4, 1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb's erf and these lowerings: 6 ops broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_softplus_and_mish_keep_small_values():
+    # log1p(exp(x)) at x = -30 is 9.4e-14: log(1 + u) would round it to 0; past
+    # the threshold softplus is x, and mish's exp overflowing to inf gives x
+    F = torch.nn.functional
+    x = torch.tensor([-30.0, -17.0, -1e-3, 0.0, 2.0, 19.5, 25.0, 95.0])
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    got = torch.compile(lambda v: (F.softplus(v), F.mish(v), F.softplus(v, beta=0.5, threshold=100.0)),
+                        backend="clbound")(x)
+    x64 = x.double()
+    want = (F.softplus(x64), F.mish(x64), F.softplus(x64, beta=0.5, threshold=100.0))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.double().numpy(), b.numpy(), rtol=2e-6, atol=0)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
+class Normed(torch.nn.Module):
+    """LayerNorm with and without its affine parameters (and without bias),
+    over a 2-D batch and a 3-D one (two leading dims to sum weight gradients
+    over)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(4, 16)
+        self.n1 = torch.nn.LayerNorm(16)
+        self.n2 = torch.nn.LayerNorm(16, elementwise_affine=False)
+        self.n3 = torch.nn.LayerNorm(8, bias=False, eps=1e-3)
+        self.l2 = torch.nn.Linear(16, 3)
+        with torch.no_grad():  # not the ones and zeros they start as
+            self.n1.weight.uniform_(0.5, 1.5)
+            self.n1.bias.uniform_(-0.5, 0.5)
+            self.n3.weight.uniform_(-1.0, 1.0)
+
+    def forward(self, x):
+        h = self.l1(x)
+        return (self.l2(torch.nn.functional.gelu(self.n1(h))), self.n2(h * 3.0),
+                self.n3(h.reshape(h.shape[0], 2, 8)))
+
+
+def test_layer_norm_trains_in_the_graph():
+    model, ref, compiled = f64_twin(Normed)
+    check_against_f64(model, ref, compiled, dynamic_batches(6, 2, 12, 4), 1e-5, 1e-5, 1e-4, 1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: native_layer_norm and its backward broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_layer_norm_over_two_dims_breaks_the_graph_and_matches_eager():
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm((2, 8))
+    lin = torch.nn.Linear(4, 16)
+
+    def f(x):
+        return norm(lin(x).reshape(x.shape[0], 2, 8)).sum(-1)
+
+    compiled = torch.compile(f, backend="clbound")
+    for n, x in dynamic_batches(3, 2, 12, 4):
+        np.testing.assert_allclose(compiled(x).detach().numpy(), f(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert "aten.native_layer_norm.default" in cd.stats()["graph_break_ops"], cd.stats()
+
+
 class Powers(torch.nn.Module):
     """x ** 2, a tensor to a tensor power, a scalar base, and floor division
     (PyTorch's floor_divide, div(rounding_mode="floor") and //)."""
