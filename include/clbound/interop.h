@@ -37,9 +37,9 @@ extern "C" {
  * "sgd_step", "nonzero", "nonzero_static", "masked_select", "masked_scatter",
  * "eq", "ne", "lt", "le", "gt", "ge" (clb_compare), "slice", "index"
  * (clb_slice, clb_index and clb_basic_index), "index_put" (clb_basic_index_put),
- * "permute", "transpose", "where", "pow", "floor_divide".
+ * "permute", "transpose", "where", "pow", "floor_divide", "erf", "rand_uniform".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
- * the source's.
+ * the source's; for rand_uniform, the one it makes.
  * Returns CLB_OK; CLB_ERR_DTYPE when the op never takes the dtype (the message
  * says what it takes); CLB_ERR_UNSUPPORTED when this device lacks it (f64
  * without cl_khr_fp64); CLB_ERR_INVALID_ARG for an unknown name. No device work. */

@@ -98,6 +98,18 @@ CLB_API clb_status clb_where(clb_context_t ctx, clb_tensor_t cond, clb_tensor_t 
 CLB_API clb_status clb_unary(clb_context_t ctx, clb_unary_op op, clb_tensor_t a,
                              clb_tensor_t *out);
 
+/* A new tensor of dtype f32 or f64 shaped like `like` (its bounds, dynamic
+ * flags and actual sizes; like's data and dtype are not used) holding uniform
+ * numbers in [0, 1). Element i (row-major over the actual sizes) comes from
+ * Philox4x32-10 (Salmon et al., SC'11; cuRAND's and Random123's generator) of
+ * the counter {i mod 2^32, i / 2^32, 0, 0} under the key {seed mod 2^32, seed
+ * / 2^32}: the first word's top 24 bits over 2^24 for f32, 27 bits of the
+ * first word and 26 of the second over 2^53 for f64. The numbers are a function
+ * of (i, seed) alone: the same on every device and work-group size. A new
+ * seed per call gives new numbers (dropout's masks, torch.rand_like). */
+CLB_API clb_status clb_rand_uniform(clb_context_t ctx, clb_tensor_t like, clb_dtype dtype, uint64_t seed,
+                                    clb_tensor_t *out);
+
 /* Sets every live element of t (at its actual sizes) to `value`, converted to
  * t's dtype as a C cast would (bool: value != 0). */
 CLB_API clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value);

@@ -877,6 +877,19 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.cast(self._h, ha, dt, o))
 
+    def rand_uniform(self, like: Tensor, seed: int, dtype: DTypeLike = np.float32, *,
+                     out: Optional[Tensor] = None) -> Tensor:
+        """Uniform numbers in [0, 1) of `dtype` (float32 or float64) shaped like
+        `like` (its bounds and actual sizes; its data is not read), from
+        Philox4x32-10 keyed by `seed` (an integer in [0, 2^64)): element i is a
+        function of (i, seed) alone, the same on every device
+        (clb_rand_uniform). A new seed per call gives new numbers; numpy's
+        ``rng.random(like.shape)``, PyTorch's ``torch.rand_like``. No host sync."""
+        dt = L.dtype_code(dtype)
+        s = L.index(seed, "seed", ctype=L.U64)
+        hl = self._arg(like, "like")
+        return self._out(out, lambda o: L.rand_uniform(self._h, hl, dt, s, o))
+
     def reshape(self, a: Tensor, spec: Shape, *, out: Optional[Tensor] = None) -> Tensor:
         """A view of a's data with another shape: each entry a static size, or -1
         (at most one) for the dim taking the remaining elements, dynamic when a

@@ -84,6 +84,27 @@ def test_log(ctx):
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
 
 
+def test_rand_uniform(ctx):
+    # Philox4x32-10 keyed by the seed: [0, 1), like's actual sizes, the same
+    # numbers for the same seed, others for the next; the first float32 value of
+    # seed 0 is Random123's known answer 0x6627e8d5 >> 8 over 2^24
+    like = ctx.from_numpy(np.zeros((5, 3), np.int32), (9, 3), (True, False))
+    a = ctx.rand_uniform(like, 0).numpy()
+    assert a.dtype == np.float32 and a.shape == (5, 3)
+    assert a[0, 0] == np.float32((0x6627E8D5 >> 8) / 2.0 ** 24)
+    assert ((a >= 0) & (a < 1)).all()
+    np.testing.assert_array_equal(ctx.rand_uniform(like, 0).numpy(), a)
+    assert not np.any(ctx.rand_uniform(like, 1).numpy() == a)
+    b = ctx.rand_uniform(like, 2**64 - 1, np.float64).numpy()
+    assert b.dtype == np.float64 and ((b >= 0) & (b < 1)).all()
+    with pytest.raises(clbound.DTypeError, match="uniform numbers are f32 or f64"):
+        ctx.rand_uniform(like, 0, np.int32)
+    with pytest.raises(OverflowError):
+        ctx.rand_uniform(like, -1)
+    with pytest.raises(TypeError):
+        ctx.rand_uniform(like, 0.5)
+
+
 def test_erf(ctx):
     # against math.erf in double: f32 within 2e-6 (OpenCL allows erf 16 ulp), over both tails
     a = np.concatenate([RNG.uniform(-5, 5, 40), [0.0, -0.0, 1e-30, -4e-8, 6.5, -9.0]]).astype(np.float32)

@@ -637,6 +637,7 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("permute", clb_permute(ctx, a, 2, (const int[]){1, 0}, &o_));
     AGREE("where", clb_where(ctx, m, a, c, &o_));
     AGREE("index_put", clb_basic_index_put(ctx, a, 0, NULL, c));
+    AGREE("rand_uniform", clb_rand_uniform(ctx, m, (clb_dtype)dt, 1, &o_)); /* the dtype made, of any like */
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);
