@@ -851,6 +851,54 @@ def _lower_layer_norm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
     return layer_norm_bw
 
 
+def _seed() -> int:
+    """A 63-bit seed for one random op of one call, from PyTorch's default
+    generator: torch.manual_seed makes a run repeat, each call draws anew."""
+    return int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+
+
+def _lower_random(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """native_dropout as (x * mask * scale, mask), the mask u < 1 - p for
+    uniform u from clb_rand_uniform (Philox4x32-10, a seed per call from
+    PyTorch's generator), scale 1 / (1 - p) (0 for p = 1), both products in
+    aten's order; eval mode (train=False) as (x, ones). Its backward as grad *
+    mask * scale, aten's. rand_like as clb_rand_uniform. The numbers are
+    clbound's own stream, not eager PyTorch's: the same distribution, other
+    draws (as inductor's own dropout)."""
+    tgt, args, kw = node.target, list(node.args), node.kwargs
+    want = _meta(node)
+    if tgt is aten.rand_like.default:
+        dt = want.dtype if isinstance(want, torch.Tensor) else None
+        if dt not in (torch.float32, torch.float64) or any(kw.get(k) not in (None, False) for k in ("pin_memory",)):
+            raise Unsupported(f"{name}: dtype {dt}")
+        npdt = np.float32 if dt == torch.float32 else np.float64
+        return lambda ctx, env: _V(ctx.rand_uniform(val(env, args[0]), _seed(), npdt))
+    if tgt is aten.native_dropout_backward.default:
+        scale = _scalar(args[2], name)
+
+        def dropout_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            g = val(env, args[0])
+            return _V(ctx.mul(ctx.mul(g, ctx.cast(val(env, args[1]), g.dtype)), float(scale)))
+        return dropout_bw
+    p = _scalar(args[1], name)
+    train = args[2] if len(args) > 2 else kw.get("train")
+    x_meta = _meta(args[0])
+    if not (isinstance(x_meta, torch.Tensor) and x_meta.dtype.is_floating_point) or not 0 <= p <= 1:
+        raise Unsupported(f"{name}: p {p} on {getattr(x_meta, 'dtype', None)}")
+    keep = 1.0 - p
+    scale = 0.0 if keep == 0 else 1.0 / keep
+
+    def dropout(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V]:
+        x = val(env, args[0])
+        if train is False:  # x itself, and a mask of ones at x's sizes
+            ones = ctx.cast(x, np.bool_)
+            ctx.fill(ones, True)
+            return _V(ctx.unary("copy", x)), _V(ones)
+        mask = ctx.compare("lt", ctx.rand_uniform(x, _seed(), np.float32), keep)
+        return _V(ctx.mul(ctx.mul(x, ctx.cast(mask, x.dtype)), scale)), _V(mask)
+    return dropout
+
+
 _SQRT1_2 = 0.7071067811865476  # 1 / sqrt(2)
 _INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
 _SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
@@ -965,7 +1013,9 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.gelu_backward.default, aten.softplus.default, aten.softplus_backward.default,
                aten.hardswish.default, aten.hardswish_backward.default, aten.mish.default,
                aten.mish_backward.default}
-_LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}  # tuples: getitem takes their items
+_LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
+_RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
+_TUPLES = _LAYER_NORM | {aten.native_dropout.default}  # their results are tuples, whose items getitem takes
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
@@ -978,7 +1028,7 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM)
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1004,9 +1054,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             return v.t
         return v
 
-    if tgt is operator.getitem:  # an item of a tuple this lowering made (layer norm's results)
+    if tgt is operator.getitem:  # an item of a tuple this lowering made (layer norm's, dropout's results)
         src, idx = args[0], args[1]
-        if not (isinstance(src, torch.fx.Node) and src.target in _LAYER_NORM and src in trans and isinstance(idx, int)):
+        if not (isinstance(src, torch.fx.Node) and src.target in _TUPLES and src in trans and isinstance(idx, int)):
             raise Unsupported(f"{name}: an item of {getattr(src, 'target', src)}")
         return (lambda ctx, env: env[src][idx]), False
 
@@ -1213,6 +1263,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _LAYER_NORM:
         return _lower_layer_norm(node, name, val), False
+
+    if tgt in _RANDOM:
+        return _lower_random(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]

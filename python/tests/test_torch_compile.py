@@ -782,6 +782,92 @@ def test_layer_norm_over_two_dims_breaks_the_graph_and_matches_eager():
     assert "aten.native_layer_norm.default" in cd.stats()["graph_break_ops"], cd.stats()
 
 
+class Dropped(torch.nn.Module):
+    """A linear layer under dropout, returned with its input to the dropout, so
+    that the test sees the mask (out != 0) and checks each value and gradient."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 32)
+        self.drop = torch.nn.Dropout(p)
+
+    def forward(self, x):
+        h = self.l(x)
+        return self.drop(h), h
+
+
+def test_dropout_trains_in_the_graph():
+    # dropout's numbers are clbound's own stream, not eager PyTorch's: each value is
+    # checked against its own mask (out != 0): out = h * (1 / (1 - p)) where kept,
+    # exactly as aten computes it, and the weight gradient against float64 with
+    # that mask; the kept fraction over all steps within 5 sigma of 1 - p
+    p = 0.3
+    torch.manual_seed(0)
+    model = Dropped(p)
+    compiled = torch.compile(model, backend="clbound")
+    g = torch.Generator().manual_seed(3)
+    kept = total = 0
+    for n, x in dynamic_batches(8, 2, 16, 4):
+        out, h = compiled(x)
+        mask = out != 0
+        np.testing.assert_array_equal(out.detach().numpy(), (h * mask * (1 / (1 - p))).detach().numpy())
+        kept += int(mask.sum())
+        total += mask.numel()
+        w = torch.randn(out.shape, generator=g)
+        model.zero_grad()
+        (out * w).sum().backward()
+        dh = (w * mask).double() / (1 - p)  # d loss / d h through the mask
+        np.testing.assert_allclose(model.l.weight.grad.double().numpy(), (dh.T @ x.double()).numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(model.l.bias.grad.double().numpy(), dh.sum(0).numpy(), rtol=1e-5, atol=1e-5)
+    sigma = (p * (1 - p) / total) ** 0.5
+    assert abs(kept / total - (1 - p)) < 5 * sigma, (kept, total)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_rand_uniform: native_dropout, its items and its backward broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_dropout_repeats_under_manual_seed_and_its_edge_rates():
+    F = torch.nn.functional
+    x = torch.randn(300) + 5.0  # no zeros: a zero out is a dropped value
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=512)
+    drop = torch.compile(lambda v, p: F.dropout(v, p, True), backend="clbound")
+    torch.manual_seed(7)
+    a, b = drop(x, 0.5), drop(x, 0.5)
+    torch.manual_seed(7)
+    np.testing.assert_array_equal(drop(x, 0.5).numpy(), a.numpy())  # the seed comes from PyTorch's generator
+    assert not torch.equal(a != 0, b != 0)  # each call draws a new mask
+    np.testing.assert_array_equal(drop(x, 0.0).numpy(), x.numpy())
+    np.testing.assert_array_equal(drop(x, 1.0).numpy(), np.zeros(300, np.float32))
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
+def test_dropout_is_off_in_eval_mode():
+    torch.manual_seed(0)
+    model = Dropped(0.5)
+    compiled = torch.compile(model, backend="clbound")
+    model.eval()
+    for n, x in dynamic_batches(3, 2, 12, 4):
+        with torch.no_grad():
+            out, h = compiled(x)
+            np.testing.assert_allclose(out.numpy(), model.l(x).numpy(), rtol=1e-6, atol=1e-6)
+            np.testing.assert_array_equal(out.numpy(), h.numpy())
+
+
+def test_rand_like_is_uniform_and_seeded():
+    x = torch.zeros(20000)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=32768)
+    rand = torch.compile(lambda v: torch.rand_like(v) + v, backend="clbound")
+    torch.manual_seed(1)
+    r = rand(x)
+    assert r.dtype == torch.float32 and r.shape == x.shape
+    assert float(r.min()) >= 0 and float(r.max()) < 1
+    assert abs(float(r.mean()) - 0.5) < 5 * (1 / 12 / 20000) ** 0.5
+    torch.manual_seed(1)
+    np.testing.assert_array_equal(rand(x).numpy(), r.numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 class Powers(torch.nn.Module):
     """x ** 2, a tensor to a tensor power, a scalar base, and floor division
     (PyTorch's floor_divide, div(rounding_mode="floor") and //)."""
