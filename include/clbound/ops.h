@@ -197,6 +197,16 @@ CLB_API clb_status clb_slice(clb_context_t ctx, clb_tensor_t x, int dim, int64_t
  * x of rank 1 gives a 0-d tensor. */
 CLB_API clb_status clb_index(clb_context_t ctx, clb_tensor_t x, int dim, int64_t index, clb_tensor_t *out);
 
+/* out = torch.gather(x, dim, index), numpy.take_along_axis(x, index, dim): out
+ * has index's shape (its bounds, dynamic flags and actual sizes) and x's dtype;
+ * out[p] = x[p with dim `dim` replaced by index[p]]. index is i64 or i32 of x's
+ * rank; at every other dim its bound must not pass x's. An index outside [0,
+ * x's actual size at dim), or a position past x's actual size at another dim,
+ * raises CLB_ERR_INDEX at the next sync, naming the value, the dim and the
+ * size, and gives 0 there. dim may be negative (from the end). out must not be
+ * x or index. One launch, no host sync. */
+CLB_API clb_status clb_gather(clb_context_t ctx, clb_tensor_t x, int dim, clb_tensor_t index, clb_tensor_t *out);
+
 /* out = x with its dims reordered, a dense copy (numpy.transpose(x, dims),
  * torch.permute): output dim j is x's dim dims[j] (negative counts from the
  * end), with its bound, its dynamic flag and, on the device, its actual size.

@@ -877,6 +877,16 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.cast(self._h, ha, dt, o))
 
+    def gather(self, x: Tensor, dim: int, index: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
+        """torch.gather(x, dim, index), numpy.take_along_axis(x, index, dim):
+        index's shape, x's dtype; out[p] = x[p with dim replaced by index[p]]
+        (clb_gather). index is int64 or int32 of x's rank. An index outside
+        [0, x's size at dim) raises IndexOutOfRangeError at the next host sync.
+        No host sync."""
+        d = L.index(dim, "dim", ctype=L.INT)
+        hx, hi = self._arg(x, "x"), self._arg(index, "index")
+        return self._out(out, lambda o: L.gather(self._h, hx, d, hi, o))
+
     def rand_uniform(self, like: Tensor, seed: int, dtype: DTypeLike = np.float32, *,
                      out: Optional[Tensor] = None) -> Tensor:
         """Uniform numbers in [0, 1) of `dtype` (float32 or float64) shaped like

@@ -84,6 +84,25 @@ def test_log(ctx):
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
 
 
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather(ctx, dim):
+    # torch.gather / numpy.take_along_axis at actual sizes under the bounds
+    x = RNG.standard_normal((6, 5)).astype(np.float32)
+    shape = (9, 5) if dim == 0 else (6, 3)
+    idx = RNG.integers(0, x.shape[dim], size=shape).astype(np.int64)
+    tx = ctx.from_numpy(x, (8, 5), (True, False))
+    ti = ctx.from_numpy(idx, (12, 5) if dim == 0 else (8, 3), (True, False))
+    got = ctx.gather(tx, dim, ti).numpy()
+    np.testing.assert_array_equal(got, np.take_along_axis(x, idx, axis=dim))
+    bad = idx.copy()
+    bad[1, 1] = x.shape[dim]
+    ctx.gather(tx, dim, ctx.from_numpy(bad))
+    with pytest.raises(clbound.IndexOutOfRangeError, match=f"index {x.shape[dim]} is out of range for dim {dim % 2}"):
+        ctx.sync()
+    with pytest.raises(clbound.DTypeError, match="it must be i64 or i32"):
+        ctx.gather(tx, dim, ctx.from_numpy(idx.astype(np.float32)))
+
+
 def test_rand_uniform(ctx):
     # Philox4x32-10 keyed by the seed: [0, 1), like's actual sizes, the same
     # numbers for the same seed, others for the next; the first float32 value of

@@ -600,7 +600,8 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
   int64_t b2[2] = {3, 4};
   for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
     if (dt == CLB_DTYPE_F64 && !fp64) continue;
-    clb_tensor_t a = NULL, c = NULL, m = NULL;
+    clb_tensor_t a = NULL, c = NULL, m = NULL, ix = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I64, 2, b2, NULL, &ix));
     CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, b2, NULL, &a));
     CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, b2, NULL, &c));
     CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 2, b2, NULL, &m));
@@ -609,6 +610,7 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     clb_test_write(ctx, a, b2, ones);
     clb_test_write(ctx, c, b2, ones);
     clb_test_write(ctx, m, b2, ones);
+    clb_test_write(ctx, ix, b2, ones);
 #define AGREE(name, call)                                                                          \
   do {                                                                                             \
     clb_tensor_t o_ = NULL;                                                                        \
@@ -638,11 +640,13 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("where", clb_where(ctx, m, a, c, &o_));
     AGREE("index_put", clb_basic_index_put(ctx, a, 0, NULL, c));
     AGREE("rand_uniform", clb_rand_uniform(ctx, m, (clb_dtype)dt, 1, &o_)); /* the dtype made, of any like */
+    AGREE("gather", clb_gather(ctx, a, 1, ix, &o_));
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);
     clb_tensor_free(c);
     clb_tensor_free(m);
+    clb_tensor_free(ix);
   }
 }
 
