@@ -851,6 +851,67 @@ def _lower_layer_norm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
     return layer_norm_bw
 
 
+def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
+    the compiled model: the NLL of log-probabilities [N, C] at N int64 class
+    indices; weight None; reduction none, mean or sum; ignore_index) as
+    (loss, total_weight): each row's -x[i, t_i] by clb_gather, the ignored
+    rows zero, mean dividing by the rows kept (NaN for none, as PyTorch's). A
+    class outside [0, C) raises IndexOutOfRangeError at the call's sync, as
+    PyTorch raises. Its backward: -grad (/ total_weight for mean) where t_i ==
+    j on kept rows, else 0: a comparison with arange(C), no scatter."""
+    args, kw = list(node.args), node.kwargs
+    tgt = node.target
+    if tgt is aten.gather.default:
+        if args[3:4] == [True] or kw.get("sparse_grad"):
+            raise Unsupported(f"{name}: sparse_grad")
+        dim = args[1]
+        return lambda ctx, env: _V(ctx.gather(val(env, args[0]), dim, val(env, args[2])))
+    bw = tgt is aten.nll_loss_backward.default
+    off = 1 if bw else 0
+    x_node, t_node, weight, reduction, ignore = args[off:off + 5]
+    xm, tm = _meta(x_node), _meta(t_node)
+    if weight is not None:
+        raise Unsupported(f"{name}: weight")
+    if (xm is None or tm is None or xm.dim() != 2 or tm.dim() != 1 or _is_sym(xm.shape[1])
+            or not xm.dtype.is_floating_point or tm.dtype != torch.int64 or reduction not in (0, 1, 2)):
+        raise Unsupported(f"{name}: {getattr(xm, 'shape', None)} by {getattr(tm, 'dtype', None)} targets, "
+                          f"reduction {reduction} (clbound runs [N, C] by int64 [N])")
+    classes = int(xm.shape[1])
+    ignore = int(ignore)
+    npdt = _np_dtype(xm.dtype, name)
+    held: Dict[str, Tensor] = {}  # arange(C), made at the first call on the graph's context
+
+    if not bw:
+        def nll(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V]:
+            x, t = val(env, x_node), val(env, t_node)
+            kept = ctx.compare("ne", t, ignore)
+            rows = ctx.reshape(ctx.where(kept, t, 0), [-1, 1])
+            picked = ctx.reshape(ctx.gather(x, 1, rows), [-1])
+            losses = ctx.mul(ctx.neg(picked), ctx.cast(kept, npdt))
+            total = ctx.reduce_all("sum", ctx.cast(kept, npdt))
+            if reduction == 0:
+                return _V(losses), _V(total)
+            s = ctx.reduce_all("sum", losses)
+            return _V(ctx.div(s, total) if reduction == 1 else s), _V(total)
+        return nll
+
+    def nll_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+        ar = held.get("arange")
+        if ar is None:
+            ar = held["arange"] = ctx.from_numpy(np.arange(classes, dtype=np.int64))
+        t = val(env, t_node)
+        hot = ctx.binary("mul", ctx.compare("eq", ctx.reshape(t, [-1, 1]), ar),
+                         ctx.reshape(ctx.compare("ne", t, ignore), [-1, 1]))  # and, of bools: [N, C]
+        g = ctx.neg(val(env, args[0]))
+        if reduction == 1:
+            g = ctx.div(g, val(env, args[6]))
+        elif reduction == 0:
+            g = ctx.reshape(g, [-1, 1])
+        return _V(ctx.where(hot, g, 0.0))
+    return nll_bw
+
+
 def _seed() -> int:
     """A 63-bit seed for one random op of one call, from PyTorch's default
     generator: torch.manual_seed makes a run repeat, each call draws anew."""
@@ -1015,7 +1076,8 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.mish_backward.default}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
-_TUPLES = _LAYER_NORM | {aten.native_dropout.default}  # their results are tuples, whose items getitem takes
+_NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
+_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default}  # getitem takes their items
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
@@ -1028,7 +1090,7 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL)
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1266,6 +1328,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _RANDOM:
         return _lower_random(node, name, val), False
+
+    if tgt in _NLL:
+        return _lower_nll(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]

@@ -868,6 +868,67 @@ def test_rand_like_is_uniform_and_seeded():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+class WithLoss(torch.nn.Module):
+    """A classifier whose forward computes its losses (the Hugging Face idiom):
+    cross-entropy with mean and sum reductions, and per row with an
+    ignore_index that some targets hit."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(4, 16)
+        self.l2 = torch.nn.Linear(16, 5)
+
+    def forward(self, x, t):
+        F = torch.nn.functional
+        z = self.l2(torch.relu(self.l1(x)))
+        return (F.cross_entropy(z, t), F.cross_entropy(z, t, reduction="sum"),
+                F.nll_loss(F.log_softmax(z, -1), t.clamp(min=0), reduction="none", ignore_index=2))
+
+
+def test_cross_entropy_inside_the_model_trains_in_the_graph():
+    torch.manual_seed(0)
+    model, ref = WithLoss(), WithLoss().double()
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="clbound")
+    g = torch.Generator().manual_seed(4)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        t = torch.randint(0, 5, (n,), generator=g)
+        t[0] = -100  # ignored by the first two losses (and clamped to class 0 for the third)
+        torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
+        got, want = compiled(x, t), ref(x.double(), t)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        model.zero_grad()
+        ref.zero_grad()
+        (got[0] + 0.5 * got[1] + got[2].sum()).backward()
+        (want[0] + 0.5 * want[1] + want[2].sum()).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_gather: nll_loss_forward, its items and its backward broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_cross_entropy_edges_match_eager():
+    # a class outside [0, C) raises (PyTorch's IndexError); every row ignored gives NaN, as eager
+    F = torch.nn.functional
+    ce = torch.compile(lambda z, t: F.cross_entropy(z, t), backend="clbound")
+    z = torch.randn(6, 5)
+    torch._dynamo.mark_dynamic(z, 0, min=2, max=16)
+    t = torch.tensor([0, 1, 5, 2, 3, 4])
+    torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
+    with pytest.raises(IndexError, match="index 5 is out of range for dim 1 of actual size 5"):
+        ce(z, t)
+    ignored = torch.full((6,), -100)
+    torch._dynamo.mark_dynamic(ignored, 0, min=2, max=16)
+    assert torch.isnan(ce(z, ignored)) and torch.isnan(F.cross_entropy(z, ignored))
+    gather = torch.compile(lambda x, i: torch.gather(x, 1, i) * 2, backend="clbound")
+    i = torch.randint(0, 5, (6, 3))
+    torch._dynamo.mark_dynamic(i, 0, min=2, max=16)
+    np.testing.assert_array_equal(gather(z, i).numpy(), (torch.gather(z, 1, i) * 2).numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 class Powers(torch.nn.Module):
     """x ** 2, a tensor to a tensor power, a scalar base, and floor division
     (PyTorch's floor_divide, div(rounding_mode="floor") and //)."""
