@@ -38,7 +38,7 @@ extern "C" {
  * "eq", "ne", "lt", "le", "gt", "ge" (clb_compare), "slice", "index"
  * (clb_slice, clb_index and clb_basic_index), "index_put" (clb_basic_index_put),
  * "permute", "transpose", "where", "pow", "floor_divide", "erf", "rand_uniform",
- * "gather".
+ * "gather", "cat".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
  * the source's; for rand_uniform, the one it makes.
  * Returns CLB_OK; CLB_ERR_DTYPE when the op never takes the dtype (the message

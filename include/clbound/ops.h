@@ -207,6 +207,15 @@ CLB_API clb_status clb_index(clb_context_t ctx, clb_tensor_t x, int dim, int64_t
  * x or index. One launch, no host sync. */
 CLB_API clb_status clb_gather(clb_context_t ctx, clb_tensor_t x, int dim, clb_tensor_t index, clb_tensor_t *out);
 
+/* out = torch.cat((a, b), dim), numpy.concatenate: a and b of one dtype and
+ * rank, with the same bounds at every other dim; out's bound at dim is the sum
+ * of theirs, a dim dynamic where either is. Out's actual size at dim is the sum
+ * of a's and b's, read on the device; at the other dims a's and b's actual
+ * sizes must agree (a deferred CLB_ERR_DEVICE_CHECK at the next sync; the
+ * smaller is used). dim may be negative. out must not be a or b. One launch,
+ * no host sync; more tensors: cat them two at a time. */
+CLB_API clb_status clb_cat(clb_context_t ctx, clb_tensor_t a, clb_tensor_t b, int dim, clb_tensor_t *out);
+
 /* out = x with its dims reordered, a dense copy (numpy.transpose(x, dims),
  * torch.permute): output dim j is x's dim dims[j] (negative counts from the
  * end), with its bound, its dynamic flag and, on the device, its actual size.

@@ -877,6 +877,24 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.cast(self._h, ha, dt, o))
 
+    def cat(self, tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        """torch.cat(tensors, dim), numpy.concatenate(tensors, axis=dim): one
+        dtype and rank, the same bounds beside dim; the result's size at dim is
+        the sum of the actual sizes, read on the device (clb_cat, two at a time:
+        n tensors are n - 1 launches). Sizes that disagree beside dim raise
+        DeviceCheckError at the next host sync. No host sync."""
+        ts = list(tensors)
+        if not ts:
+            raise ValueError("cat: no tensors")
+        d = L.index(dim, "dim", ctype=L.INT)
+        if len(ts) == 1:
+            return self.unary("copy", ts[0])
+        out = ts[0]
+        for i, t in enumerate(ts[1:], 1):
+            ha, hb = self._arg(out, "tensors[0]" if i == 1 else "the part so far"), self._arg(t, f"tensors[{i}]")
+            out = self._out(None, lambda o, ha=ha, hb=hb: L.cat(self._h, ha, hb, d, o))
+        return out
+
     def gather(self, x: Tensor, dim: int, index: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """torch.gather(x, dim, index), numpy.take_along_axis(x, index, dim):
         index's shape, x's dtype; out[p] = x[p with dim replaced by index[p]]

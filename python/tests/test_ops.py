@@ -84,6 +84,26 @@ def test_log(ctx):
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
 
 
+def test_cat(ctx):
+    # torch.cat / numpy.concatenate: along the dynamic dim the sizes add on the device
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((5, 4)).astype(np.float32)
+    c = RNG.standard_normal((2, 4)).astype(np.float32)
+    ta, tb, tc = (ctx.from_numpy(v, (8, 4), (True, False)) for v in (a, b, c))
+    got = ctx.cat([ta, tb, tc])
+    assert got.bounds == (24, 4)
+    np.testing.assert_array_equal(got.numpy(), np.concatenate([a, b, c]))
+    np.testing.assert_array_equal(ctx.cat([ta, ta], dim=-1).numpy(), np.concatenate([a, a], axis=1))
+    np.testing.assert_array_equal(ctx.cat([tb]).numpy(), b)
+    ctx.cat([ta, tb], dim=1)
+    with pytest.raises(clbound.DeviceCheckError, match="sizes 3 and 5 must be equal"):
+        ctx.sync()
+    with pytest.raises(clbound.DTypeError, match="the dtypes differ"):
+        ctx.cat([ta, ctx.from_numpy(np.zeros((3, 4), np.int32), (8, 4), (True, False))])
+    with pytest.raises(ValueError, match="no tensors"):
+        ctx.cat([])
+
+
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_gather(ctx, dim):
     # torch.gather / numpy.take_along_axis at actual sizes under the bounds
