@@ -851,6 +851,28 @@ def _lower_layer_norm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
     return layer_norm_bw
 
 
+def _lower_cat(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """cat as clb_cat two at a time (ctx.cat), each input cast to the result's
+    dtype first (PyTorch's promotion), legacy empty 1-D inputs left out; the
+    bounds beside dim must agree (else a graph break), and along dim they add,
+    a dynamic batch dim included. Its backward is slices of the gradient."""
+    args, kw = list(node.args), node.kwargs
+    parts = [a for a in args[0] if not (isinstance(_meta(a), torch.Tensor) and _meta(a).shape == (0,))]
+    want = _meta(node)
+    dim = args[1] if len(args) > 1 else kw.get("dim", 0)
+    metas = [_meta(a) for a in parts]
+    if not parts or want is None or any(not isinstance(m, torch.Tensor) or m.dim() != want.dim() for m in metas):
+        raise Unsupported(f"{name}: inputs of other ranks")
+    d0 = dim % want.dim()
+    bounds = [_bounds(m, a)[0] for m, a in zip(metas, parts)]
+    if any(b[:d0] + b[d0 + 1:] != bounds[0][:d0] + bounds[0][d0 + 1:] for b in bounds):
+        raise Unsupported(f"{name}: bounds {bounds} differ beside dim {d0}")
+
+    def cat(ctx: Context, env: Dict[Any, Any]) -> _V:
+        return _V(ctx.cat([_cast_to(ctx, val(env, a), node) for a in parts], d0))
+    return cat
+
+
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
     the compiled model: the NLL of log-probabilities [N, C] at N int64 class
@@ -1090,7 +1112,8 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge:
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
-                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL)
+                      | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
+                      | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1332,6 +1355,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _NLL:
         return _lower_nll(node, name, val), False
 
+    if tgt is aten.cat.default:
+        return _lower_cat(node, name, val), False
+
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]
         _scalar(value, name)
@@ -1380,10 +1406,25 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         start, end, step = kw.get("start", start), kw.get("end", end), kw.get("step", 1 if step is None else step)
         if not isinstance(dim, int) or not isinstance(step, int) or step <= 0:
             raise Unsupported(f"{name}: dim {dim}, step {step}")
+        # a symbolic result size keeps its symbol's bound at every call (clb_slice
+        # alone would bound it by this call's start and end, and a matmul with
+        # another tensor of that symbol needs the two bounds equal): cat's backward
+        want = _meta(node)
+        sym_ub = _upper_bound(want.shape[dim], node, dim) if isinstance(want, torch.Tensor) and _is_sym(
+            want.shape[dim]) else None
 
         def slice_(ctx: Context, env: Dict[Any, Any]) -> _V:
             lo, hi = (None if v is None else int(_force(_arg(env, v))) for v in (start, end))
-            return _V(ctx.slice(val(env, src), dim, lo, hi, step))
+            x = val(env, src)
+            out = None
+            if sym_ub is not None:
+                d = dim % len(x.bounds)
+                bounds = list(x.bounds)
+                bounds[d] = max(sym_ub, len(range(bounds[d])[lo:hi:step]))  # the longest this slice can be
+                dyn = list(x.dynamic)
+                dyn[d] = True
+                out = ctx.empty(tuple(bounds), x.dtype, dynamic=tuple(dyn))
+            return _V(ctx.slice(x, dim, lo, hi, step, out=out))
         return slice_, False
 
     if tgt in (aten.slice_backward.default, aten.select_backward.default, aten.slice_scatter.default,

@@ -929,6 +929,46 @@ def test_cross_entropy_edges_match_eager():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+class Concatenated(torch.nn.Module):
+    """torch.cat of two layers' features (a static dim, then trained through),
+    of two batches (the dynamic dim: the sizes add), and of a float with a cast
+    int (PyTorch's promotion)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 3)
+        self.b = torch.nn.Linear(4, 5)
+        self.c = torch.nn.Linear(8, 2)
+
+    def forward(self, x, y):
+        h = torch.cat([self.a(x), torch.relu(self.b(x))], dim=1)
+        rows = torch.cat([self.a(x), self.a(y)], 0)  # [n + m, 3]
+        return self.c(h), rows, torch.cat((x, (x * 3).long()), -1)
+
+
+def test_cat_trains_in_the_graph():
+    model, ref, compiled = f64_twin(Concatenated)
+    g = torch.Generator().manual_seed(5)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        y = torch.randn(n + 3, 4, generator=g)
+        torch._dynamo.mark_dynamic(y, 0, min=2, max=32)
+        got, want = compiled(x, y), ref(x.double(), y.double())
+        assert got[1].shape == (2 * n + 3, 3) and got[2].dtype == torch.float32
+        np.testing.assert_allclose(got[0].detach().double().numpy(), want[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[1].detach().double().numpy(), want[1].detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got[2].numpy(), torch.cat((x, (x * 3).long()), -1).numpy())
+        model.zero_grad()
+        ref.zero_grad()
+        w = torch.randn(want[1].shape, generator=g, dtype=torch.float64)
+        (got[0].sum() + (got[1] * w.float()).sum()).backward()
+        (want[0].sum() + (want[1] * w).sum()).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before clb_cat: cat broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 class Powers(torch.nn.Module):
     """x ** 2, a tensor to a tensor power, a scalar base, and floor division
     (PyTorch's floor_divide, div(rounding_mode="floor") and //)."""
