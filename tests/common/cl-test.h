@@ -42,6 +42,13 @@ static inline clb_context_t clb_test_context(const clb_context_options *opts) {
   exit(1);
 }
 
+/* Whether the default device has f64 (cl_khr_fp64). */
+static inline int clb_test_has_fp64(void) {
+  clb_device_info di;
+  di.struct_size = sizeof di;
+  return clb_device_info_get(0, &di) == CLB_OK && di.has_fp64;
+}
+
 /* Stops the test when an API call fails, printing the context's message. */
 #define CL_OK(ctx, call)                                                                \
   do {                                                                                  \

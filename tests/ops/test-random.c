@@ -135,14 +135,11 @@ static void test_errors(clb_context_t ctx, int f64) {
 int main(void) {
   test_known_answers();
   clb_context_t ctx = clb_test_context(NULL);
-  clb_device_info di;
-  di.struct_size = sizeof di;
-  clb_device_info_get(0, &di);
-  int f64 = di.has_fp64 && !clb_test_small();
+  const int fp64 = clb_test_has_fp64();
   test_values(ctx, 0);
-  if (f64) test_values(ctx, 1);
+  if (fp64 && !clb_test_small()) test_values(ctx, 1);
   if (!clb_test_small()) test_spread(ctx);
-  test_errors(ctx, di.has_fp64);
+  test_errors(ctx, fp64);
   clb_context_free(ctx);
   return clb_test_finish("ops/random");
 }

@@ -195,10 +195,7 @@ static void test_errors(clb_context_t ctx) {
 
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
-  clb_device_info di;
-  di.struct_size = sizeof di;
-  clb_device_info_get(0, &di);
-  has_fp64 = di.has_fp64;
+  has_fp64 = clb_test_has_fp64();
   test_all(ctx);
   test_dim(ctx);
   test_accuracy(ctx);
