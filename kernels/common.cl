@@ -120,6 +120,11 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_OP_LOG(x) log(x)
 #define CLB_OP_COPY(x) (x)
 #define CLB_OP_ERF(x) erf(x)
+#define CLB_OP_ABS(x) fabs(x)
+#define CLB_OP_SQRT(x) sqrt(x)
+#define CLB_OP_RSQRT(x) rsqrt(x)
+#define CLB_OP_LOG1P(x) log1p(x)
+#define CLB_OP_EXPM1(x) expm1(x)
 #define CLB_OP_CAST_BOOL(T, TOUT, x) ((TOUT)((x) != (T)0))
 #define CLB_OP_CAST(TOUT, x) ((TOUT)(x))
 /* The unary ops' gradients: dy = g, x the op's input, y its output. */
@@ -132,6 +137,13 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_GRAD_COPY(T, x, y, g) (g)
 /* d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2) */
 #define CLB_GRAD_ERF(T, x, y, g) ((g) * (T)1.1283791670955126 * exp(-(x) * (x)))
+/* PyTorch's: g * sgn(x) (0 at 0 and at NaN); g / (2 sqrt(x)); -g * y^3 / 2;
+ * g / (1 + x); g * (y + 1) */
+#define CLB_GRAD_ABS(T, x, y, g) ((x) > (T)0 ? (g) : (x) < (T)0 ? -(g) : (T)0)
+#define CLB_GRAD_SQRT(T, x, y, g) ((g) / ((T)2 * (y)))
+#define CLB_GRAD_RSQRT(T, x, y, g) ((T)-0.5 * (g) * (y) * (y) * (y))
+#define CLB_GRAD_LOG1P(T, x, y, g) ((g) / ((x) + (T)1))
+#define CLB_GRAD_EXPM1(T, x, y, g) ((g) * ((y) + (T)1))
 
 /* The body of Python's modulo (the result takes the divisor's sign) of x and y
  * of type T, in a function that has st and launch; an integer division by zero

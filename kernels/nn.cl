@@ -6,7 +6,8 @@
 
 #ifdef NN_UNARY_BWD
 /* The gradient of op given g = dy and v = the tensor the op's derivative reads
- * (x for relu, log and erf, y for sigmoid, tanh and exp). */
+ * (x for relu, log, erf, abs and log1p, y for sigmoid, tanh, exp, sqrt, rsqrt
+ * and expm1). */
 #if defined(OP_NEG)
 #define GRAD(v, g) CLB_GRAD_NEG(T, v, v, g)
 #elif defined(OP_RELU)
@@ -21,6 +22,16 @@
 #define GRAD(v, g) CLB_GRAD_LOG(T, v, v, g)
 #elif defined(OP_ERF)
 #define GRAD(v, g) CLB_GRAD_ERF(T, v, v, g)
+#elif defined(OP_ABS)
+#define GRAD(v, g) CLB_GRAD_ABS(T, v, v, g)
+#elif defined(OP_SQRT)
+#define GRAD(v, g) CLB_GRAD_SQRT(T, v, v, g)
+#elif defined(OP_RSQRT)
+#define GRAD(v, g) CLB_GRAD_RSQRT(T, v, v, g)
+#elif defined(OP_LOG1P)
+#define GRAD(v, g) CLB_GRAD_LOG1P(T, v, v, g)
+#elif defined(OP_EXPM1)
+#define GRAD(v, g) CLB_GRAD_EXPM1(T, v, v, g)
 #else
 #define GRAD(v, g) CLB_GRAD_COPY(T, v, v, g)
 #endif

@@ -37,7 +37,8 @@ extern "C" {
  * "sgd_step", "nonzero", "nonzero_static", "masked_select", "masked_scatter",
  * "eq", "ne", "lt", "le", "gt", "ge" (clb_compare), "slice", "index"
  * (clb_slice, clb_index and clb_basic_index), "index_put" (clb_basic_index_put),
- * "permute", "transpose", "where", "pow", "floor_divide", "erf", "rand_uniform",
+ * "permute", "transpose", "where", "pow", "floor_divide", "erf", "abs", "sqrt",
+ * "rsqrt", "log1p", "expm1", "rand_uniform",
  * "gather", "cat".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
  * the source's; for rand_uniform, the one it makes.

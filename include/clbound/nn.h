@@ -96,9 +96,10 @@ CLB_API clb_status clb_linear_backward_relu(clb_context_t ctx, clb_tensor_t x, c
 
 /* ---- Activations ----------------------------------------------------------- */
 
-/* dx = dy * op'(...), for NEG, RELU, SIGMOID, TANH, EXP, LOG, COPY, ERF. x is the
- * op's input and y its output: RELU, LOG and ERF read x, SIGMOID, TANH and EXP
- * read y; the other may be NULL. */
+/* dx = dy * op'(...), for every clb_unary_op. x is the op's input and y its
+ * output: RELU, LOG, ERF, ABS and LOG1P read x, SIGMOID, TANH, EXP, SQRT, RSQRT
+ * and EXPM1 read y; the other may be NULL. ABS's is PyTorch's, dy * sgn(x): 0
+ * at 0 and at NaN. */
 CLB_API clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op op, clb_tensor_t x,
                                       clb_tensor_t y, clb_tensor_t dy, clb_tensor_t *dx);
 

@@ -48,13 +48,19 @@ typedef enum clb_binary_op {
 typedef enum clb_unary_op {
   CLB_UNARY_NEG = 0,
   CLB_UNARY_RELU = 1,
-  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp, log and erf */
+  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp, log and 7-12 */
   CLB_UNARY_TANH = 3,
   CLB_UNARY_EXP = 4,
   CLB_UNARY_LOG = 5,
   CLB_UNARY_COPY = 6,
   CLB_UNARY_ERF = 7, /* the error function (C's erf): GELU's building block */
-  CLB_UNARY_COUNT = 8
+  CLB_UNARY_ABS = 8, /* |x| (fabs: -0 gives +0) */
+  CLB_UNARY_SQRT = 9,
+  /* erf, abs, sqrt, rsqrt (1 / sqrt(x)), log1p and expm1: floating only */
+  CLB_UNARY_RSQRT = 10,
+  CLB_UNARY_LOG1P = 11, /* log(1 + x), exact for small x */
+  CLB_UNARY_EXPM1 = 12, /* exp(x) - 1, exact for small x */
+  CLB_UNARY_COUNT = 13
 } clb_unary_op;
 
 /* out = a <op> b. a and b must have the same dtype; bool takes none of these. */

@@ -761,8 +761,9 @@ class Context:
         return self._out(out, lambda o: L.where(self._h, hc, hx, hy, o))
 
     def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
-        """out = op(a), same dtype and shape. op: neg, relu, sigmoid, tanh, exp,
-        log, erf (floating only for these five), copy. out may be a (in place)."""
+        """out = op(a), same dtype and shape. op: neg, relu, copy, and (floating
+        only) sigmoid, tanh, exp, log, erf, abs, sqrt, rsqrt, log1p, expm1. out
+        may be a (in place)."""
         code = L.choice(L.UNARY, op, "unary op")
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.unary(self._h, code, ha, o))
@@ -797,7 +798,11 @@ class Context:
         return self.compare("eq", a, False, out=out)
 
     def abs(self, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
-        """|a| as maximum(a, -a) (two launches; NaN stays NaN)."""
+        """|a|: floats by clb_unary's abs (fabs: -0 gives +0, NaN stays NaN),
+        integers as maximum(a, -a) (two launches; the most negative wraps, as
+        numpy's)."""
+        if isinstance(a, Tensor) and np.dtype(a.dtype).kind == "f":
+            return self.unary("abs", a, out=out)
         return self.binary("maximum", a, self.unary("neg", a), out=out)
 
     def _logical(self, op: str, a: Operand, b: Operand, out: Optional[Tensor]) -> Tensor:
@@ -1209,8 +1214,9 @@ class Context:
 
     def unary_backward(self, op: str, dy: Tensor, x: Optional[Tensor] = None, y: Optional[Tensor] = None, *,
                        out: Optional[Tensor] = None) -> Tensor:
-        """dx = dy * op'(...): relu, log and erf read the input x, sigmoid, tanh
-        and exp the output y; neg and copy read neither."""
+        """dx = dy * op'(...): relu, log, erf, abs and log1p read the input x,
+        sigmoid, tanh, exp, sqrt, rsqrt and expm1 the output y; neg and copy
+        read neither."""
         code = L.choice(L.UNARY, op, "unary op")
         hdy, hx, hy = self._arg(dy, "dy"), self._arg(x, "x", optional=True), self._arg(y, "y", optional=True)
         return self._out(out, lambda o: L.unary_bw(self._h, code, hx, hy, hdy, o))
@@ -1271,7 +1277,8 @@ def _unary_method(name: str) -> Callable[..., Tensor]:
 for _name in L.BINARY:
     setattr(Context, _name, _binary_method(_name))
 for _name in L.UNARY:
-    setattr(Context, _name, _unary_method(_name))
+    if _name not in Context.__dict__:  # abs: its own, which takes integers too
+        setattr(Context, _name, _unary_method(_name))
 for _name in L.COMPARE:
     setattr(Context, _name, _compare_method(_name))
 

@@ -439,6 +439,22 @@ class Tensor:
         """Context.erf(self), on the device (torch.erf, scipy.special.erf)."""
         return self.ctx.unary("erf", self)
 
+    def sqrt(self) -> "Tensor":
+        """Context.sqrt(self), on the device."""
+        return self.ctx.unary("sqrt", self)
+
+    def rsqrt(self) -> "Tensor":
+        """Context.rsqrt(self): 1 / sqrt(self), on the device (torch.rsqrt)."""
+        return self.ctx.unary("rsqrt", self)
+
+    def log1p(self) -> "Tensor":
+        """Context.log1p(self): log(1 + self), exact for small values."""
+        return self.ctx.unary("log1p", self)
+
+    def expm1(self) -> "Tensor":
+        """Context.expm1(self): exp(self) - 1, exact for small values."""
+        return self.ctx.unary("expm1", self)
+
     def tanh(self) -> "Tensor":
         """Context.tanh(self), on the device."""
         return self.ctx.unary("tanh", self)

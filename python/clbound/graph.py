@@ -216,7 +216,8 @@ class Graph:
         return self._node(lambda o: _g_scalar(self._live(), dt, v, o))
 
     def unary(self, op: str, x: Node) -> Node:
-        """op(x): neg, relu, sigmoid, tanh, exp, log, copy, erf."""
+        """op(x): neg, relu, sigmoid, tanh, exp, log, copy, erf, abs, sqrt, rsqrt,
+        log1p, expm1."""
         code, xn = L.choice(_UNARY, op, "unary op"), self._n(x, "x")
         return self._node(lambda o: _g_unary(self._live(), code, xn, o))
 

@@ -368,19 +368,25 @@ def test_softmax_backward(ctx, rng, log):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("op", ["neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"])
+@pytest.mark.parametrize("op", ["neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf", "abs", "sqrt", "rsqrt",
+                                "log1p", "expm1"])
 def test_unary_backward(ctx, rng, op):
     shape = random_shape(rng, 2, lo=1)
-    x = rng.uniform(0.1, 2, shape) if op == "log" else rng.uniform(-2, 2, shape)
+    x = rng.uniform(0.1, 2, shape) if op in ("log", "sqrt", "rsqrt", "log1p") else rng.uniform(-2, 2, shape)
     x = x.astype(np.float32)
     dy = rng.uniform(-1, 1, shape).astype(np.float32)
     tx, tdy = bounded(ctx, x), bounded(ctx, dy)
     x64, d = x.astype(np.float64), dy.astype(np.float64)
-    y64 = {"sigmoid": 1 / (1 + np.exp(-x64)), "tanh": np.tanh(x64), "exp": np.exp(x64)}.get(op)
+    y64 = {"sigmoid": 1 / (1 + np.exp(-x64)), "tanh": np.tanh(x64), "exp": np.exp(x64), "sqrt": np.sqrt(x64),
+           "rsqrt": 1 / np.sqrt(x64), "expm1": np.expm1(x64)}.get(op)
     want = {"neg": lambda: -d, "relu": lambda: d * (x64 > 0), "sigmoid": lambda: d * y64 * (1 - y64),
             "tanh": lambda: d * (1 - y64 ** 2), "exp": lambda: d * y64, "log": lambda: d / x64,
-            "copy": lambda: d, "erf": lambda: d * 2 / np.sqrt(np.pi) * np.exp(-x64 * x64)}[op]()
-    kw = {"relu": dict(x=tx), "log": dict(x=tx), "erf": dict(x=tx), "sigmoid": dict(y=ctx.unary(op, tx)),
+            "copy": lambda: d, "erf": lambda: d * 2 / np.sqrt(np.pi) * np.exp(-x64 * x64),
+            "abs": lambda: d * np.sign(x64), "sqrt": lambda: d / (2 * y64), "rsqrt": lambda: -0.5 * d * y64 ** 3,
+            "log1p": lambda: d / (1 + x64), "expm1": lambda: d * (y64 + 1)}[op]()
+    kw = {"relu": dict(x=tx), "log": dict(x=tx), "erf": dict(x=tx), "abs": dict(x=tx), "log1p": dict(x=tx),
+          "sqrt": dict(y=ctx.unary(op, tx)), "rsqrt": dict(y=ctx.unary(op, tx)), "expm1": dict(y=ctx.unary(op, tx)),
+          "sigmoid": dict(y=ctx.unary(op, tx)),
           "tanh": dict(y=ctx.unary(op, tx)), "exp": dict(y=ctx.unary(op, tx))}.get(op, {})
     got = ctx.unary_backward(op, tdy, **kw).numpy()
     assert got.shape == shape

@@ -72,7 +72,8 @@ def test_div_and_remainder(ctx):
 
 
 @pytest.mark.parametrize("op,fn", [("neg", np.negative), ("relu", lambda x: np.maximum(x, 0)),
-                                   ("sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("tanh", np.tanh), ("exp", np.exp)])
+                                   ("sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("tanh", np.tanh), ("exp", np.exp),
+                                   ("abs", np.abs), ("expm1", np.expm1)])
 def test_unary(ctx, op, fn):
     for _ in range(5):
         bounds, dynamic, a = random_case(np.float32, int(RNG.integers(0, 4)))
@@ -82,6 +83,22 @@ def test_unary(ctx, op, fn):
 def test_log(ctx):
     a = RNG.uniform(0.1, 5, size=(3, 4)).astype(np.float32)
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))
+
+
+def test_sqrt_rsqrt_log1p_and_abs_of_integers(ctx):
+    a = np.concatenate([RNG.uniform(0, 5, 10), [0.0, 1e-9, 3e-30]]).astype(np.float32)
+    t = ctx.from_numpy(a, (16,), (True,))
+    a64 = a.astype(np.float64)
+    for got, want in ((ctx.sqrt(t), np.sqrt(a64)), (t.sqrt(), np.sqrt(a64)), (t.log1p(), np.log1p(a64)),
+                      (ctx.rsqrt(ctx.add(t, 0.5)), 1 / np.sqrt(a64 + 0.5)), (t.expm1(), np.expm1(a64))):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=0)  # log1p and expm1 keep 1e-9 and 3e-30
+    z = ctx.from_numpy(np.array([-0.0, -2.5, np.nan], np.float32))
+    got = abs(z).numpy()
+    assert not np.signbit(got[0]) and got[1] == 2.5 and np.isnan(got[2])
+    i = np.array([-7, 0, 5, np.iinfo(np.int32).min], np.int32)
+    np.testing.assert_array_equal(abs(ctx.from_numpy(i)).numpy(), np.abs(i))
+    with pytest.raises(clbound.DTypeError, match="sqrt: i32 is not floating"):
+        ctx.sqrt(ctx.from_numpy(i))
 
 
 def test_cat(ctx):

@@ -32,6 +32,8 @@ static const struct op_caps {
     {"slice", TAKES_ALL},       {"index", TAKES_ALL},            {"permute", TAKES_ALL},
     {"transpose", TAKES_ALL},   {"where", TAKES_ALL},            {"index_put", TAKES_ALL},
     {"pow", TAKES_FLOAT},       {"floor_divide", TAKES_NUMERIC}, {"erf", TAKES_FLOAT},
+    {"abs", TAKES_FLOAT},       {"sqrt", TAKES_FLOAT},           {"rsqrt", TAKES_FLOAT},
+    {"log1p", TAKES_FLOAT},     {"expm1", TAKES_FLOAT},
     {"rand_uniform", TAKES_FLOAT}, {"gather", TAKES_ALL},        {"cat", TAKES_ALL},
 };
 #define N_OPS (sizeof OPS / sizeof OPS[0])

@@ -11,8 +11,11 @@ static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", 
                                                             "OP_MAX", "OP_MIN", "OP_POW", "OP_FLOORDIV"};
 static const char *const compare_names[CLB_COMPARE_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 static const char *const compare_macros[CLB_COMPARE_COUNT] = {"OP_EQ", "OP_NE", "OP_LT", "OP_LE", "OP_GT", "OP_GE"};
-static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"};
-static const char *const unary_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH", "OP_EXP", "OP_LOG", "OP_COPY", "OP_ERF"};
+static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh",  "exp",   "log",  "copy",
+                                                         "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
+static const char *const unary_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH",  "OP_EXP",
+                                                          "OP_LOG", "OP_COPY", "OP_ERF",     "OP_ABS",   "OP_SQRT",
+                                                          "OP_RSQRT", "OP_LOG1P", "OP_EXPM1"};
 
 /* Build options naming the input and output types. */
 static void type_options(char *buf, size_t len, clb_dtype in, clb_dtype out) {
@@ -253,7 +256,7 @@ clb_status clb_unary(clb_context_t ctx, clb_unary_op uop, clb_tensor_t a, clb_te
   if ((unsigned)uop >= CLB_UNARY_COUNT) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "clb_unary: unknown op %d", (int)uop);
   if ((st = clb__check_tensor(ctx, op, "a", a)) != CLB_OK) return st;
   int needs_float = uop == CLB_UNARY_SIGMOID || uop == CLB_UNARY_TANH || uop == CLB_UNARY_EXP || uop == CLB_UNARY_LOG ||
-                    uop == CLB_UNARY_ERF;
+                    uop >= CLB_UNARY_ERF;
   if (needs_float && !clb__dtype_is_float(a->dtype))
     return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is not floating; cast to f32 or f64 first", op, clb_dtype_name(a->dtype));
   if (a->dtype == CLB_DTYPE_BOOL && uop != CLB_UNARY_COPY)

@@ -595,7 +595,8 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
   if (!fp64) EXPECT_STATUS(ctx, clb_op_supported(ctx, "add", CLB_DTYPE_F64), CLB_ERR_UNSUPPORTED, "cl_khr_fp64");
   static const char *const binary[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum",
                                                           "pow", "floor_divide"};
-  static const char *const unary[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"};
+  static const char *const unary[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh",  "exp",   "log",  "copy",
+                                                      "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
   static const char *const reduce[CLB_REDUCE_COUNT] = {"sum", "mean", "max"};
   int64_t b2[2] = {3, 4};
   for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {

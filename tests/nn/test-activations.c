@@ -17,6 +17,11 @@ static double act(clb_unary_op op, double x) {
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return log(x);
   case CLB_UNARY_ERF: return erf(x);
+  case CLB_UNARY_ABS: return fabs(x);
+  case CLB_UNARY_SQRT: return sqrt(x);
+  case CLB_UNARY_RSQRT: return 1 / sqrt(x);
+  case CLB_UNARY_LOG1P: return log1p(x);
+  case CLB_UNARY_EXPM1: return expm1(x);
   default: return x;
   }
 }
@@ -31,6 +36,11 @@ static double dact(clb_unary_op op, double x) {
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return 1 / x;
   case CLB_UNARY_ERF: return 1.1283791670955126 * exp(-x * x); /* 2 / sqrt(pi) */
+  case CLB_UNARY_ABS: return x > 0 ? 1 : x < 0 ? -1 : 0;
+  case CLB_UNARY_SQRT: return 0.5 / sqrt(x);
+  case CLB_UNARY_RSQRT: return -0.5 / (x * sqrt(x));
+  case CLB_UNARY_LOG1P: return 1 / (1 + x);
+  case CLB_UNARY_EXPM1: return exp(x);
   default: return 1;
   }
 }
@@ -51,7 +61,8 @@ static double f_act(void *u, double *x) {
 }
 
 static void unary_case(clb_context_t ctx, clb_dtype dt, clb_unary_op op, int64_t m) {
-  static const char *const NM[] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf"};
+  static const char *const NM[] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy",
+                                   "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
   char what[128];
   snprintf(what, sizeof what, "%s_backward %s m=%lld", NM[op], clb_dtype_name(dt), (long long)m);
   int64_t n = m * C;
@@ -59,8 +70,9 @@ static void unary_case(clb_context_t ctx, clb_dtype dt, clb_unary_op op, int64_t
   double *dx = malloc(sizeof(double) * (size_t)(n + 1));
   REQUIRE_TRUE(x && dy && dx);
   for (int64_t i = 0; i < n; i++) {
-    double v = op == CLB_UNARY_LOG ? nn_rnd(0.2, 3) : nn_rnd(-2, 2);
-    if (op == CLB_UNARY_RELU && fabs(v) < 0.05) v = 0.5; /* no kink within the difference step */
+    int positive = op == CLB_UNARY_LOG || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P;
+    double v = positive ? nn_rnd(0.2, 3) : nn_rnd(-2, 2);
+    if ((op == CLB_UNARY_RELU || op == CLB_UNARY_ABS) && fabs(v) < 0.05) v = 0.5; /* no kink within the difference step */
     x[i] = dt == CLB_DTYPE_F32 ? (double)(float)v : v;
     dy[i] = nn_rnd(-1, 1);
     dx[i] = dy[i] * dact(op, x[i]);

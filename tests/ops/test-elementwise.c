@@ -197,6 +197,11 @@ static double ref_unary(clb_unary_op op, clb_dtype dt, double x) {
   case CLB_UNARY_EXP: return exp(x);
   case CLB_UNARY_LOG: return log(x);
   case CLB_UNARY_ERF: return erf(x);
+  case CLB_UNARY_ABS: return fabs(x);
+  case CLB_UNARY_SQRT: return sqrt(x);
+  case CLB_UNARY_RSQRT: return 1 / sqrt(x);
+  case CLB_UNARY_LOG1P: return log1p(x);
+  case CLB_UNARY_EXPM1: return expm1(x);
   default: return x;
   }
 }
@@ -210,7 +215,7 @@ static void test_unary(clb_context_t ctx) {
     int fl = dt == CLB_DTYPE_F32 || dt == CLB_DTYPE_F64;
     if (!keep_dtype(dt)) continue;
     for (int op = 0; op < CLB_UNARY_COUNT; op++) {
-      if (!fl && ((op >= CLB_UNARY_SIGMOID && op <= CLB_UNARY_LOG) || op == CLB_UNARY_ERF)) continue;
+      if (!fl && ((op >= CLB_UNARY_SIGMOID && op <= CLB_UNARY_LOG) || op >= CLB_UNARY_ERF)) continue;
       if (clb_test_small() && !fl && op != CLB_UNARY_NEG) continue;
       clb_tensor_t a = NULL, o = NULL;
       CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 2, bound, dyn, &a));
@@ -220,7 +225,8 @@ static void test_unary(clb_context_t ctx) {
         int64_t rows = SIZES[s] / 3, dims[2] = {rows, 3}, got_dims[2];
         for (int64_t i = 0; i < rows * 3; i++) {
           double g = gen((clb_dtype)dt, 0);
-          v[i] = op == CLB_UNARY_LOG ? fabs(g) : g;
+          int positive = op == CLB_UNARY_LOG || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P;
+          v[i] = positive ? fabs(g) + (op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG ? 0.25 : 0) : g;
         }
         clb_test_write(ctx, a, dims, v);
         clb_test_canary_fill(ctx, o);
@@ -487,6 +493,37 @@ static void test_erf(clb_context_t ctx) {
   }
 }
 
+/* abs, sqrt, rsqrt, log1p and expm1 where a careless formula goes wrong,
+ * against C's double functions: f32 within 2e-7 + 4e-7 |want| (a few ulp; the
+ * loop above checks 5e-3), the zeros' signs, inf and NaN. */
+static void test_math_edges(clb_context_t ctx) {
+  static const double xs[] = {-0.0, 0.0, 1e-10, -1e-10, 1e-30, 3.0e-8, -0.75, 2.5, 1e6, 88.5, INFINITY, -INFINITY, NAN};
+  enum { N = sizeof xs / sizeof xs[0] };
+  static const clb_unary_op ops[] = {CLB_UNARY_ABS, CLB_UNARY_SQRT, CLB_UNARY_RSQRT, CLB_UNARY_LOG1P, CLB_UNARY_EXPM1};
+  int64_t b[1] = {N}, d[1] = {N};
+  clb_tensor_t a = NULL, o = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b, NULL, &a));
+  clb_test_write(ctx, a, d, xs);
+  for (int k = 0; k < 5; k++) {
+    double out[N];
+    CL_OK(ctx, clb_unary(ctx, ops[k], a, &o));
+    EXPECT_EQ_I(clb_test_read(ctx, o, NULL, out, N), N);
+    for (int i = 0; i < N; i++) {
+      double x = (double)(float)xs[i], want = (double)(float)ref_unary(ops[k], CLB_DTYPE_F32, x);
+      int ok = isnan(want) ? isnan(out[i])
+               : isinf(want) ? out[i] == want
+               : fabs(out[i] - want) <= 2e-7 * (fabs(want) < 1e-30 ? 0 : 1) + 4e-7 * fabs(want);
+      if (want == 0) ok = out[i] == 0 && signbit(out[i]) == signbit(want);
+      clb_test_checks++;
+      if (!ok) CLB_FAIL_AT("%s(%.9g): got %.9g want %.9g", ops[k] == CLB_UNARY_ABS ? "abs" : ops[k] == CLB_UNARY_SQRT ? "sqrt"
+                           : ops[k] == CLB_UNARY_RSQRT ? "rsqrt" : ops[k] == CLB_UNARY_LOG1P ? "log1p" : "expm1", x, out[i], want);
+    }
+    clb_tensor_free(o);
+    o = NULL;
+  }
+  clb_tensor_free(a);
+}
+
 static void test_errors(clb_context_t ctx) {
   int64_t b3[1] = {3}, b4[1] = {4}, b8[1] = {8};
   uint8_t dyn[1] = {1};
@@ -503,6 +540,8 @@ static void test_errors(clb_context_t ctx) {
   EXPECT_STATUS(ctx, clb_floor_divide(ctx, bo, bo, &o), CLB_ERR_DTYPE, "floor_divide: bool tensors take no arithmetic");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_EXP, i3, &o), CLB_ERR_DTYPE, "not floating");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_ERF, i3, &o), CLB_ERR_DTYPE, "erf: i32 is not floating");
+  EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_SQRT, i3, &o), CLB_ERR_DTYPE, "sqrt: i32 is not floating");
+  EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_ABS, i3, &o), CLB_ERR_DTYPE, "abs: i32 is not floating");
   EXPECT_STATUS(ctx, clb_add(ctx, NULL, f3, &o), CLB_ERR_NULL, "add: tensor a is NULL");
   EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, NULL), CLB_ERR_NULL, "out is NULL");
   EXPECT_STATUS(ctx, clb_binary(ctx, (clb_binary_op)99, f3, f3, &o), CLB_ERR_INVALID_ARG, "unknown op 99");
@@ -653,6 +692,7 @@ int main(void) {
   test_where(ctx);
   test_floordiv_pow_edges(ctx);
   test_erf(ctx);
+  test_math_edges(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("ops/elementwise");
