@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import math
 import operator
 import os
 import threading
@@ -653,7 +652,7 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
     backwards, from clbound's elementwise ops: clamp and hardtanh as maximum
     and minimum with scalars (NaN stays NaN, as PyTorch's), leaky_relu and elu
     as where, silu as x * sigmoid(x), gelu from erf (or tanh), softplus and
-    mish from exp and log1p (_log1p), hardswish from maximum and minimum, with
+    mish from exp and log1p, hardswish from maximum and minimum, with
     PyTorch's formulas (aten's CPU kernels) op for op; logical_and / logical_or
     of masks."""
     tgt, args, kw = node.target, list(node.args), node.kwargs
@@ -711,11 +710,11 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
         is_result = arg(4, "is_result", False) if bw else False
         if scale != 1 or in_scale != 1:
             raise Unsupported(f"{name}: scale {scale}, input_scale {in_scale}")
-        if not bw:  # x > 0 ? x : alpha * (exp(x) - 1)
+        if not bw:  # x > 0 ? x : alpha * expm1(x)
 
             def elu(ctx: Context, env: Dict[Any, Any]) -> _V:
                 x = val(env, args[0])
-                return _V(ctx.where(ctx.compare("gt", x, 0), x, ctx.mul(ctx.sub(ctx.unary("exp", x), 1.0), alpha)))
+                return _V(ctx.where(ctx.compare("gt", x, 0), x, ctx.mul(ctx.unary("expm1", x), alpha)))
             return elu
         z = args[5]  # elu's input, or its output when is_result
 
@@ -762,7 +761,7 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             if bw:  # z > threshold ? dy : dy * sigmoid(z)
                 dy = val(env, args[0])
                 return _V(ctx.where(big, dy, ctx.mul(dy, ctx.unary("sigmoid", z))))
-            return _V(ctx.where(big, x, ctx.div(_log1p(ctx, ctx.unary("exp", z)), beta)))
+            return _V(ctx.where(big, x, ctx.div(ctx.unary("log1p", ctx.unary("exp", z)), beta)))
         return softplus
     if tgt in (aten.hardswish.default, aten.hardswish_backward.default):
         bw = tgt is aten.hardswish_backward.default
@@ -775,13 +774,74 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             mid = ctx.where(ctx.compare("le", x, 3.0), ctx.mul(dy, ctx.add(ctx.div(x, 3.0), 0.5)), dy)
             return _V(ctx.where(ctx.compare("lt", x, -3.0), 0.0, mid))
         return hardswish
+    if tgt in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
+        # x's dtype cast to the result's (its sizes), then every element set
+        value = 0 if tgt is aten.zeros_like.default else 1 if tgt is aten.ones_like.default else _scalar(args[1], name)
+        if kw.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+            raise Unsupported(f"{name}: memory_format")
+        npdt = _np_dtype(_meta(node).dtype, name)
+
+        def like(ctx: Context, env: Dict[Any, Any]) -> _V:
+            t = ctx.cast(val(env, args[0]), npdt)
+            ctx.fill(t, value)
+            return _V(t)
+        return like
+    if tgt is aten.reciprocal.default:
+        def reciprocal(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[0])
+            return _V(ctx.div(1.0, _cast_to(ctx, x, node)))
+        return reciprocal
+    if tgt in (aten.sign.default, aten.sgn.default):  # 1, -1 or 0 (NaN gives 0, as PyTorch's)
+
+        def sign(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, args[0])
+            s = ctx.where(ctx.compare("gt", x, 0), 1, ctx.where(ctx.compare("lt", x, 0), -1, 0))
+            return _V(_cast_to(ctx, s, node))
+        return sign
+    if tgt in (aten.clamp_min.default, aten.clamp_max.default, aten.clamp_min.Tensor, aten.clamp_max.Tensor):
+        fn = "maximum" if tgt in (aten.clamp_min.default, aten.clamp_min.Tensor) else "minimum"
+        bound = args[1]
+        if not isinstance(bound, torch.fx.Node):
+            _scalar(bound, name)
+        return lambda ctx, env: _V(_cast_to(ctx, ctx.binary(fn, val(env, args[0]), val(env, bound)), node))
+    if tgt in (aten.log_sigmoid_forward.default, aten.log_sigmoid_backward.default):
+        # aten's CPU kernels: out = min(x, 0) - log1p(z), buffer z = exp(-|x|); the
+        # gradient dy * ((x < 0) - (x < 0 ? 1 : -1) * z / (1 + z))
+        if tgt is aten.log_sigmoid_forward.default:
+            def log_sigmoid(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V]:
+                x = val(env, args[0])
+                z = ctx.unary("exp", ctx.neg(ctx.abs(x)))
+                return _V(ctx.sub(ctx.minimum(x, 0.0), ctx.unary("log1p", z))), _V(z)
+            return log_sigmoid
+
+        def log_sigmoid_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+            dy, x, z = (val(env, a) for a in args[:3])
+            neg = ctx.compare("lt", x, 0.0)
+            frac = ctx.div(z, ctx.add(z, 1.0))
+            d = ctx.where(neg, ctx.sub(1.0, frac), frac)
+            return _V(ctx.mul(dy, d))
+        return log_sigmoid_bw
+    if tgt is aten.binary_cross_entropy_with_logits.default:
+        # aten's: (1 - t) * x - log_sigmoid(x), then the reduction; weight and
+        # pos_weight break the graph (its backward is ops PyTorch decomposes)
+        weight, pos_weight = arg(2, "weight", None), arg(3, "pos_weight", None)
+        reduction = arg(4, "reduction", 1)
+        if weight is not None or pos_weight is not None or reduction not in (0, 1, 2):
+            raise Unsupported(f"{name}: weight, pos_weight or reduction {reduction}")
+
+        def bce_logits(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x, t = val(env, args[0]), val(env, args[1])
+            ls = ctx.sub(ctx.minimum(x, 0.0), ctx.unary("log1p", ctx.unary("exp", ctx.neg(ctx.abs(x)))))
+            loss = ctx.sub(ctx.mul(ctx.sub(1.0, t), x), ls)
+            return _V(loss if reduction == 0 else ctx.reduce_all("mean" if reduction == 1 else "sum", loss))
+        return bce_logits
     if tgt in (aten.mish.default, aten.mish_backward.default):
         bw = tgt is aten.mish_backward.default
 
         def mish(ctx: Context, env: Dict[Any, Any]) -> _V:
             x = val(env, args[1 if bw else 0])
             # tanh(log1p(exp(x))): past 20 it is 1 in any float, and exp may overflow
-            ts = ctx.unary("tanh", ctx.where(ctx.compare("gt", x, 20.0), x, _log1p(ctx, ctx.unary("exp", x))))
+            ts = ctx.unary("tanh", ctx.where(ctx.compare("gt", x, 20.0), x, ctx.unary("log1p", ctx.unary("exp", x))))
             if not bw:
                 return _V(ctx.mul(x, ts))
             # dy * (ts + x * sigmoid(x) * (1 - ts^2))
@@ -988,16 +1048,6 @@ _SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_KAPPA = 0.044715
 
 
-def _log1p(ctx: Context, u: Tensor) -> Tensor:
-    """log(1 + u) for u >= 0 without losing a small u (Kahan's: log(w) * u /
-    (w - 1) with w = 1 + u rounded, or u itself where w rounds to 1 or u is
-    inf, whose log1p is inf)."""
-    w = ctx.add(u, 1.0)
-    d = ctx.sub(w, 1.0)
-    exact = ctx.binary("add", ctx.compare("eq", d, 0.0), ctx.compare("eq", u, math.inf))  # or, of bools
-    return ctx.where(exact, u, ctx.div(ctx.mul(ctx.unary("log", w), u), d))
-
-
 def _is_size(a: Any) -> bool:
     """Whether the FX node a is a size (a SymInt, or an int Dynamo passes):
     a host int when a call runs."""
@@ -1072,7 +1122,9 @@ _BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub
            aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div"}  # the last two: rounding_mode="floor" only
 _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
-          aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf"}
+          aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf",
+          aten.abs.default: "abs", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.log1p.default: "log1p",
+          aten.expm1.default: "expm1"}
 _UNARY_BW_OUT = {aten.sigmoid_backward.default: "sigmoid", aten.tanh_backward.default: "tanh"}
 _COMPARE = {aten.gt.Scalar: "gt", aten.gt.Tensor: "gt", aten.lt.Scalar: "lt", aten.lt.Tensor: "lt",
             aten.ge.Scalar: "ge", aten.ge.Tensor: "ge", aten.le.Scalar: "le", aten.le.Tensor: "le",
@@ -1081,7 +1133,8 @@ _IDENTITY = {aten.detach.default, aten.clone.default, aten.alias.default, aten.l
 _RESHAPE = {aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.squeeze.dim,
             aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default}
 _TRANSPOSE = {aten.t.default, aten.transpose.int, aten.permute.default}
-_REDUCE = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.dim: "mean", aten.mean.default: "mean"}
+_REDUCE = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.dim: "mean", aten.mean.default: "mean",
+           aten.amax.default: "max"}
 _LOSS = {aten.binary_cross_entropy.default: "bce", aten.mse_loss.default: "mse"}
 _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_backward.default: "mse"}
 _CAST = {aten._to_copy.default, aten.to.dtype}
@@ -1095,11 +1148,16 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.elu_backward.default, aten.logical_and.default, aten.logical_or.default, aten.gelu.default,
                aten.gelu_backward.default, aten.softplus.default, aten.softplus_backward.default,
                aten.hardswish.default, aten.hardswish_backward.default, aten.mish.default,
-               aten.mish_backward.default}
+               aten.mish_backward.default, aten.reciprocal.default, aten.sign.default, aten.sgn.default,
+               aten.clamp_min.default, aten.clamp_max.default, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
+               aten.log_sigmoid_forward.default, aten.log_sigmoid_backward.default,
+               aten.binary_cross_entropy_with_logits.default, aten.zeros_like.default, aten.ones_like.default,
+               aten.full_like.default}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
-_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default}  # getitem takes their items
+_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default,
+                         aten.log_sigmoid_forward.default}  # getitem takes their items
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
@@ -1250,6 +1308,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _UNARY:
         op = _UNARY[tgt]
         src = args[0]
+        sm, om = _meta(src), _meta(node)
+        if op == "abs":  # integers too (maximum(x, -x))
+            return (lambda ctx, env: _V(ctx.abs(val(env, src)))), False
+        if op not in ("relu", "neg") and isinstance(sm, torch.Tensor) and not sm.dtype.is_floating_point:
+            # PyTorch computes exp, sqrt, ... of an integer tensor in its float result dtype
+            if not (isinstance(om, torch.Tensor) and om.dtype.is_floating_point):
+                raise Unsupported(f"{name}: of {sm.dtype}")
+            npdt = _np_dtype(om.dtype, name)
+            return (lambda ctx, env: _V(ctx.unary(op, ctx.cast(val(env, src), npdt)))), False
         return (lambda ctx, env: _V(ctx.unary(op, val(env, src)))), False
 
     if tgt in _UNARY_BW_OUT:

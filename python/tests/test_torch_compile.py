@@ -782,6 +782,53 @@ def test_layer_norm_over_two_dims_breaks_the_graph_and_matches_eager():
     assert "aten.native_layer_norm.default" in cd.stats()["graph_break_ops"], cd.stats()
 
 
+class LossMath(torch.nn.Module):
+    """The elementwise math of losses and norms: abs (L1), sqrt, rsqrt, log1p,
+    expm1, reciprocal, sign, clamp_min / clamp_max (scalar and tensor bounds),
+    amax, logsigmoid, BCE with logits (three reductions), the *_like
+    constructors, and exp of an integer tensor (computed in float)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x, t):
+        F = torch.nn.functional
+        h = self.l(x)
+        p = h * h + 0.5
+        return (F.l1_loss(h, t), p.sqrt(), p.rsqrt(), p.log1p(), (h * 0.1).expm1(), p.reciprocal(),
+                torch.sign(h) * h, h.clamp_min(-0.3), h.clamp_max(t), h.amax(-1), F.logsigmoid(h),
+                F.binary_cross_entropy_with_logits(h, t), F.binary_cross_entropy_with_logits(h, t, reduction="sum"),
+                F.binary_cross_entropy_with_logits(h, t, reduction="none"), torch.zeros_like(h) + torch.ones_like(h)
+                + torch.full_like(h, 2.5), torch.exp((x * 2).long()) * 1e-3, F.elu(h))
+
+
+def test_loss_math_trains_in_the_graph():
+    model, ref, compiled = f64_twin(LossMath)
+    g = torch.Generator().manual_seed(8)
+
+    def batches():
+        for n, x in dynamic_batches(6, 2, 12, 4):
+            t = torch.rand(n, 6, generator=g)
+            torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
+            yield n, (x, t)
+
+    for n, (x, t) in batches():
+        got, want = compiled(x, t), ref(x.double(), t.double())
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
+        sum((b * w).sum() for b, w in zip(want, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: abs, sqrt, rsqrt, log1p, expm1, reciprocal, sign, amax, ... broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""
