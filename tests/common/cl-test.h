@@ -3,6 +3,7 @@
 #ifndef CLB_CL_TEST_H
 #define CLB_CL_TEST_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,25 @@ static inline clb_context_t clb_test_context(const clb_context_options *opts) {
   fprintf(stderr, "no OpenCL context: %s: %s\n", clb_status_str(st), clb_last_errmsg());
   if (st == CLB_ERR_NO_DEVICE) clb_test_skip("no OpenCL device (set CI=true to make this a failure)");
   exit(1);
+}
+
+/* The double reference of the floating unary ops (sigmoid, tanh, exp, log,
+ * erf, abs, sqrt, rsqrt, log1p, expm1); x itself for the others, which each
+ * test writes out for its dtypes. */
+static inline double clb_test_unary_ref(clb_unary_op op, double x) {
+  switch (op) {
+  case CLB_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case CLB_UNARY_TANH: return tanh(x);
+  case CLB_UNARY_EXP: return exp(x);
+  case CLB_UNARY_LOG: return log(x);
+  case CLB_UNARY_ERF: return erf(x);
+  case CLB_UNARY_ABS: return fabs(x);
+  case CLB_UNARY_SQRT: return sqrt(x);
+  case CLB_UNARY_RSQRT: return 1 / sqrt(x);
+  case CLB_UNARY_LOG1P: return log1p(x);
+  case CLB_UNARY_EXPM1: return expm1(x);
+  default: return x;
+  }
 }
 
 /* Whether the default device has f64 (cl_khr_fp64). */
