@@ -50,6 +50,7 @@ __all__ = ["backend", "config", "context", "stats", "reset_stats", "SUPPORTED", 
 
 log = logging.getLogger("clbound.dynamo")
 aten = torch.ops.aten
+prims = torch.ops.prims
 
 _lock = threading.Lock()
 _ctx: Optional[Context] = None
@@ -345,9 +346,9 @@ class _Lowered:
         _stats["calls"] += 1
         _pause_openmp(self.cpu)
         self.used_shared = False
-        env: Dict[Any, Any] = {"__ctx__": self.ctx}
-        given: Dict[torch.fx.Node, Any] = {}
         sizes: Dict[Any, int] = {}
+        env: Dict[Any, Any] = {"__ctx__": self.ctx, "__sizes__": sizes}
+        given: Dict[torch.fx.Node, Any] = {}
         for i, (node, x) in enumerate(zip(self.placeholders, args)):
             env[node] = self._upload(i, x)
             given[node] = x
@@ -774,6 +775,8 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             mid = ctx.where(ctx.compare("le", x, 3.0), ctx.mul(dy, ctx.add(ctx.div(x, 3.0), 0.5)), dy)
             return _V(ctx.where(ctx.compare("lt", x, -3.0), 0.0, mid))
         return hardswish
+    if tgt is aten.isnan.default:  # x != x: true for NaN only (IEEE 754); never for integers
+        return lambda ctx, env: _V(ctx.compare("ne", val(env, args[0]), val(env, args[0])))
     if tgt in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
         # x's dtype cast to the result's (its sizes), then every element set
         value = 0 if tgt is aten.zeros_like.default else 1 if tgt is aten.ones_like.default else _scalar(args[1], name)
@@ -933,6 +936,46 @@ def _lower_cat(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     return cat
 
 
+def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """prims.var(x, dims, correction), what var, std, var_mean and std_mean
+    decompose to: sum((x - mean)^2) over dims / (n - correction), the mean's
+    dims kept. n, the count over the reduced dims, comes from the inputs' sizes
+    where they give it (a host number, no sync), else it is counted on the
+    device (a data-dependent size: still no host sync). n - correction <= 0
+    gives inf or NaN, as in PyTorch."""
+    args, kw = node.args, node.kwargs
+    src = args[0]
+    m = _meta(src)
+    dims = args[1] if len(args) > 1 else kw.get("dims")
+    corr = args[2] if len(args) > 2 else kw.get("correction", 1.0)
+    if not isinstance(m, torch.Tensor) or not m.dtype.is_floating_point:
+        raise Unsupported(f"{name}: of {getattr(m, 'dtype', m)}")
+    if isinstance(corr, torch.fx.Node) or not isinstance(corr, (int, float)):
+        raise Unsupported(f"{name}: correction {corr}")
+    rank = m.dim()
+    ds = sorted({d % rank for d in dims}, reverse=True) if dims else list(range(rank - 1, -1, -1))
+    counted = [_shape_parts(src)[d] for d in ds]
+
+    def var(ctx: Context, env: Dict[Any, Any]) -> _V:
+        x = val(env, src)
+        mean = x
+        for d in ds:
+            mean = ctx.reduce_dim("mean", mean, d, True)
+        dev = ctx.sub(x, mean)
+        sq = ctx.mul(dev, dev)
+        for d in ds:
+            sq = ctx.reduce_dim("sum", sq, d, False)
+        n = _eval_shape(counted, env["__sizes__"])
+        if n is not None:
+            return _V(_cast_to(ctx, ctx.div(sq, float(np.prod(n, dtype=np.int64)) - corr), node))
+        count = ctx.cast(x, x.dtype)
+        ctx.fill(count, 1)
+        for d in ds:
+            count = ctx.reduce_dim("sum", count, d, False)
+        return _V(_cast_to(ctx, ctx.div(sq, ctx.sub(count, float(corr))), node))
+    return var
+
+
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
     the compiled model: the NLL of log-probabilities [N, C] at N int64 class
@@ -1048,10 +1091,25 @@ _SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
 _GELU_KAPPA = 0.044715
 
 
+def _inserts_ones(have: Sequence[Any], want: Sequence[Any], kept: List[int]) -> bool:
+    """Whether prims.broadcast_in_dim from shape `have` to `want`, keeping dims
+    `kept`, only inserts dims of size 1 (a reshape, no copy)."""
+    if len(kept) != len(have) or kept != sorted(kept):
+        return False
+    for d, w in enumerate(want):
+        if d in kept:
+            if str(w) != str(have[kept.index(d)]):
+                return False
+        elif _is_sym(w) or int(w) != 1:
+            return False
+    return True
+
+
 def _is_size(a: Any) -> bool:
-    """Whether the FX node a is a size (a SymInt, or an int Dynamo passes):
-    a host int when a call runs."""
-    return isinstance(_meta(a), (torch.SymInt, int)) and not isinstance(_meta(a), bool)
+    """Whether the FX node a is a size (a SymInt, or an int Dynamo passes) or
+    arithmetic on sizes (a SymFloat: var's 1 / (n - 1)): a host number when a
+    call runs."""
+    return isinstance(_meta(a), (torch.SymInt, torch.SymFloat, int, float)) and not isinstance(_meta(a), bool)
 
 
 def _lower_expand(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1119,7 +1177,8 @@ _BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub
            aten.mul.Tensor: "mul", aten.mul.Scalar: "mul", aten.div.Tensor: "div", aten.div.Scalar: "div",
            aten.maximum.default: "maximum", aten.minimum.default: "minimum", aten.pow.Tensor_Scalar: "pow",
            aten.pow.Tensor_Tensor: "pow", aten.pow.Scalar: "pow", aten.floor_divide.default: "floor_divide",
-           aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div"}  # the last two: rounding_mode="floor" only
+           aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div",  # these two: rounding_mode="floor" only
+           aten.true_divide.Tensor: "div", aten.true_divide.Scalar: "div", prims.div.default: "div"}
 _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
           aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf",
@@ -1131,13 +1190,14 @@ _COMPARE = {aten.gt.Scalar: "gt", aten.gt.Tensor: "gt", aten.lt.Scalar: "lt", at
             aten.eq.Scalar: "eq", aten.eq.Tensor: "eq", aten.ne.Scalar: "ne", aten.ne.Tensor: "ne"}
 _IDENTITY = {aten.detach.default, aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default}
 _RESHAPE = {aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.squeeze.dim,
-            aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default}
+            aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default,
+            prims.broadcast_in_dim.default}  # the last: where it only inserts 1s (a kept dim)
 _TRANSPOSE = {aten.t.default, aten.transpose.int, aten.permute.default}
 _REDUCE = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.dim: "mean", aten.mean.default: "mean",
-           aten.amax.default: "max"}
+           aten.amax.default: "max", prims.sum.default: "sum"}
 _LOSS = {aten.binary_cross_entropy.default: "bce", aten.mse_loss.default: "mse"}
 _LOSS_BW = {aten.binary_cross_entropy_backward.default: "bce", aten.mse_loss_backward.default: "mse"}
-_CAST = {aten._to_copy.default, aten.to.dtype}
+_CAST = {aten._to_copy.default, aten.to.dtype, prims.convert_element_type.default}
 _OTHER = {aten.mm.default, aten.addmm.default, aten.threshold_backward.default, aten.nonzero.default,
           aten.masked_select.default, aten.masked_scatter.default, aten.expand.default, aten.index.Tensor,
           aten.index_put.default, aten.slice.Tensor, aten.select.int, aten.slice_backward.default,
@@ -1152,26 +1212,38 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.clamp_min.default, aten.clamp_max.default, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
                aten.log_sigmoid_forward.default, aten.log_sigmoid_backward.default,
                aten.binary_cross_entropy_with_logits.default, aten.zeros_like.default, aten.ones_like.default,
-               aten.full_like.default}
+               aten.full_like.default, aten.isnan.default}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
 _TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default,
                          aten.log_sigmoid_forward.default}  # getitem takes their items
-_SIZED = {aten.slice.Tensor, aten.slice_scatter.default}  # ops that may take a size Dynamo passes as an argument
+# ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
+_SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default}
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
 _SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
 _SOFTMAX_BW = {aten._softmax_backward_data.default: False, aten._log_softmax_backward_data.default: True}
-_SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, operator.ge: operator.ge,
-        operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt, operator.eq: operator.eq,
-        operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
-        operator.mul: operator.mul, operator.floordiv: operator.floordiv}
+_SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, aten.sym_numel.default: None,
+        operator.ge: operator.ge, operator.le: operator.le, operator.gt: operator.gt, operator.lt: operator.lt,
+        operator.eq: operator.eq, operator.ne: operator.ne, operator.add: operator.add, operator.sub: operator.sub,
+        operator.mul: operator.mul, operator.floordiv: operator.floordiv, operator.truediv: operator.truediv,
+        operator.neg: operator.neg, torch.sym_float: float}
+_SYM_UNARY = {operator.neg, torch.sym_float}
+_VAR = {prims.var.default}  # what var/std (and var_mean, std_mean) decompose to
+
+# ops PyTorch's own decompositions (torch._decomp) turn into ops the lowering
+# runs: AOTAutograd applies them before the graphs reach the backend, and the
+# backward comes from the decomposed forward or from the op's own formula
+_DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss, aten.huber_loss_backward,
+              aten.xlogy, aten.var.correction, aten.std.correction, aten.var_mean.correction,
+              aten.std_mean.correction, aten.linalg_vector_norm, aten.soft_margin_loss,
+              aten.soft_margin_loss_backward, aten.logsumexp)
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
-                      | {aten.cat.default})
+                      | _VAR | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1221,11 +1293,18 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             if tr(src):  # the dim of the untransposed tensor, no copy
                 return (lambda ctx, env: _Sym(lambda: env[src].t.shape[1 - d % 2])), False
             return (lambda ctx, env: _Sym(lambda: val(env, src).shape[d])), False
+        if tgt is aten.sym_numel.default:  # from the inputs' sizes; else read (a host sync)
+            src, parts = args[0], _shape_parts(args[0])
+
+            def numel(env: Dict[Any, Any]) -> int:
+                shape = _eval_shape(parts, env["__sizes__"])
+                return val(env, src).numel() if shape is None else int(np.prod(shape, dtype=np.int64))
+            return (lambda ctx, env: _Sym(lambda: numel(env))), False
         op = _SYM[tgt]
+        n = 1 if tgt in _SYM_UNARY else 2
 
         def sym(ctx: Context, env: Dict[Any, Any]) -> Any:
-            a, b = (_force(_arg(env, x)) for x in args[:2])
-            return op(a, b)
+            return op(*(_force(_arg(env, x)) for x in args[:n]))
         return (lambda ctx, env: _Sym(lambda: sym(ctx, env))), False
 
     for a in args:  # a tensor op: no host int among its operands, but a size as a binary op's scalar
@@ -1252,6 +1331,10 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _RESHAPE:
         src = args[0]
+        if tgt is prims.broadcast_in_dim.default:
+            have, want = _meta(src).shape, _meta(node).shape
+            if not _inserts_ones(have, want, list(args[2])):
+                raise Unsupported(f"{name}: broadcast of {list(have)} to {list(want)}")
         spec = _reshape_spec(_meta(node).shape, name)
 
         def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:
@@ -1295,6 +1378,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             raise Unsupported(f"{name}: rounding_mode={rounding}")
         if op == "pow" and not _meta(node).dtype.is_floating_point:
             raise Unsupported(f"{name}: integer powers (clbound's pow is floating only)")
+        if tgt is prims.div.default and not _meta(node).dtype.is_floating_point:
+            raise Unsupported(f"{name}: integer division (prims.div truncates)")
 
         def binary(ctx: Context, env: Dict[Any, Any]) -> _V:
             vx, vy = _force(val(env, x)), _force(val(env, y))  # a size operand: its host int
@@ -1344,7 +1429,7 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         m = _meta(src)
         dims = args[1] if len(args) > 1 else kw.get("dim")
         keepdim = bool(args[2] if len(args) > 2 else kw.get("keepdim", False))
-        if kw.get("dtype") is not None:
+        if kw.get("dtype") is not None or kw.get("output_dtype") not in (None, m.dtype):
             raise Unsupported(f"{name}: dtype=")
         if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
             if keepdim:
@@ -1425,11 +1510,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt is aten.cat.default:
         return _lower_cat(node, name, val), False
 
+    if tgt in _VAR:
+        return _lower_var(node, name, val), False
+
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
-        value = args[0]
-        _scalar(value, name)
+        value = args[0]  # or a size, or arithmetic on sizes (a mean's count): its host number
+        if not isinstance(value, torch.fx.Node):
+            _scalar(value, name)
         npdt = _np_dtype(_meta(node).dtype, name)
-        return (lambda ctx, env: _V(ctx.full((), value, dtype=npdt))), False
+        return (lambda ctx, env: _V(ctx.full((), _force(_arg(env, value)), dtype=npdt))), False
 
     if tgt in _WHERE:
         # where(cond, a, b) and masked_fill(x, mask, value) = where(mask, value, x):
@@ -1647,7 +1736,8 @@ def _fuse_linear(steps: List[Tuple[torch.fx.Node, Callable[..., Any]]]) -> None:
                 for uu in u.users:
                     if uu in index and uu.target is aten.mm.default and uu.args[0] is u and node(uu.args[1]):
                         dw = dw or uu
-            elif (u.target is aten.sum.dim_IntList and [d % 2 for d in _flat(u.args[1])] == [0]
+            elif (u.target is aten.sum.dim_IntList and u.args[1] is not None
+                  and [d % 2 for d in _flat(u.args[1])] == [0]
                   and not u.kwargs.get("dtype") and db is None):
                 db = u
         if dw is None or (dx is None and db is None):
@@ -1911,15 +2001,23 @@ def _pause_openmp(cpu: bool) -> int:
     return len(pausers)
 
 
+_decompositions: Optional[Dict[Any, Callable[..., Any]]] = None  # of _DECOMPOSE, made at the first compile
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """The TorchDynamo backend ("clbound"): AOTAutograd's forward and backward
     graphs lowered to clbound ops."""
+    global _decompositions
     from torch._dynamo.backends.common import aot_autograd
 
     if kwargs:
         raise TypeError(f"the clbound backend takes no options, not {sorted(kwargs)}")
     _stats["frames"] += 1
+    if _decompositions is None:
+        from torch._decomp import get_decompositions
+        _decompositions = get_decompositions(list(_DECOMPOSE))
     aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
                        bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
-                       inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"))
+                       inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"),
+                       decompositions=_decompositions)
     return aot(gm, example_inputs)

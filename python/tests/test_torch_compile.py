@@ -829,6 +829,75 @@ def test_loss_math_trains_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Statistics(torch.nn.Module):
+    """Losses and statistics that PyTorch's own decompositions (torch._decomp)
+    turn into ops clbound runs: smooth L1, Huber, KL divergence (xlogy),
+    soft margin, var / std / var_mean / std_mean (the count of a dynamic dim is
+    the batch size of the call), cosine similarity, vector norms, logsumexp."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x, t):
+        F = torch.nn.functional
+        h = self.l(x)
+        vm = torch.var_mean(h, 0)
+        sm = torch.std_mean(h, -1, keepdim=True)
+        return (F.smooth_l1_loss(h, t), F.smooth_l1_loss(h, t, beta=0.3, reduction="sum"),
+                F.huber_loss(h, t, delta=0.5), F.huber_loss(h, t, reduction="none"),
+                F.kl_div(F.log_softmax(h, -1), F.softmax(t, -1), reduction="batchmean"), torch.xlogy(t, h * h + 0.1),
+                F.soft_margin_loss(h, t * 2 - 1), h.var(0), h.std(-1), h.var(-1, correction=0), h.var(), h.std(),
+                vm[0] + vm[1], sm[0] * sm[1], F.cosine_similarity(h, t), F.normalize(h, dim=-1),
+                torch.linalg.vector_norm(h), torch.linalg.vector_norm(h, 3, -1), torch.logsumexp(h, -1))
+
+
+def test_decomposed_losses_and_statistics_train_in_the_graph():
+    model, ref, compiled = f64_twin(Statistics)
+    g = torch.Generator().manual_seed(9)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        t = torch.rand(n, 6, generator=g)
+        t[0, :2] = 0  # xlogy(0, y) is 0
+        torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
+        got, want = compiled(x, t), ref(x.double(), t.double())
+        assert len(got) == len(want)
+        for a, b in zip(got, want):  # float32 sums of up to 72 terms against float64
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
+        sum((b * w).sum() for b, w in zip(want, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: smooth_l1, huber, xlogy, var, std, vector_norm, logsumexp broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+@pytest.mark.filterwarnings("ignore:var\\(\\):UserWarning")  # "degrees of freedom is <= 0": eager, n = 1
+@torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
+def test_variance_of_a_data_dependent_batch_counts_on_the_device():
+    def f(x_test):
+        rows = torch.nonzero(x_test.int()).float() + 0.5  # [<= 10, 2]: its count is known only on the device
+        return rows.var(0), rows.std(0, correction=0), rows.var()
+
+    compiled = torch.compile(f, backend="clbound")
+    for n in (3, 7, 1, 10):
+        x_test = torch.zeros(5, 2)
+        x_test.view(-1)[torch.randperm(10)[:n]] = 1
+        before = cd.context().counters()["host_syncs"] if n != 3 else None
+        with torch.no_grad():
+            got, want = compiled(x_test), f(x_test.double())
+        if before is not None:  # the outputs' one read: no sync for the count
+            assert cd.context().counters()["host_syncs"] == before + 1
+        for a, b in zip(got, want):  # n = 1: var with correction 1 is NaN, as in PyTorch
+            np.testing.assert_allclose(a.double().numpy(), b.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
+        assert bool(torch.isnan(got[0]).all()) == (n == 1)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""
