@@ -976,6 +976,70 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     return var
 
 
+def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """amin, argmax/argmin and max.dim/min.dim (values and indices) over one
+    static dim (or, for argmax/argmin, over all of a static tensor), from
+    clbound's max reduction: min(x) = -max(-x) (floating dtypes: negating an
+    integer's lowest value would wrap); the index is the first position that
+    holds the extreme, min over where(x == extreme or x is NaN, iota, size)
+    (NaN is the extreme where present, as in PyTorch). About eight launches;
+    a reduction over a dynamic dim breaks the graph."""
+    args, kw = node.args, node.kwargs
+    tgt = node.target
+    kind = _EXTREME[tgt]
+    src = args[0]
+    m = _meta(src)
+    dim = args[1] if len(args) > 1 else kw.get("dim")
+    keepdim = bool(args[2] if len(args) > 2 else kw.get("keepdim", False))
+    if not isinstance(m, torch.Tensor) or m.dtype == torch.bool or (kind == "min" and not m.dtype.is_floating_point):
+        raise Unsupported(f"{name}: of {getattr(m, 'dtype', m)}")
+    rank = m.dim()
+    flat = dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0 and rank > 0)
+    if tgt is aten.amin.default:
+        if flat or len(_flat(dim)) != 1:
+            raise Unsupported(f"{name}: over dims {dim}")
+        dim = _flat(dim)[0]
+    if flat and (tgt not in (aten.argmax.default, aten.argmin.default) or any(_is_sym(d) for d in m.shape)):
+        raise Unsupported(f"{name}: over all dims of {list(m.shape)}")
+    shape = [m.numel()] if flat else list(m.shape)
+    d = 0 if flat or rank == 0 else dim % rank
+    if rank == 0 or _is_sym(shape[d]):
+        raise Unsupported(f"{name}: over a dynamic or 0-d dim")
+    size = int(shape[d])
+    iota_shape = tuple(size if k == d else 1 for k in range(len(shape)))
+    held: Dict[str, Tensor] = {}  # iota along d, made at the first call on the graph's context
+
+    def extreme(ctx: Context, x: Tensor, keep: bool) -> Tensor:
+        if kind == "max":
+            return ctx.reduce_dim("max", x, d, keep)
+        return ctx.unary("neg", ctx.reduce_dim("max", ctx.unary("neg", x), d, keep))
+
+    def where_first(ctx: Context, x: Tensor, top: Tensor) -> Tensor:
+        iota = held.get("iota")
+        if iota is None:
+            iota = held["iota"] = ctx.from_numpy(np.arange(size, dtype=np.int64).reshape(iota_shape))
+        hit = ctx.compare("eq", x, top)
+        if m.dtype.is_floating_point:
+            hit = ctx.logical_or(hit, ctx.compare("ne", x, x))
+        return ctx.unary("neg", ctx.reduce_dim("max", ctx.unary("neg", ctx.where(hit, iota, size)), d, keepdim))
+
+    def run(ctx: Context, env: Dict[Any, Any]) -> Any:
+        x = val(env, src)
+        if flat:
+            x = ctx.reshape(x, (size,))
+        if tgt is aten.amin.default:
+            return _V(extreme(ctx, x, keepdim))
+        top = extreme(ctx, x, True)
+        idx = where_first(ctx, x, top)
+        if tgt in (aten.argmax.default, aten.argmin.default):
+            return _V(idx)
+        values = top if keepdim else ctx.reshape(top, _reshape_spec(_meta(node)[0].shape, name))
+        return (_V(values), _V(idx))
+    if tgt in (aten.max.dim, aten.min.dim):
+        _reshape_spec(_meta(node)[0].shape, name)  # a shape clbound can reshape to, or Unsupported now
+    return run
+
+
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
     the compiled model: the NLL of log-probabilities [N, C] at N int64 class
@@ -1125,15 +1189,34 @@ def _lower_expand(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Ca
     want, have = _meta(node), _meta(src)
     if want is None or have is None or len(sizes) != want.dim() or have.dim() > want.dim():
         raise Unsupported(f"{name}: sizes {sizes}")
+    lead = want.dim() - have.dim()
+    kept = [d >= lead and (_is_sym(have.shape[d - lead]) or int(have.shape[d - lead]) != 1)
+            for d in range(want.dim())]
+    make = _sized_maker(node, sizes, name, 1, kept)
+    held: Dict[str, Tensor] = {}  # the ones tensor, made at the first call on the graph's context
+
+    def expand(ctx: Context, env: Dict[Any, Any]) -> _V:
+        held["ones"] = ones = make(ctx, env, held.get("ones"))
+        return _V(ctx.mul(val(env, src), ones))
+    return expand
+
+
+def _sized_maker(node: torch.fx.Node, sizes: List[Any], name: str, value: Any,
+                 kept: Optional[List[bool]] = None) -> Callable[..., Tensor]:
+    """For a tensor of node's shape filled with `value` (the ones of expand,
+    the zeros of new_zeros): a function (ctx, env, made) that makes it at
+    its bounds (or takes `made`, one it made before) and sets its actual sizes
+    for this call from `sizes`, host ints (constants, sizes Dynamo passes, or
+    arithmetic on them), by a shape-record write: no host sync. A dim where
+    kept[d] is a static 1 (expand broadcasts its operand's own size there)."""
+    want = _meta(node)
     for sz in sizes:
         if isinstance(sz, torch.fx.Node) and not _is_size(sz):
             raise Unsupported(f"{name}: size {sz.name} is not a size")
     npdt = _np_dtype(want.dtype, name)
-    lead = want.dim() - have.dim()
     bounds, dynamic, takes = [], [], []  # takes: the dims whose size comes from `sizes`
     for d, s in enumerate(want.shape):
-        xd = have.shape[d - lead] if d >= lead else None
-        if xd is not None and (_is_sym(xd) or int(xd) != 1):
+        if kept is not None and kept[d]:
             bounds.append(1)
             dynamic.append(False)
         elif _is_sym(s):
@@ -1143,19 +1226,52 @@ def _lower_expand(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Ca
         else:
             bounds.append(int(s))
             dynamic.append(False)
-    held: Dict[str, Tensor] = {}  # the ones tensor, made at the first call on the graph's context
 
-    def expand(ctx: Context, env: Dict[Any, Any]) -> _V:
-        ones = held.get("ones")
-        if ones is None:
-            ones = held["ones"] = ctx.full(tuple(bounds), 1, dtype=npdt, dynamic=tuple(dynamic))
+    def make(ctx: Context, env: Dict[Any, Any], made: Optional[Tensor]) -> Tensor:
+        t = made if made is not None else ctx.full(tuple(bounds), value, dtype=npdt, dynamic=tuple(dynamic))
         if takes:
             actual = list(bounds)
             for d in takes:
                 actual[d] = int(_force(_arg(env, sizes[d])))
-            ones.set_sizes(actual)
-        return _V(ctx.mul(val(env, src), ones))
-    return expand
+            t.set_sizes(actual)
+        return t
+    return make
+
+
+def _lower_new_zeros(node: torch.fx.Node, name: str) -> Callable[..., Any]:
+    """new_zeros(x, sizes): a new zero tensor of the given sizes each call (it
+    may be kept as an output). x's dtype or the one asked for."""
+    for k in node.kwargs:
+        if k not in ("dtype", "layout", "device", "pin_memory"):
+            raise Unsupported(f"{name}: {k}=")
+    make = _sized_maker(node, list(node.args[1]), name, 0)
+    return lambda ctx, env: _V(make(ctx, env, None))
+
+
+def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """scatter(self, dim, index, src) where index and src have size 1 at dim
+    and self's sizes elsewhere (the backward of max.dim / min.dim, which puts
+    each gradient where its extreme was): where(iota == index, src, self),
+    broadcast along dim. dim must be static; other forms break the graph."""
+    x, dim, index, src = node.args[:4]
+    mx, mi, ms = _meta(x), _meta(index), _meta(src)
+    if node.kwargs or not all(isinstance(v, torch.Tensor) for v in (mx, mi, ms)) or mx.dim() == 0:
+        raise Unsupported(f"{name}: scatter of this form")
+    d = dim % mx.dim()
+    same = mi.dim() == ms.dim() == mx.dim() and all(
+        str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
+    if not same or _is_sym(mx.shape[d]) or str(mi.shape[d]) != "1" or str(ms.shape[d]) != "1":
+        raise Unsupported(f"{name}: scatter of {list(ms.shape)} at {list(mi.shape)} into {list(mx.shape)}")
+    size = int(mx.shape[d])
+    held: Dict[str, Tensor] = {}  # iota along d, made at the first call on the graph's context
+
+    def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
+        iota = held.get("iota")
+        if iota is None:
+            iota = held["iota"] = ctx.from_numpy(
+                np.arange(size, dtype=np.int64).reshape([size if k == d else 1 for k in range(mx.dim())]))
+        return _V(ctx.where(ctx.compare("eq", iota, val(env, index)), val(env, src), val(env, x)))
+    return scatter
 
 
 def _scalar(a: Any, what: str) -> Any:
@@ -1216,7 +1332,7 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
-_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default,
+_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default, aten.max.dim, aten.min.dim,
                          aten.log_sigmoid_forward.default}  # getitem takes their items
 # ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
 _SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default}
@@ -1231,6 +1347,10 @@ _SYM = {aten.sym_size.int: None, aten._assert_scalar.default: None, aten.sym_num
         operator.neg: operator.neg, torch.sym_float: float}
 _SYM_UNARY = {operator.neg, torch.sym_float}
 _VAR = {prims.var.default}  # what var/std (and var_mean, std_mean) decompose to
+# the largest or smallest values over a dim and where they are (first index)
+_EXTREME = {aten.argmax.default: "max", aten.argmin.default: "min", aten.max.dim: "max", aten.min.dim: "min",
+            aten.amin.default: "min"}
+_EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of max.dim / min.dim is
 
 # ops PyTorch's own decompositions (torch._decomp) turn into ops the lowering
 # runs: AOTAutograd applies them before the graphs reach the backend, and the
@@ -1243,7 +1363,7 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
-                      | _VAR | {aten.cat.default})
+                      | _VAR | set(_EXTREME) | _EXTREME_BW | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1512,6 +1632,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _VAR:
         return _lower_var(node, name, val), False
+
+    if tgt in _EXTREME:
+        return _lower_extreme(node, name, val), False
+
+    if tgt is aten.new_zeros.default:
+        return _lower_new_zeros(node, name), False
+
+    if tgt is aten.scatter.src:
+        return _lower_scatter(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)
         value = args[0]  # or a size, or arithmetic on sizes (a mean's count): its host number

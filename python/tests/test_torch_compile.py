@@ -898,6 +898,73 @@ def test_variance_of_a_data_dependent_batch_counts_on_the_device():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+class Extremes(torch.nn.Module):
+    """max / min over a static dim with their indices, argmax / argmin (also
+    over all of a static tensor), amin: the predicted class and the hardest
+    example of a batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.l(x)
+        top, where = h.max(-1)
+        low, at = torch.min(h, 1, keepdim=True)
+        return (top, where, low * 2, at, h.argmax(-1), h.argmin(1, keepdim=True), h.amin(-1),
+                self.l.weight.argmax(), self.l.weight.argmin())
+
+
+def test_max_min_and_their_indices_train_in_the_graph():
+    model, ref, compiled = f64_twin(Extremes)
+    g = torch.Generator().manual_seed(12)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        got, want = compiled(x), ref(x.double())
+        for a, b in zip(got, want):
+            assert a.shape == b.shape and (a.dtype == torch.int64) == (b.dtype == torch.int64), (a, b)
+            if b.dtype == torch.int64:  # indices exactly (random values: no ties)
+                np.testing.assert_array_equal(a.numpy(), b.numpy())
+            else:
+                np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        floats = [(a, b) for a, b in zip(got, want) if b.is_floating_point()]
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for _, b in floats]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((a * w.float()).sum() for (a, _), w in zip(floats, ws)).backward()
+        sum((b * w).sum() for (_, b), w in zip(floats, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: max.dim, min.dim, argmax, argmin, amin, their backward broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_indices_of_ties_nan_and_integers_match_eager():
+    def f(x, k):
+        return x.argmax(-1), x.argmin(-1), x.max(1), x.min(-1, keepdim=True), k.argmax(-1), k.amax(-1)
+
+    compiled = torch.compile(f, backend="clbound")
+    nan, inf = float("nan"), float("inf")
+    rows = [[1.0, 3.0, 3.0, -2.0, -2.0], [nan, 0.0, nan, 5.0, -inf], [-inf, -inf, -inf, -inf, -inf],
+            [0.0, -0.0, 0.0, -0.0, 1.0], [2.0, 1.0, 0.0, nan, -1.0], [inf, 7.0, inf, -inf, -inf]]
+    for n in (6, 3, 5):
+        x = torch.tensor(rows[:n])
+        k = torch.tensor([[3, 9, 9, -4, 0], [-7, -7, -8, 2**40, 2**40]] * 3)[:n]  # int64: ties, large values
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        torch._dynamo.mark_dynamic(k, 0, min=2, max=16)
+        got, want = compiled(x, k), f(x, k)
+        for a, b in zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a.numpy(), b.numpy())  # the first index of a tie or a NaN
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    with torch.no_grad():  # over the dynamic batch dim: a graph break, still eager's result
+        x = torch.randn(7, 3)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        np.testing.assert_array_equal(torch.compile(lambda x: x.argmax(0) + x.argmin(0), backend="clbound")(x).numpy(),
+                                      (x.argmax(0) + x.argmin(0)).numpy())
+    assert "aten.argmax.default" in cd.stats()["graph_break_ops"], cd.stats()
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""
