@@ -777,9 +777,10 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
         return hardswish
     if tgt is aten.isnan.default:  # x != x: true for NaN only (IEEE 754); never for integers
         return lambda ctx, env: _V(ctx.compare("ne", val(env, args[0]), val(env, args[0])))
-    if tgt in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default):
-        # x's dtype cast to the result's (its sizes), then every element set
-        value = 0 if tgt is aten.zeros_like.default else 1 if tgt is aten.ones_like.default else _scalar(args[1], name)
+    if tgt in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.empty_like.default):
+        # x's dtype cast to the result's (its sizes), then every element set (empty_like's: zeros)
+        value = (1 if tgt is aten.ones_like.default else _scalar(args[1], name) if tgt is aten.full_like.default
+                 else 0)
         if kw.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
             raise Unsupported(f"{name}: memory_format")
         npdt = _np_dtype(_meta(node).dtype, name)
@@ -851,7 +852,10 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             d = ctx.add(ts, ctx.mul(ctx.mul(x, ctx.unary("sigmoid", x)), ctx.sub(1.0, ctx.mul(ts, ts))))
             return _V(ctx.mul(val(env, args[0]), d))
         return mish
-    op = "mul" if tgt is aten.logical_and.default else "add"  # of bools: and, or
+    if tgt in (aten.bitwise_and.Tensor, aten.bitwise_or.Tensor) and any(
+            not (isinstance(_meta(v), torch.Tensor) and _meta(v).dtype == torch.bool) for v in args[:2]):
+        raise Unsupported(f"{name}: of integers")  # of bools (&, | of masks) they are logical_and / _or
+    op = "mul" if tgt in (aten.logical_and.default, aten.bitwise_and.Tensor) else "add"  # of bools: and, or
 
     def logical(ctx: Context, env: Dict[Any, Any]) -> _V:
         a, b = (val(env, v) for v in args[:2])
@@ -1238,13 +1242,19 @@ def _sized_maker(node: torch.fx.Node, sizes: List[Any], name: str, value: Any,
     return make
 
 
-def _lower_new_zeros(node: torch.fx.Node, name: str) -> Callable[..., Any]:
-    """new_zeros(x, sizes): a new zero tensor of the given sizes each call (it
-    may be kept as an output). x's dtype or the one asked for."""
+def _lower_filled(node: torch.fx.Node, name: str) -> Callable[..., Any]:
+    """new_zeros / new_ones / new_full(x, sizes[, value]) and zeros / ones /
+    full(sizes[, value]): a new tensor of the given sizes, made each call (it
+    may be kept as an output), in the graph's dtype."""
+    tgt, args = node.target, node.args
     for k in node.kwargs:
         if k not in ("dtype", "layout", "device", "pin_memory"):
             raise Unsupported(f"{name}: {k}=")
-    make = _sized_maker(node, list(node.args[1]), name, 0)
+    new = tgt in (aten.new_zeros.default, aten.new_ones.default, aten.new_full.default)
+    sizes = list(args[1] if new else args[0])
+    value = (0 if tgt in (aten.new_zeros.default, aten.zeros.default)
+             else 1 if tgt in (aten.new_ones.default, aten.ones.default) else _scalar(args[-1], name))
+    make = _sized_maker(node, sizes, name, value)
     return lambda ctx, env: _V(make(ctx, env, None))
 
 
@@ -1328,7 +1338,8 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.clamp_min.default, aten.clamp_max.default, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
                aten.log_sigmoid_forward.default, aten.log_sigmoid_backward.default,
                aten.binary_cross_entropy_with_logits.default, aten.zeros_like.default, aten.ones_like.default,
-               aten.full_like.default, aten.isnan.default}
+               aten.full_like.default, aten.isnan.default, aten.empty_like.default, aten.bitwise_and.Tensor,
+               aten.bitwise_or.Tensor}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
@@ -1351,6 +1362,8 @@ _VAR = {prims.var.default}  # what var/std (and var_mean, std_mean) decompose to
 _EXTREME = {aten.argmax.default: "max", aten.argmin.default: "min", aten.max.dim: "max", aten.min.dim: "min",
             aten.amin.default: "min"}
 _EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of max.dim / min.dim is
+_FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
+           aten.ones.default, aten.full.default}
 
 # ops PyTorch's own decompositions (torch._decomp) turn into ops the lowering
 # runs: AOTAutograd applies them before the graphs reach the backend, and the
@@ -1358,12 +1371,50 @@ _EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of
 _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss, aten.huber_loss_backward,
               aten.xlogy, aten.var.correction, aten.std.correction, aten.var_mean.correction,
               aten.std_mean.correction, aten.linalg_vector_norm, aten.soft_margin_loss,
-              aten.soft_margin_loss_backward, aten.logsumexp)
+              aten.soft_margin_loss_backward, aten.logsumexp, aten.norm, aten._native_batch_norm_legit_functional,
+              aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit, aten.native_batch_norm,
+              aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
+              aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
+              aten._prelu_kernel_backward)
+# ops the lowering runs in their common form, decomposed only in the others
+# (the decomposition says NotImplemented, and the op stays, where the test is
+# false): reduction="sum"/"none" or a weight of the losses, elu's scales
+_MEAN = 1  # reduction="mean" as aten's int
+
+
+def _loss_form(weight_at: Optional[int], reduction_at: int, pos_weight_at: Optional[int] = None,
+               means_only: bool = True) -> Callable[..., bool]:
+    def other(*a: Any, **kw: Any) -> bool:
+        def arg(i: Optional[int], name: str, default: Any) -> Any:
+            return default if i is None else a[i] if len(a) > i else kw.get(name, default)
+        return (arg(weight_at, "weight", None) is not None or arg(pos_weight_at, "pos_weight", None) is not None
+                or (means_only and arg(reduction_at, "reduction", _MEAN) != _MEAN))
+    return other
+
+
+_DECOMPOSE_UNLESS_NATIVE = {
+    aten.mse_loss.default: _loss_form(None, 2), aten.mse_loss_backward.default: _loss_form(None, 3),
+    aten.binary_cross_entropy.default: _loss_form(2, 3),
+    aten.binary_cross_entropy_backward.default: _loss_form(3, 4),
+    aten.binary_cross_entropy_with_logits.default: _loss_form(2, 4, pos_weight_at=3, means_only=False),
+    aten.elu.default: lambda x, alpha=1, scale=1, input_scale=1: scale != 1 or input_scale != 1,
+    aten.elu_backward.default: lambda g, alpha, scale, input_scale, *rest: scale != 1 or input_scale != 1,
+}
+
+
+def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
+    from torch._decomp import get_decompositions
+    table = get_decompositions(list(_DECOMPOSE))
+    some = get_decompositions(list(_DECOMPOSE_UNLESS_NATIVE))
+    for op, when in _DECOMPOSE_UNLESS_NATIVE.items():
+        fn = some[op]
+        table[op] = lambda *a, fn=fn, when=when, **kw: fn(*a, **kw) if when(*a, **kw) else NotImplemented
+    return table
 
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
-                      | _VAR | set(_EXTREME) | _EXTREME_BW | {aten.cat.default})
+                      | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1636,8 +1687,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _EXTREME:
         return _lower_extreme(node, name, val), False
 
-    if tgt is aten.new_zeros.default:
-        return _lower_new_zeros(node, name), False
+    if tgt in _FILLED:
+        return _lower_filled(node, name), False
 
     if tgt is aten.scatter.src:
         return _lower_scatter(node, name, val), False
@@ -2143,8 +2194,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Cal
         raise TypeError(f"the clbound backend takes no options, not {sorted(kwargs)}")
     _stats["frames"] += 1
     if _decompositions is None:
-        from torch._decomp import get_decompositions
-        _decompositions = get_decompositions(list(_DECOMPOSE))
+        _decompositions = _decomposition_table()
     aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
                        bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
                        inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"),

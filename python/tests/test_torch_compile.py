@@ -965,6 +965,68 @@ def test_indices_of_ties_nan_and_integers_match_eager():
     assert "aten.argmax.default" in cd.stats()["graph_break_ops"], cd.stats()
 
 
+class Normalized(torch.nn.Module):
+    """BatchNorm1d (batch statistics and running ones in training, running ones
+    in eval), PReLU, SELU, CELU, hardsigmoid, GLU, lerp, addcmul, stack, masks
+    combined with & and |, ones / new_full of the batch's size, and the losses in
+    their other forms: mse and BCE with reduction sum / none, BCE with a weight,
+    BCE with logits with pos_weight; all through PyTorch's decompositions."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+        self.bn = torch.nn.BatchNorm1d(6)
+        self.act = torch.nn.PReLU()
+
+    def forward(self, x, t):
+        F = torch.nn.functional
+        h = self.act(self.bn(self.l(x)))
+        p = torch.sigmoid(h)
+        m = ((h > 0) & (t > 0.3)) | (t > 0.9)
+        w = torch.ones(h.shape[0], 1) * 0.5
+        return (h, F.selu(h), F.celu(h, 0.7), F.hardsigmoid(h), F.glu(torch.cat([h, t], -1)), torch.lerp(h, t, 0.3),
+                torch.addcmul(h, h, t, value=0.5), torch.stack([h, t], 1).sum(1), torch.where(m, h, 0.0),
+                h.new_full((h.shape[0], 2), 1.5) * h[:, :2], F.mse_loss(h, t, reduction="sum"),
+                F.mse_loss(h, t, reduction="none"), F.binary_cross_entropy(p, t, reduction="sum"),
+                F.binary_cross_entropy(p, t, reduction="none"), F.binary_cross_entropy(p, t, weight=w),
+                F.binary_cross_entropy_with_logits(h, t, pos_weight=torch.full((6,), 2.0)))
+
+
+def test_batch_norm_and_other_loss_forms_train_in_the_graph():
+    model, ref, compiled = f64_twin(Normalized)
+    g = torch.Generator().manual_seed(13)
+    for step, (n, x) in enumerate(dynamic_batches(6, 2, 12, 4)):
+        t = torch.rand(n, 6, generator=g)
+        torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
+        got, want = compiled(x, t), ref(x.double(), t.double())
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
+        sum((b * w).sum() for b, w in zip(want, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+        # the running statistics, updated in place as eager PyTorch updates them
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            np.testing.assert_allclose(getattr(model.bn, name).double().numpy(), getattr(ref.bn, name).numpy(),
+                                       rtol=1e-5, atol=1e-6, err_msg=f"{name} at step {step}")
+    assert int(model.bn.num_batches_tracked) == 6
+    model.eval()
+    ref.eval()
+    for n, x in dynamic_batches(3, 2, 12, 4):  # eval: the running statistics; a second compile, by Dynamo's guard
+        t = torch.rand(n, 6, generator=g)
+        with torch.no_grad():
+            got, want = compiled(x, t), ref(x.double(), t.double())
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.double().numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: batch norm, prelu, selu, celu, hardsigmoid, glu, ... broke it
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""
