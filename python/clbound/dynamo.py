@@ -1044,6 +1044,64 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     return run
 
 
+def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """embedding(weight [V, D], indices) as clb_gather of weight's rows: the
+    indices flattened to M, widened to [M, D] (a multiply by ones), gathered
+    along dim 0 and reshaped to indices' shape + [D]; an index outside [0, V)
+    is an IndexError at the call's sync, as PyTorch raises one. Its backward,
+    embedding_dense_backward, is onehot(indices)^T @ grad, [V, M] by [M, D]:
+    one GEMM, deterministic (no atomics), padding_idx's row left zero, at the
+    cost of an [M, V] one-hot matrix; scale_grad_by_freq breaks the graph."""
+    args = node.args
+    bw = node.target is aten.embedding_dense_backward.default
+    idx = args[1]
+    mi, mo = _meta(idx), _meta(node)
+    if not isinstance(mi, torch.Tensor) or mi.dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"{name}: indices of {getattr(mi, 'dtype', mi)}")
+    if mo.dim() < 1 or _is_sym(mo.shape[-1]):
+        raise Unsupported(f"{name}: a dynamic embedding width")
+    width = int(mo.shape[-1])
+    held: Dict[str, Tensor] = {}  # ones [1, D] (forward) or iota [1, V] (backward), made at the first call
+
+    def flat_indices(ctx: Context, env: Dict[Any, Any]) -> Tensor:
+        i = val(env, idx)
+        if i.dtype != np.int64:
+            i = ctx.cast(i, np.int64)
+        return ctx.reshape(i, (-1, 1))  # [M, 1]
+
+    if not bw:
+        weight = args[0]
+        if not isinstance(_meta(weight), torch.Tensor) or _meta(weight).dim() != 2:
+            raise Unsupported(f"{name}: a weight that is not a matrix")
+        spec = _reshape_spec(mo.shape, name)
+
+        def embed(ctx: Context, env: Dict[Any, Any]) -> _V:
+            ones = held.get("ones")
+            if ones is None:
+                ones = held["ones"] = ctx.full((1, width), 1, dtype=np.int64)
+            rows = ctx.gather(val(env, weight), 0, ctx.mul(flat_indices(ctx, env), ones))
+            return _V(rows if mo.dim() == 2 and mi.dim() == 1 else ctx.reshape(rows, spec))
+        return embed
+
+    grad, n_rows, pad = args[0], args[2], args[3]
+    freq = args[4] if len(args) > 4 else node.kwargs.get("scale_grad_by_freq", False)
+    if freq or not isinstance(n_rows, int) or not isinstance(pad, int):
+        raise Unsupported(f"{name}: scale_grad_by_freq or a symbolic number of rows")
+
+    def embed_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+        iota = held.get("iota")
+        if iota is None:
+            iota = held["iota"] = ctx.from_numpy(np.arange(n_rows, dtype=np.int64).reshape(1, n_rows))
+        col = flat_indices(ctx, env)
+        hit = ctx.compare("eq", col, iota)  # [M, V]
+        if pad >= 0:
+            hit = ctx.logical_and(hit, ctx.compare("ne", col, pad))
+        g = val(env, grad)
+        onehot = ctx.cast(hit, g.dtype)
+        return _V(ctx.matmul(onehot, ctx.reshape(g, (-1, width)), trans_a=True))
+    return embed_bw
+
+
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
     the compiled model: the NLL of log-probabilities [N, C] at N int64 class
@@ -1362,6 +1420,7 @@ _VAR = {prims.var.default}  # what var/std (and var_mean, std_mean) decompose to
 _EXTREME = {aten.argmax.default: "max", aten.argmin.default: "min", aten.max.dim: "max", aten.min.dim: "min",
             aten.amin.default: "min"}
 _EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of max.dim / min.dim is
+_EMBEDDING = {aten.embedding.default, aten.embedding_dense_backward.default}
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1414,7 +1473,7 @@ def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
-                      | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | {aten.cat.default})
+                      | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1689,6 +1748,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _FILLED:
         return _lower_filled(node, name), False
+
+    if tgt in _EMBEDDING:
+        return _lower_embedding(node, name, val), False
 
     if tgt is aten.scatter.src:
         return _lower_scatter(node, name, val), False

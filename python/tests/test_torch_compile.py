@@ -1174,6 +1174,52 @@ def test_cross_entropy_edges_match_eager():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+class Categorical(torch.nn.Module):
+    """An MLP on categorical and dense features: three categories per row,
+    embedded (one table with a padding row, one without) and summed, beside
+    the dense ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.cats = torch.nn.Embedding(10, 3, padding_idx=0)
+        self.kind = torch.nn.Embedding(4, 2)
+        self.l = torch.nn.Linear(3 + 2 + 4, 1)
+
+    def forward(self, x, c, k):
+        return torch.sigmoid(self.l(torch.cat([self.cats(c).sum(1), self.kind(k), x], -1)))
+
+
+def test_embeddings_train_in_the_graph():
+    model, ref, compiled = f64_twin(Categorical)
+    g = torch.Generator().manual_seed(14)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        c = torch.randint(0, 10, (n, 3), generator=g)
+        c[0, 0] = 0  # the padding row: embedded, but no gradient reaches it
+        k = torch.randint(0, 4, (n,), generator=g, dtype=torch.int32)
+        for v in (c, k):
+            torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+        got, want = compiled(x, c, k), ref(x.double(), c, k)
+        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        w = torch.randn(want.shape, generator=g, dtype=torch.float64)
+        model.zero_grad()
+        ref.zero_grad()
+        (got * w.float()).sum().backward()
+        (want * w).sum().backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+        assert not model.cats.weight.grad[0].any()
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: embedding and embedding_dense_backward broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    bad = torch.tensor([[1, 2, 10]] * 3)  # an index outside [0, 10): PyTorch's IndexError, not a wrong row
+    torch._dynamo.mark_dynamic(bad, 0, min=2, max=16)
+    with pytest.raises(IndexError, match="out of range"):
+        compiled(torch.randn(3, 4), bad, torch.zeros(3, dtype=torch.int32))
+    x, c, k = torch.randn(3, 4), bad.clamp_max(9), torch.zeros(3, dtype=torch.int32)  # and the next call runs
+    np.testing.assert_allclose(compiled(x, c, k).detach().double().numpy(),
+                               ref(x.double(), c, k).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 class Concatenated(torch.nn.Module):
     """torch.cat of two layers' features (a static dim, then trained through),
     of two batches (the dynamic dim: the sizes add), and of a float with a cast
