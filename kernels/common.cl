@@ -125,6 +125,15 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_OP_RSQRT(x) rsqrt(x)
 #define CLB_OP_LOG1P(x) log1p(x)
 #define CLB_OP_EXPM1(x) expm1(x)
+#define CLB_OP_FLOOR(x) floor(x)
+#define CLB_OP_CEIL(x) ceil(x)
+#define CLB_OP_ROUND(x) rint(x)
+#define CLB_OP_TRUNC(x) trunc(x)
+#define CLB_OP_SIN(x) sin(x)
+#define CLB_OP_COS(x) cos(x)
+#define CLB_OP_LOG2(x) log2(x)
+#define CLB_OP_LOG10(x) log10(x)
+#define CLB_OP_EXP2(x) exp2(x)
 #define CLB_OP_CAST_BOOL(T, TOUT, x) ((TOUT)((x) != (T)0))
 #define CLB_OP_CAST(TOUT, x) ((TOUT)(x))
 /* The unary ops' gradients: dy = g, x the op's input, y its output. */
@@ -144,6 +153,17 @@ inline void clb_view_record(long n, __global long *so, int rank_o, long8 spec, _
 #define CLB_GRAD_RSQRT(T, x, y, g) ((T)-0.5 * (g) * (y) * (y) * (y))
 #define CLB_GRAD_LOG1P(T, x, y, g) ((g) / ((x) + (T)1))
 #define CLB_GRAD_EXPM1(T, x, y, g) ((g) * ((y) + (T)1))
+/* 0 for the rounding ops (PyTorch's); g cos(x); -g sin(x); g / (x ln 2);
+ * g / (x ln 10); g * y * ln 2 */
+#define CLB_GRAD_FLOOR(T, x, y, g) ((T)0)
+#define CLB_GRAD_CEIL(T, x, y, g) ((T)0)
+#define CLB_GRAD_ROUND(T, x, y, g) ((T)0)
+#define CLB_GRAD_TRUNC(T, x, y, g) ((T)0)
+#define CLB_GRAD_SIN(T, x, y, g) ((g) * cos(x))
+#define CLB_GRAD_COS(T, x, y, g) (-(g) * sin(x))
+#define CLB_GRAD_LOG2(T, x, y, g) ((g) / ((x) * (T)0.6931471805599453))
+#define CLB_GRAD_LOG10(T, x, y, g) ((g) / ((x) * (T)2.302585092994046))
+#define CLB_GRAD_EXP2(T, x, y, g) ((g) * (y) * (T)0.6931471805599453)
 
 /* The body of Python's modulo (the result takes the divisor's sign) of x and y
  * of type T, in a function that has st and launch; an integer division by zero

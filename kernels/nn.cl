@@ -6,8 +6,8 @@
 
 #ifdef NN_UNARY_BWD
 /* The gradient of op given g = dy and v = the tensor the op's derivative reads
- * (x for relu, log, erf, abs and log1p, y for sigmoid, tanh, exp, sqrt, rsqrt
- * and expm1). */
+ * (x for relu, log, erf, abs, log1p, sin, cos, log2 and log10, y for sigmoid,
+ * tanh, exp, sqrt, rsqrt, expm1 and exp2; neither for the rounding ops). */
 #if defined(OP_NEG)
 #define GRAD(v, g) CLB_GRAD_NEG(T, v, v, g)
 #elif defined(OP_RELU)
@@ -32,6 +32,24 @@
 #define GRAD(v, g) CLB_GRAD_LOG1P(T, v, v, g)
 #elif defined(OP_EXPM1)
 #define GRAD(v, g) CLB_GRAD_EXPM1(T, v, v, g)
+#elif defined(OP_FLOOR)
+#define GRAD(v, g) CLB_GRAD_FLOOR(T, v, v, g)
+#elif defined(OP_CEIL)
+#define GRAD(v, g) CLB_GRAD_CEIL(T, v, v, g)
+#elif defined(OP_ROUND)
+#define GRAD(v, g) CLB_GRAD_ROUND(T, v, v, g)
+#elif defined(OP_TRUNC)
+#define GRAD(v, g) CLB_GRAD_TRUNC(T, v, v, g)
+#elif defined(OP_SIN)
+#define GRAD(v, g) CLB_GRAD_SIN(T, v, v, g)
+#elif defined(OP_COS)
+#define GRAD(v, g) CLB_GRAD_COS(T, v, v, g)
+#elif defined(OP_LOG2)
+#define GRAD(v, g) CLB_GRAD_LOG2(T, v, v, g)
+#elif defined(OP_LOG10)
+#define GRAD(v, g) CLB_GRAD_LOG10(T, v, v, g)
+#elif defined(OP_EXP2)
+#define GRAD(v, g) CLB_GRAD_EXP2(T, v, v, g)
 #else
 #define GRAD(v, g) CLB_GRAD_COPY(T, v, v, g)
 #endif

@@ -97,9 +97,10 @@ CLB_API clb_status clb_linear_backward_relu(clb_context_t ctx, clb_tensor_t x, c
 /* ---- Activations ----------------------------------------------------------- */
 
 /* dx = dy * op'(...), for every clb_unary_op. x is the op's input and y its
- * output: RELU, LOG, ERF, ABS and LOG1P read x, SIGMOID, TANH, EXP, SQRT, RSQRT
- * and EXPM1 read y; the other may be NULL. ABS's is PyTorch's, dy * sgn(x): 0
- * at 0 and at NaN. */
+ * output: RELU, LOG, ERF, ABS, LOG1P, SIN, COS, LOG2 and LOG10 read x, SIGMOID,
+ * TANH, EXP, SQRT, RSQRT, EXPM1 and EXP2 read y; the other may be NULL (both,
+ * for the rest). ABS's is PyTorch's, dy * sgn(x): 0 at 0 and at NaN; FLOOR's,
+ * CEIL's, ROUND's and TRUNC's is 0, as PyTorch's. */
 CLB_API clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op op, clb_tensor_t x,
                                       clb_tensor_t y, clb_tensor_t dy, clb_tensor_t *dx);
 

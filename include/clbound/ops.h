@@ -48,7 +48,7 @@ typedef enum clb_binary_op {
 typedef enum clb_unary_op {
   CLB_UNARY_NEG = 0,
   CLB_UNARY_RELU = 1,
-  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp, log and 7-12 */
+  CLB_UNARY_SIGMOID = 2, /* floating dtypes only, as are tanh, exp, log and 7-21 */
   CLB_UNARY_TANH = 3,
   CLB_UNARY_EXP = 4,
   CLB_UNARY_LOG = 5,
@@ -60,7 +60,19 @@ typedef enum clb_unary_op {
   CLB_UNARY_RSQRT = 10,
   CLB_UNARY_LOG1P = 11, /* log(1 + x), exact for small x */
   CLB_UNARY_EXPM1 = 12, /* exp(x) - 1, exact for small x */
-  CLB_UNARY_COUNT = 13
+  /* rounding to an integral value, in the input's dtype: floor, ceil, round
+   * (to nearest, ties to even: torch.round and numpy.round, C's rint), trunc
+   * (toward zero); their gradient is 0 */
+  CLB_UNARY_FLOOR = 13,
+  CLB_UNARY_CEIL = 14,
+  CLB_UNARY_ROUND = 15,
+  CLB_UNARY_TRUNC = 16,
+  CLB_UNARY_SIN = 17, /* radians */
+  CLB_UNARY_COS = 18,
+  CLB_UNARY_LOG2 = 19,
+  CLB_UNARY_LOG10 = 20,
+  CLB_UNARY_EXP2 = 21, /* 2^x */
+  CLB_UNARY_COUNT = 22
 } clb_unary_op;
 
 /* out = a <op> b. a and b must have the same dtype; bool takes none of these. */

@@ -762,8 +762,9 @@ class Context:
 
     def unary(self, op: str, a: Tensor, *, out: Optional[Tensor] = None) -> Tensor:
         """out = op(a), same dtype and shape. op: neg, relu, copy, and (floating
-        only) sigmoid, tanh, exp, log, erf, abs, sqrt, rsqrt, log1p, expm1. out
-        may be a (in place)."""
+        only) sigmoid, tanh, exp, log, erf, abs, sqrt, rsqrt, log1p, expm1,
+        floor, ceil, round (ties to even, as numpy.round and torch.round),
+        trunc, sin, cos, log2, log10, exp2. out may be a (in place)."""
         code = L.choice(L.UNARY, op, "unary op")
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.unary(self._h, code, ha, o))
@@ -1214,9 +1215,10 @@ class Context:
 
     def unary_backward(self, op: str, dy: Tensor, x: Optional[Tensor] = None, y: Optional[Tensor] = None, *,
                        out: Optional[Tensor] = None) -> Tensor:
-        """dx = dy * op'(...): relu, log, erf, abs and log1p read the input x,
-        sigmoid, tanh, exp, sqrt, rsqrt and expm1 the output y; neg and copy
-        read neither."""
+        """dx = dy * op'(...): relu, log, erf, abs, log1p, sin, cos, log2 and
+        log10 read the input x, sigmoid, tanh, exp, sqrt, rsqrt, expm1 and exp2
+        the output y; neg, copy and the rounding ops (whose gradient is 0) read
+        neither."""
         code = L.choice(L.UNARY, op, "unary op")
         hdy, hx, hy = self._arg(dy, "dy"), self._arg(x, "x", optional=True), self._arg(y, "y", optional=True)
         return self._out(out, lambda o: L.unary_bw(self._h, code, hx, hy, hdy, o))

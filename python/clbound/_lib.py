@@ -234,7 +234,8 @@ DTYPES: Dict[np.dtype, int] = {
 }
 NUMPY = {v: k for k, v in DTYPES.items()}
 UNARY = {"neg": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "exp": 4, "log": 5, "copy": 6, "erf": 7, "abs": 8, "sqrt": 9,
-         "rsqrt": 10, "log1p": 11, "expm1": 12}
+         "rsqrt": 10, "log1p": 11, "expm1": 12, "floor": 13, "ceil": 14, "round": 15, "trunc": 16, "sin": 17,
+         "cos": 18, "log2": 19, "log10": 20, "exp2": 21}
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "remainder": 4, "maximum": 5, "minimum": 6, "pow": 7,
           "floor_divide": 8}
 COMPARE = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}

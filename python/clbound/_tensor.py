@@ -455,6 +455,42 @@ class Tensor:
         """Context.expm1(self): exp(self) - 1, exact for small values."""
         return self.ctx.unary("expm1", self)
 
+    def floor(self) -> "Tensor":
+        """Context.floor(self): rounded toward -inf, on the device."""
+        return self.ctx.unary("floor", self)
+
+    def ceil(self) -> "Tensor":
+        """Context.ceil(self): rounded toward +inf, on the device."""
+        return self.ctx.unary("ceil", self)
+
+    def round(self) -> "Tensor":
+        """Context.round(self): to the nearest integer, ties to even (numpy.round, torch.round)."""
+        return self.ctx.unary("round", self)
+
+    def trunc(self) -> "Tensor":
+        """Context.trunc(self): rounded toward zero, on the device."""
+        return self.ctx.unary("trunc", self)
+
+    def sin(self) -> "Tensor":
+        """Context.sin(self), radians, on the device."""
+        return self.ctx.unary("sin", self)
+
+    def cos(self) -> "Tensor":
+        """Context.cos(self), radians, on the device."""
+        return self.ctx.unary("cos", self)
+
+    def log2(self) -> "Tensor":
+        """Context.log2(self), on the device."""
+        return self.ctx.unary("log2", self)
+
+    def log10(self) -> "Tensor":
+        """Context.log10(self), on the device."""
+        return self.ctx.unary("log10", self)
+
+    def exp2(self) -> "Tensor":
+        """Context.exp2(self): 2 ** self, on the device."""
+        return self.ctx.unary("exp2", self)
+
     def tanh(self) -> "Tensor":
         """Context.tanh(self), on the device."""
         return self.ctx.unary("tanh", self)

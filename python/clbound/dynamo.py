@@ -1367,7 +1367,11 @@ _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
           aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf",
           aten.abs.default: "abs", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.log1p.default: "log1p",
-          aten.expm1.default: "expm1"}
+          aten.expm1.default: "expm1",
+          aten.floor.default: "floor", aten.ceil.default: "ceil", aten.round.default: "round",
+          aten.trunc.default: "trunc", aten.sin.default: "sin", aten.cos.default: "cos", aten.log2.default: "log2",
+          aten.log10.default: "log10", aten.exp2.default: "exp2"}
+_ROUNDING = ("floor", "ceil", "round", "trunc")  # of an integer tensor: the tensor itself
 _UNARY_BW_OUT = {aten.sigmoid_backward.default: "sigmoid", aten.tanh_backward.default: "tanh"}
 _COMPARE = {aten.gt.Scalar: "gt", aten.gt.Tensor: "gt", aten.lt.Scalar: "lt", aten.lt.Tensor: "lt",
             aten.ge.Scalar: "ge", aten.ge.Tensor: "ge", aten.le.Scalar: "le", aten.le.Tensor: "le",
@@ -1434,7 +1438,7 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
               aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit, aten.native_batch_norm,
               aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
               aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
-              aten._prelu_kernel_backward)
+              aten._prelu_kernel_backward, aten.frac)
 # ops the lowering runs in their common form, decomposed only in the others
 # (the decomposition says NotImplemented, and the op stays, where the test is
 # false): reduction="sum"/"none" or a weight of the losses, elu's scales
@@ -1626,6 +1630,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         sm, om = _meta(src), _meta(node)
         if op == "abs":  # integers too (maximum(x, -x))
             return (lambda ctx, env: _V(ctx.abs(val(env, src)))), False
+        if op in _ROUNDING and isinstance(sm, torch.Tensor) and not sm.dtype.is_floating_point:
+            return (lambda ctx, env: env[src]), tr(src)
         if op not in ("relu", "neg") and isinstance(sm, torch.Tensor) and not sm.dtype.is_floating_point:
             # PyTorch computes exp, sqrt, ... of an integer tensor in its float result dtype
             if not (isinstance(om, torch.Tensor) and om.dtype.is_floating_point):

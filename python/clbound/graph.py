@@ -217,7 +217,7 @@ class Graph:
 
     def unary(self, op: str, x: Node) -> Node:
         """op(x): neg, relu, sigmoid, tanh, exp, log, copy, erf, abs, sqrt, rsqrt,
-        log1p, expm1."""
+        log1p, expm1, floor, ceil, round, trunc, sin, cos, log2, log10, exp2."""
         code, xn = L.choice(_UNARY, op, "unary op"), self._n(x, "x")
         return self._node(lambda o: _g_unary(self._live(), code, xn, o))
 

@@ -369,22 +369,29 @@ def test_softmax_backward(ctx, rng, log):
 
 
 @pytest.mark.parametrize("op", ["neg", "relu", "sigmoid", "tanh", "exp", "log", "copy", "erf", "abs", "sqrt", "rsqrt",
-                                "log1p", "expm1"])
+                                "log1p", "expm1", "floor", "ceil", "round", "trunc", "sin", "cos", "log2", "log10",
+                                "exp2"])
 def test_unary_backward(ctx, rng, op):
     shape = random_shape(rng, 2, lo=1)
-    x = rng.uniform(0.1, 2, shape) if op in ("log", "sqrt", "rsqrt", "log1p") else rng.uniform(-2, 2, shape)
+    x = rng.uniform(0.1, 2, shape) if op in ("log", "sqrt", "rsqrt", "log1p", "log2", "log10") else rng.uniform(
+        -2, 2, shape)
     x = x.astype(np.float32)
     dy = rng.uniform(-1, 1, shape).astype(np.float32)
     tx, tdy = bounded(ctx, x), bounded(ctx, dy)
     x64, d = x.astype(np.float64), dy.astype(np.float64)
     y64 = {"sigmoid": 1 / (1 + np.exp(-x64)), "tanh": np.tanh(x64), "exp": np.exp(x64), "sqrt": np.sqrt(x64),
-           "rsqrt": 1 / np.sqrt(x64), "expm1": np.expm1(x64)}.get(op)
+           "rsqrt": 1 / np.sqrt(x64), "expm1": np.expm1(x64), "exp2": np.exp2(x64)}.get(op)
     want = {"neg": lambda: -d, "relu": lambda: d * (x64 > 0), "sigmoid": lambda: d * y64 * (1 - y64),
             "tanh": lambda: d * (1 - y64 ** 2), "exp": lambda: d * y64, "log": lambda: d / x64,
             "copy": lambda: d, "erf": lambda: d * 2 / np.sqrt(np.pi) * np.exp(-x64 * x64),
             "abs": lambda: d * np.sign(x64), "sqrt": lambda: d / (2 * y64), "rsqrt": lambda: -0.5 * d * y64 ** 3,
-            "log1p": lambda: d / (1 + x64), "expm1": lambda: d * (y64 + 1)}[op]()
+            "log1p": lambda: d / (1 + x64), "expm1": lambda: d * (y64 + 1), "floor": lambda: 0 * d,
+            "ceil": lambda: 0 * d, "round": lambda: 0 * d, "trunc": lambda: 0 * d, "sin": lambda: d * np.cos(x64),
+            "cos": lambda: -d * np.sin(x64), "log2": lambda: d / (x64 * np.log(2)),
+            "log10": lambda: d / (x64 * np.log(10)), "exp2": lambda: d * y64 * np.log(2)}[op]()
     kw = {"relu": dict(x=tx), "log": dict(x=tx), "erf": dict(x=tx), "abs": dict(x=tx), "log1p": dict(x=tx),
+          "sin": dict(x=tx), "cos": dict(x=tx), "log2": dict(x=tx), "log10": dict(x=tx),
+          "exp2": dict(y=ctx.unary(op, tx)),
           "sqrt": dict(y=ctx.unary(op, tx)), "rsqrt": dict(y=ctx.unary(op, tx)), "expm1": dict(y=ctx.unary(op, tx)),
           "sigmoid": dict(y=ctx.unary(op, tx)),
           "tanh": dict(y=ctx.unary(op, tx)), "exp": dict(y=ctx.unary(op, tx))}.get(op, {})

@@ -150,13 +150,16 @@ def test_pow_and_floor_divide_nodes_match_numpy(ctx):
     g.close()
 
 
+@pytest.mark.parametrize("op", ["erf", "sin", "exp2"])
 @pytest.mark.parametrize("fused_loss", [True, False])
-def test_training_through_erf_matches_float64(ctx, fused_loss):
-    """A training step through erf: as the loss's activation (the graph's
-    fused loss kernel) or inside an elementwise group (erf(z) + z), whose
-    backward is clb_unary_backward's; the losses and the weights after each SGD
-    step against numpy in float64 (erf from math)."""
+def test_training_through_erf_matches_float64(ctx, fused_loss, op):
+    """A training step through erf (sin, exp2): as the loss's activation (the
+    graph's fused loss kernel) or inside an elementwise group (erf(z) + z),
+    whose backward is clb_unary_backward's; the losses and the weights after
+    each SGD step against numpy in float64 (erf from math)."""
     import math
+    fn, dfn = {"erf": (np.vectorize(math.erf), lambda z: 2 / math.sqrt(math.pi) * np.exp(-z * z)),
+               "sin": (np.sin, np.cos), "exp2": (np.exp2, lambda z: np.exp2(z) * math.log(2))}[op]
     rng = np.random.default_rng(7)
     w0 = rng.standard_normal((1, 3)).astype(np.float32)
     g = Graph(ctx, policy="dynamic")
@@ -164,11 +167,10 @@ def test_training_through_erf_matches_float64(ctx, fused_loss):
     t = g.input("t", np.float32, (32, 1), (True, False))
     w = g.param("w", w0)
     z_ = g.linear(x, w)
-    e = g.unary("erf", z_)
+    e = g.unary(op, z_)
     pred = e if fused_loss else g.binary("add", e, z_)
     loss = g.loss("mse", pred, t)
     g.train(loss, lr=0.1)
-    werf = np.vectorize(math.erf)
     wr = w0.astype(np.float64)
     for n in (7, 32, 3):
         xs = rng.standard_normal((n, 3)).astype(np.float32)
@@ -177,8 +179,8 @@ def test_training_through_erf_matches_float64(ctx, fused_loss):
         g.feed(t, ts)
         g.run()
         z = xs.astype(np.float64) @ wr.T
-        p = werf(z) + (0.0 if fused_loss else z)
-        dz = 2 * (p - ts) / n * (2 / math.sqrt(math.pi) * np.exp(-z * z) + (0.0 if fused_loss else 1.0))
+        p = fn(z) + (0.0 if fused_loss else z)
+        dz = 2 * (p - ts) / n * (dfn(z) + (0.0 if fused_loss else 1.0))
         np.testing.assert_allclose(float(g.value(loss)), np.mean((p - ts) ** 2), rtol=1e-5)
         wr = wr - 0.1 * (dz.T @ xs)
         np.testing.assert_allclose(g.value(w), wr, rtol=1e-5, atol=1e-6)

@@ -80,6 +80,26 @@ def test_unary(ctx, op, fn):
         check(ctx.unary(op, ctx.from_numpy(a, bounds, dynamic)).numpy(), fn(a.astype(np.float64)).astype(np.float32))
 
 
+def test_rounding_trig_and_base_2_and_10(ctx):
+    """floor, ceil, round (ties to even, as numpy), trunc: exact; sin, cos, log2,
+    log10, exp2 against numpy in float64, at a few float32 ulp; also as Tensor
+    methods. Floating only, as the library's other math."""
+    a = np.concatenate([RNG.uniform(-6, 6, 40), [-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 7.0]]).astype(np.float32)
+    t = ctx.from_numpy(a, (64,), (True,))
+    for op, fn in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round), ("trunc", np.trunc)):
+        got = getattr(t, op)().numpy()
+        np.testing.assert_array_equal(got, fn(a))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(fn(a)))  # -0.0 stays -0.0
+    a64 = a.astype(np.float64)
+    pos = np.abs(a64) + 0.25
+    tp = ctx.from_numpy(pos.astype(np.float32))
+    for got, want in ((ctx.sin(t), np.sin(a64)), (t.cos(), np.cos(a64)), (tp.log2(), np.log2(pos.astype(np.float32))),
+                      (ctx.log10(tp), np.log10(pos.astype(np.float32))), (t.exp2(), np.exp2(a64))):
+        np.testing.assert_allclose(got.numpy(), want, rtol=5e-7, atol=5e-7)
+    with pytest.raises(clbound.DTypeError, match="floor: i32 is not floating"):
+        ctx.floor(ctx.from_numpy(np.arange(3, dtype=np.int32)))
+
+
 def test_log(ctx):
     a = RNG.uniform(0.1, 5, size=(3, 4)).astype(np.float32)
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))

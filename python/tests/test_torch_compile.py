@@ -1027,6 +1027,50 @@ def test_batch_norm_and_other_loss_forms_train_in_the_graph():
     assert s["graph_breaks"] == 0, s  # before: batch norm, prelu, selu, celu, hardsigmoid, glu, ... broke it
 
 
+class Periodic(torch.nn.Module):
+    """sin / cos features (as a positional encoding's), the rounding ops (their
+    gradient is 0; of an integer tensor, the tensor), frac, and base 2 and 10
+    logarithms and powers."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.l(x)
+        q = h * 3
+        k = (x * 4).long()
+        return (q, q.floor(), q.ceil(), q.round(), q.trunc(), torch.sin(h) * torch.cos(2 * h), q.frac() * h,
+                (h * h + 0.5).log2(), (h * h + 0.5).log10(), h.exp2(), k.floor() + k.round())
+
+
+def test_trig_rounding_and_base_2_train_in_the_graph():
+    model, ref, compiled = f64_twin(Periodic)
+    g = torch.Generator().manual_seed(15)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        got, want = compiled(x), ref(x.double())
+        q = got[0].detach().numpy()  # the rounding ops exactly, on the compiled model's own float32 q
+        for a, fn in zip(got[1:5], (np.floor, np.ceil, np.round, np.trunc)):  # np.round: ties to even, as torch
+            np.testing.assert_array_equal(a.detach().numpy(), fn(q))
+        np.testing.assert_array_equal(got[-1].numpy(), want[-1].numpy())  # of an integer tensor
+        for k, (a, b) in enumerate(zip(got, want)):
+            assert a.shape == b.shape
+            if k in (0, 5, 7, 8, 9):
+                np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[6].detach().numpy(), (q - np.trunc(q)) * got[0].detach().numpy() / 3,
+                                   rtol=1e-5, atol=1e-6)
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want if b.is_floating_point()]
+        model.zero_grad()
+        ref.zero_grad()
+        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
+        sum((b * w).sum() for b, w in zip(want, ws)).backward()
+        for a, b in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: sin, cos, floor, ceil, round, trunc, frac, log2, log10, exp2 broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""

@@ -306,7 +306,10 @@ typedef struct member {
 static const char *const ew_unary_macro[CLB_UNARY_COUNT] = {"CLB_OP_NEG", "CLB_OP_RELU", "CLB_OP_SIGMOID", "CLB_OP_TANH",
                                                             "CLB_OP_EXP", "CLB_OP_LOG", "CLB_OP_COPY",
                                                             "CLB_OP_ERF", "CLB_OP_ABS", "CLB_OP_SQRT", "CLB_OP_RSQRT",
-                                                            "CLB_OP_LOG1P", "CLB_OP_EXPM1"};
+                                                            "CLB_OP_LOG1P", "CLB_OP_EXPM1", "CLB_OP_FLOOR",
+                                                            "CLB_OP_CEIL", "CLB_OP_ROUND", "CLB_OP_TRUNC",
+                                                            "CLB_OP_SIN", "CLB_OP_COS", "CLB_OP_LOG2",
+                                                            "CLB_OP_LOG10", "CLB_OP_EXP2"};
 /* NULL: a function of its own (fz_rem_*, fz_floordiv_*) */
 static const char *const ew_binary_macro[CLB_BINARY_COUNT] = {"CLB_OP_ADD", "CLB_OP_SUB", "CLB_OP_MUL", "CLB_OP_DIV",
                                                               NULL,         "CLB_OP_MAX", "CLB_OP_MIN", "CLB_OP_POW",

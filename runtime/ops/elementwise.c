@@ -12,10 +12,14 @@ static const char *const binary_macros[CLB_BINARY_COUNT] = {"OP_ADD", "OP_SUB", 
 static const char *const compare_names[CLB_COMPARE_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 static const char *const compare_macros[CLB_COMPARE_COUNT] = {"OP_EQ", "OP_NE", "OP_LT", "OP_LE", "OP_GT", "OP_GE"};
 static const char *const unary_names[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh",  "exp",   "log",  "copy",
-                                                         "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
+                                                         "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1",
+                                                         "floor", "ceil", "round", "trunc", "sin", "cos",
+                                                         "log2", "log10", "exp2"};
 static const char *const unary_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH",  "OP_EXP",
                                                           "OP_LOG", "OP_COPY", "OP_ERF",     "OP_ABS",   "OP_SQRT",
-                                                          "OP_RSQRT", "OP_LOG1P", "OP_EXPM1"};
+                                                          "OP_RSQRT", "OP_LOG1P", "OP_EXPM1", "OP_FLOOR", "OP_CEIL",
+                                                          "OP_ROUND", "OP_TRUNC", "OP_SIN", "OP_COS", "OP_LOG2",
+                                                          "OP_LOG10", "OP_EXP2"};
 
 /* Build options naming the input and output types. */
 static void type_options(char *buf, size_t len, clb_dtype in, clb_dtype out) {

@@ -75,7 +75,9 @@ clb_status clb_loss(clb_context_t ctx, clb_loss_kind kind, clb_tensor_t pred, cl
 static const char *const act_macros[CLB_UNARY_COUNT] = {"ACT_NEG", "ACT_RELU", "ACT_SIGMOID", "ACT_TANH",
                                                         "ACT_EXP", "ACT_LOG", "ACT_COPY", "ACT_ERF",
                                                         "ACT_ABS", "ACT_SQRT", "ACT_RSQRT", "ACT_LOG1P",
-                                                        "ACT_EXPM1"};
+                                                        "ACT_EXPM1", "ACT_FLOOR", "ACT_CEIL", "ACT_ROUND",
+                                                        "ACT_TRUNC", "ACT_SIN", "ACT_COS", "ACT_LOG2",
+                                                        "ACT_LOG10", "ACT_EXP2"};
 
 clb_status clb__loss_fused(clb_context_t ctx, clb_loss_kind kind, clb_unary_op act, clb_tensor_t z, clb_tensor_t target,
                            clb_tensor_t *y, clb_tensor_t *dz, clb_tensor_t *loss) {

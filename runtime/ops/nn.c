@@ -9,10 +9,15 @@ static const char *const bwd_names[CLB_UNARY_COUNT] = {"neg_backward", "relu_bac
                                                        "tanh_backward", "exp_backward", "log_backward",
                                                        "copy_backward", "erf_backward", "abs_backward",
                                                        "sqrt_backward", "rsqrt_backward", "log1p_backward",
-                                                       "expm1_backward"};
+                                                       "expm1_backward", "floor_backward", "ceil_backward",
+                                                       "round_backward", "trunc_backward", "sin_backward",
+                                                       "cos_backward", "log2_backward", "log10_backward",
+                                                       "exp2_backward"};
 static const char *const bwd_macros[CLB_UNARY_COUNT] = {"OP_NEG", "OP_RELU", "OP_SIGMOID", "OP_TANH",
                                                         "OP_EXP", "OP_LOG", "OP_COPY", "OP_ERF", "OP_ABS",
-                                                        "OP_SQRT", "OP_RSQRT", "OP_LOG1P", "OP_EXPM1"};
+                                                        "OP_SQRT", "OP_RSQRT", "OP_LOG1P", "OP_EXPM1", "OP_FLOOR",
+                                                        "OP_CEIL", "OP_ROUND", "OP_TRUNC", "OP_SIN", "OP_COS",
+                                                        "OP_LOG2", "OP_LOG10", "OP_EXP2"};
 
 static const char *fp64_opt(clb_dtype dt) { return dt == CLB_DTYPE_F64 ? " -D CLB_NEED_FP64" : ""; }
 
@@ -48,9 +53,10 @@ clb_status clb_unary_backward(clb_context_t ctx, clb_unary_op uop, clb_tensor_t 
   clb_status st = check_float(ctx, op, "dy", dy);
   if (st != CLB_OK) return st;
   int reads_x = uop == CLB_UNARY_RELU || uop == CLB_UNARY_LOG || uop == CLB_UNARY_ERF || uop == CLB_UNARY_ABS ||
-                uop == CLB_UNARY_LOG1P;
+                uop == CLB_UNARY_LOG1P || uop == CLB_UNARY_SIN || uop == CLB_UNARY_COS || uop == CLB_UNARY_LOG2 ||
+                uop == CLB_UNARY_LOG10;
   int reads_y = uop == CLB_UNARY_SIGMOID || uop == CLB_UNARY_TANH || uop == CLB_UNARY_EXP || uop == CLB_UNARY_SQRT ||
-                uop == CLB_UNARY_RSQRT || uop == CLB_UNARY_EXPM1;
+                uop == CLB_UNARY_RSQRT || uop == CLB_UNARY_EXPM1 || uop == CLB_UNARY_EXP2;
   clb_tensor_t v = dy;
   if (reads_x || reads_y) {
     v = reads_x ? x : y;

@@ -44,8 +44,9 @@ static inline clb_context_t clb_test_context(const clb_context_options *opts) {
 }
 
 /* The double reference of the floating unary ops (sigmoid, tanh, exp, log,
- * erf, abs, sqrt, rsqrt, log1p, expm1); x itself for the others, which each
- * test writes out for its dtypes. */
+ * erf, abs, sqrt, rsqrt, log1p, expm1, floor, ceil, round, trunc, sin, cos,
+ * log2, log10, exp2); x itself for the others, which each test writes out for
+ * its dtypes. */
 static inline double clb_test_unary_ref(clb_unary_op op, double x) {
   switch (op) {
   case CLB_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
@@ -58,6 +59,15 @@ static inline double clb_test_unary_ref(clb_unary_op op, double x) {
   case CLB_UNARY_RSQRT: return 1 / sqrt(x);
   case CLB_UNARY_LOG1P: return log1p(x);
   case CLB_UNARY_EXPM1: return expm1(x);
+  case CLB_UNARY_FLOOR: return floor(x);
+  case CLB_UNARY_CEIL: return ceil(x);
+  case CLB_UNARY_ROUND: return nearbyint(x); /* ties to even in the default rounding mode */
+  case CLB_UNARY_TRUNC: return trunc(x);
+  case CLB_UNARY_SIN: return sin(x);
+  case CLB_UNARY_COS: return cos(x);
+  case CLB_UNARY_LOG2: return log2(x);
+  case CLB_UNARY_LOG10: return log10(x);
+  case CLB_UNARY_EXP2: return exp2(x);
   default: return x;
   }
 }

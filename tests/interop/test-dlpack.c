@@ -596,7 +596,9 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
   static const char *const binary[CLB_BINARY_COUNT] = {"add", "sub", "mul", "div", "remainder", "maximum", "minimum",
                                                           "pow", "floor_divide"};
   static const char *const unary[CLB_UNARY_COUNT] = {"neg", "relu", "sigmoid", "tanh",  "exp",   "log",  "copy",
-                                                      "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
+                                                      "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1",
+                                                      "floor", "ceil", "round", "trunc", "sin", "cos", "log2",
+                                                      "log10", "exp2"};
   static const char *const reduce[CLB_REDUCE_COUNT] = {"sum", "mean", "max"};
   int64_t b2[2] = {3, 4};
   for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {

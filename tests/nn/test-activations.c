@@ -31,6 +31,15 @@ static double dact(clb_unary_op op, double x) {
   case CLB_UNARY_RSQRT: return -0.5 / (x * sqrt(x));
   case CLB_UNARY_LOG1P: return 1 / (1 + x);
   case CLB_UNARY_EXPM1: return exp(x);
+  case CLB_UNARY_FLOOR:
+  case CLB_UNARY_CEIL:
+  case CLB_UNARY_ROUND:
+  case CLB_UNARY_TRUNC: return 0;
+  case CLB_UNARY_SIN: return cos(x);
+  case CLB_UNARY_COS: return -sin(x);
+  case CLB_UNARY_LOG2: return 1 / (x * 0.6931471805599453);
+  case CLB_UNARY_LOG10: return 1 / (x * 2.302585092994046);
+  case CLB_UNARY_EXP2: return exp2(x) * 0.6931471805599453;
   default: return 1;
   }
 }
@@ -52,7 +61,8 @@ static double f_act(void *u, double *x) {
 
 static void unary_case(clb_context_t ctx, clb_dtype dt, clb_unary_op op, int64_t m) {
   static const char *const NM[] = {"neg", "relu", "sigmoid", "tanh", "exp", "log", "copy",
-                                   "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1"};
+                                   "erf", "abs",  "sqrt",    "rsqrt", "log1p", "expm1",
+                                   "floor", "ceil", "round", "trunc", "sin", "cos", "log2", "log10", "exp2"};
   char what[128];
   snprintf(what, sizeof what, "%s_backward %s m=%lld", NM[op], clb_dtype_name(dt), (long long)m);
   int64_t n = m * C;
@@ -60,9 +70,14 @@ static void unary_case(clb_context_t ctx, clb_dtype dt, clb_unary_op op, int64_t
   double *dx = malloc(sizeof(double) * (size_t)(n + 1));
   REQUIRE_TRUE(x && dy && dx);
   for (int64_t i = 0; i < n; i++) {
-    int positive = op == CLB_UNARY_LOG || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P;
+    int positive = op == CLB_UNARY_LOG || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P ||
+                   op == CLB_UNARY_LOG2 || op == CLB_UNARY_LOG10;
     double v = positive ? nn_rnd(0.2, 3) : nn_rnd(-2, 2);
     if ((op == CLB_UNARY_RELU || op == CLB_UNARY_ABS) && fabs(v) < 0.05) v = 0.5; /* no kink within the difference step */
+    if (op >= CLB_UNARY_FLOOR && op <= CLB_UNARY_TRUNC) { /* no step (at an integer or a half) either */
+      double f = v - floor(v);
+      if (f < 0.05 || f > 0.95 || fabs(f - 0.5) < 0.05) v += 0.25;
+    }
     x[i] = dt == CLB_DTYPE_F32 ? (double)(float)v : v;
     dy[i] = nn_rnd(-1, 1);
     dx[i] = dy[i] * dact(op, x[i]);

@@ -215,8 +215,9 @@ static void test_unary(clb_context_t ctx) {
         int64_t rows = SIZES[s] / 3, dims[2] = {rows, 3}, got_dims[2];
         for (int64_t i = 0; i < rows * 3; i++) {
           double g = gen((clb_dtype)dt, 0);
-          int positive = op == CLB_UNARY_LOG || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P;
-          v[i] = positive ? fabs(g) + (op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG ? 0.25 : 0) : g;
+          int logs = op == CLB_UNARY_LOG || op == CLB_UNARY_LOG2 || op == CLB_UNARY_LOG10;
+          int positive = logs || op == CLB_UNARY_SQRT || op == CLB_UNARY_RSQRT || op == CLB_UNARY_LOG1P;
+          v[i] = positive ? fabs(g) + (op == CLB_UNARY_RSQRT || logs ? 0.25 : 0) : g;
         }
         clb_test_write(ctx, a, dims, v);
         clb_test_canary_fill(ctx, o);
@@ -483,6 +484,47 @@ static void test_erf(clb_context_t ctx) {
   }
 }
 
+/* The rounding ops exactly (ties to even for round, the zeros' signs, values
+ * past 2^23 that are integers already, inf and NaN), and sin, cos, log2, log10
+ * and exp2 at a few ulp, against C's double functions. */
+static void test_rounding_and_trig(clb_context_t ctx) {
+  static const double xs[] = {-0.0, 0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, -1.25, 3.75, 8388609.0, -16777216.0,
+                              1e-30, 100.0, 1024.0, 0.125, INFINITY, -INFINITY, NAN};
+  enum { N = sizeof xs / sizeof xs[0] };
+  static const clb_unary_op ops[] = {CLB_UNARY_FLOOR, CLB_UNARY_CEIL, CLB_UNARY_ROUND, CLB_UNARY_TRUNC, CLB_UNARY_SIN,
+                                     CLB_UNARY_COS,   CLB_UNARY_LOG2, CLB_UNARY_LOG10, CLB_UNARY_EXP2};
+  static const char *const names[] = {"floor", "ceil", "round", "trunc", "sin", "cos", "log2", "log10", "exp2"};
+  int64_t b[1] = {N}, d[1] = {N};
+  for (int dt = CLB_DTYPE_F32; dt <= CLB_DTYPE_F64; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    clb_tensor_t a = NULL, o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 1, b, NULL, &a));
+    clb_test_write(ctx, a, d, xs);
+    for (int k = 0; k < 9; k++) {
+      double out[N];
+      CL_OK(ctx, clb_unary(ctx, ops[k], a, &o));
+      EXPECT_EQ_I(clb_test_read(ctx, o, NULL, out, N), N);
+      for (int i = 0; i < N; i++) {
+        double x = dt == CLB_DTYPE_F32 ? (double)(float)xs[i] : xs[i];
+        double want = ref_unary(ops[k], (clb_dtype)dt, x);
+        if (dt == CLB_DTYPE_F32) want = (double)(float)want;
+        double ulp = dt == CLB_DTYPE_F32 ? 1.2e-7 : 2.3e-16; /* machine epsilon */
+        int exact = k < 4 || (ops[k] == CLB_UNARY_LOG2 && (x == 1024.0 || x == 0.125)) ||
+                    (ops[k] == CLB_UNARY_EXP2 && (x == 100.0 || x == 0.0 || x == -0.0));
+        int ok = isnan(want) ? isnan(out[i])
+                 : isinf(want) ? out[i] == want
+                 : exact ? out[i] == want && signbit(out[i]) == signbit(want)
+                 : fabs(out[i] - want) <= 4 * ulp * (fabs(want) > 1e-300 ? fabs(want) : 1) + 1e-300;
+        clb_test_checks++;
+        if (!ok) CLB_FAIL_AT("%s %s(%.17g): got %.17g want %.17g", clb_dtype_name((clb_dtype)dt), names[k], x, out[i], want);
+      }
+      clb_tensor_free(o);
+      o = NULL;
+    }
+    clb_tensor_free(a);
+  }
+}
+
 /* abs, sqrt, rsqrt, log1p and expm1 where a careless formula goes wrong,
  * against C's double functions: f32 within 2e-7 + 4e-7 |want| (a few ulp; the
  * loop above checks 5e-3), the zeros' signs, inf and NaN. */
@@ -532,6 +574,7 @@ static void test_errors(clb_context_t ctx) {
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_ERF, i3, &o), CLB_ERR_DTYPE, "erf: i32 is not floating");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_SQRT, i3, &o), CLB_ERR_DTYPE, "sqrt: i32 is not floating");
   EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_ABS, i3, &o), CLB_ERR_DTYPE, "abs: i32 is not floating");
+  EXPECT_STATUS(ctx, clb_unary(ctx, CLB_UNARY_FLOOR, i3, &o), CLB_ERR_DTYPE, "floor: i32 is not floating");
   EXPECT_STATUS(ctx, clb_add(ctx, NULL, f3, &o), CLB_ERR_NULL, "add: tensor a is NULL");
   EXPECT_STATUS(ctx, clb_add(ctx, f3, f3, NULL), CLB_ERR_NULL, "out is NULL");
   EXPECT_STATUS(ctx, clb_binary(ctx, (clb_binary_op)99, f3, f3, &o), CLB_ERR_INVALID_ARG, "unknown op 99");
@@ -676,6 +719,7 @@ int main(void) {
   has_fp64 = clb_test_has_fp64();
   test_binary(ctx);
   test_unary(ctx);
+  test_rounding_and_trig(ctx);
   test_compare(ctx);
   test_cast(ctx);
   test_fill(ctx);
