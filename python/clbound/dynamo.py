@@ -945,8 +945,9 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     decompose to: sum((x - mean)^2) over dims / (n - correction), the mean's
     dims kept. n, the count over the reduced dims, comes from the inputs' sizes
     where they give it (a host number, no sync), else it is counted on the
-    device (a data-dependent size: still no host sync). n - correction <= 0
-    gives inf or NaN, as in PyTorch."""
+    device (a data-dependent size: still no host sync). The divisor is
+    max(n - correction, 0), as in PyTorch (ATen's Welford projection), so
+    n <= correction gives inf or NaN."""
     args, kw = node.args, node.kwargs
     src = args[0]
     m = _meta(src)
@@ -957,7 +958,7 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     if isinstance(corr, torch.fx.Node) or not isinstance(corr, (int, float)):
         raise Unsupported(f"{name}: correction {corr}")
     rank = m.dim()
-    ds = sorted({d % rank for d in dims}, reverse=True) if dims else list(range(rank - 1, -1, -1))
+    ds = sorted({d % rank for d in dims}, reverse=True) if dims and rank else list(range(rank - 1, -1, -1))
     counted = [_shape_parts(src)[d] for d in ds]
 
     def var(ctx: Context, env: Dict[Any, Any]) -> _V:
@@ -971,12 +972,12 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
             sq = ctx.reduce_dim("sum", sq, d, False)
         n = _eval_shape(counted, env["__sizes__"])
         if n is not None:
-            return _V(_cast_to(ctx, ctx.div(sq, float(np.prod(n, dtype=np.int64)) - corr), node))
+            return _V(_cast_to(ctx, ctx.div(sq, max(float(np.prod(n, dtype=np.int64)) - corr, 0.0)), node))
         count = ctx.cast(x, x.dtype)
         ctx.fill(count, 1)
         for d in ds:
             count = ctx.reduce_dim("sum", count, d, False)
-        return _V(_cast_to(ctx, ctx.div(sq, ctx.sub(count, float(corr))), node))
+        return _V(_cast_to(ctx, ctx.div(sq, ctx.maximum(ctx.sub(count, float(corr)), 0.0)), node))
     return var
 
 
@@ -1036,12 +1037,15 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         top = extreme(ctx, x, True)
         idx = where_first(ctx, x, top)
         if tgt in (aten.argmax.default, aten.argmin.default):
-            return _V(idx)
+            return _V(ctx.reshape(idx, [1] * rank) if flat and keepdim else idx)
         values = top if keepdim else ctx.reshape(top, _reshape_spec(_meta(node)[0].shape, name))
         return (_V(values), _V(idx))
     if tgt in (aten.max.dim, aten.min.dim):
         _reshape_spec(_meta(node)[0].shape, name)  # a shape clbound can reshape to, or Unsupported now
     return run
+
+
+_ONE_HOT_MAX = 1 << 22  # elements of embedding's backward one-hot (16 MiB in float32)
 
 
 def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1051,7 +1055,9 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
     is an IndexError at the call's sync, as PyTorch raises one. Its backward,
     embedding_dense_backward, is onehot(indices)^T @ grad, [V, M] by [M, D]:
     one GEMM, deterministic (no atomics), padding_idx's row left zero, at the
-    cost of an [M, V] one-hot matrix; scale_grad_by_freq breaks the graph."""
+    cost of an [M, V] one-hot matrix: past _ONE_HOT_MAX elements at M's bound
+    (a table of many rows: a language model's), and with scale_grad_by_freq,
+    the backward breaks the graph and runs in eager PyTorch."""
     args = node.args
     bw = node.target is aten.embedding_dense_backward.default
     idx = args[1]
@@ -1087,6 +1093,12 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
     freq = args[4] if len(args) > 4 else node.kwargs.get("scale_grad_by_freq", False)
     if freq or not isinstance(n_rows, int) or not isinstance(pad, int):
         raise Unsupported(f"{name}: scale_grad_by_freq or a symbolic number of rows")
+    try:
+        m_bound = int(np.prod([_upper_bound(d, node, k) if _is_sym(d) else int(d) for k, d in enumerate(mi.shape)]))
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}")
+    if m_bound * n_rows > _ONE_HOT_MAX:
+        raise Unsupported(f"{name}: a one-hot of {m_bound} x {n_rows} elements (more than {_ONE_HOT_MAX})")
 
     def embed_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
         iota = held.get("iota")
@@ -1100,6 +1112,63 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
         onehot = ctx.cast(hit, g.dtype)
         return _V(ctx.matmul(onehot, ctx.reshape(g, (-1, width)), trans_a=True))
     return embed_bw
+
+
+def _lower_any_all(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """any / all over every dim or some, as counts: any is sum(x != 0) > 0 and
+    all is sum(x == 0) == 0, so an empty extent gives False and True and NaN
+    counts as true, as in PyTorch; the result in the graph's dtype (bool, or
+    uint8 for a uint8 input)."""
+    args, kw = node.args, node.kwargs
+    kind = _ANY_ALL[node.target]
+    src = args[0]
+    m = _meta(src)
+    dims = args[1] if len(args) > 1 else kw.get("dim")
+    keepdim = bool(args[2] if len(args) > 2 else kw.get("keepdim", False))
+    if not isinstance(m, torch.Tensor):
+        raise Unsupported(f"{name}: of {m}")
+    rank = m.dim()
+    if dims is not None and (len(_flat(dims)) == 0 or rank == 0):
+        raise Unsupported(f"{name}: over dims {dims} of a {rank}-d tensor")
+    ds = None if dims is None else sorted({d % rank for d in _flat(dims)}, reverse=True)
+
+    def any_all(ctx: Context, env: Dict[Any, Any]) -> _V:
+        hits = ctx.compare("ne" if kind == "any" else "eq", val(env, src), 0)
+        if ds is None:
+            count = ctx.reduce_all("sum", hits)
+            if keepdim and rank:
+                count = ctx.reshape(count, [1] * rank)
+        else:
+            count = hits
+            for d in ds:
+                count = ctx.reduce_dim("sum", count, d, keepdim)
+        return _V(_cast_to(ctx, ctx.compare("gt" if kind == "any" else "eq", count, 0), node))
+    return any_all
+
+
+def _lower_arange(node: torch.fx.Node, name: str) -> Callable[..., Any]:
+    """arange with constant start, end and step: numpy's values in the graph's
+    dtype, uploaded at the first call and then the same tensor (no op writes
+    into an input of its own). A size Dynamo passes as the end (arange(n) of a
+    batch size) breaks the graph."""
+    args = list(node.args)
+    if any(isinstance(a, torch.fx.Node) for a in args) or node.kwargs.get("layout") not in (None, torch.strided):
+        raise Unsupported(f"{name}: a symbolic start, end or step")
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    npdt = _np_dtype(_meta(node).dtype, name)
+    values = np.arange(start, end, step).astype(npdt)
+    if values.size == 0:
+        raise Unsupported(f"{name}: no values")
+    if values.shape != tuple(int(d) for d in _meta(node).shape):
+        raise Unsupported(f"{name}: numpy gives {values.shape[0]} values, PyTorch {list(_meta(node).shape)}")
+    held: Dict[str, Tensor] = {}
+
+    def arange(ctx: Context, env: Dict[Any, Any]) -> _V:
+        t = held.get("t")
+        if t is None:
+            t = held["t"] = ctx.from_numpy(values)
+        return _V(t)
+    return arange
 
 
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1312,19 +1381,29 @@ def _lower_filled(node: torch.fx.Node, name: str) -> Callable[..., Any]:
     sizes = list(args[1] if new else args[0])
     value = (0 if tgt in (aten.new_zeros.default, aten.zeros.default)
              else 1 if tgt in (aten.new_ones.default, aten.ones.default) else _scalar(args[-1], name))
-    make = _sized_maker(node, sizes, name, value)
+    if isinstance(value, int) and not isinstance(value, bool) and float(value) != value:
+        raise Unsupported(f"{name}: {value} is not exactly a double (the fill's C call takes one)")
+    try:
+        make = _sized_maker(node, sizes, name, value)
+    except UnboundedSizeError as e:  # torch.zeros(n) of an int with no bound: it runs in eager PyTorch
+        raise Unsupported(f"{name}: {e}")
     return lambda ctx, env: _V(make(ctx, env, None))
 
 
 def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
-    """scatter(self, dim, index, src) where index and src have size 1 at dim
-    and self's sizes elsewhere (the backward of max.dim / min.dim, which puts
-    each gradient where its extreme was): where(iota == index, src, self),
+    """scatter(new_zeros(...), dim, index, src) where index and src have size
+    1 at dim and self's sizes elsewhere (the backward of max.dim / min.dim,
+    which puts each gradient where its extreme was): where(iota == index, src, self),
     broadcast along dim. dim must be static; other forms break the graph."""
     x, dim, index, src = node.args[:4]
     mx, mi, ms = _meta(x), _meta(index), _meta(src)
     if node.kwargs or not all(isinstance(v, torch.Tensor) for v in (mx, mi, ms)) or mx.dim() == 0:
         raise Unsupported(f"{name}: scatter of this form")
+    if getattr(x, "target", None) is not aten.new_zeros.default:
+        # a user's scatter may hold an index outside the dim, which PyTorch raises
+        # on and where(iota == index) would drop: only the backward's, whose
+        # indices come from max / min, runs here
+        raise Unsupported(f"{name}: a scatter into other than new_zeros")
     d = dim % mx.dim()
     same = mi.dim() == ms.dim() == mx.dim() and all(
         str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
@@ -1425,6 +1504,9 @@ _EXTREME = {aten.argmax.default: "max", aten.argmin.default: "min", aten.max.dim
             aten.amin.default: "min"}
 _EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of max.dim / min.dim is
 _EMBEDDING = {aten.embedding.default, aten.embedding_dense_backward.default}
+_ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", aten.all.default: "all",
+            aten.all.dim: "all", aten.all.dims: "all"}
+_ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1477,7 +1559,8 @@ def _decomposition_table() -> Dict[Any, Callable[..., Any]]:
 SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OUT) | set(_COMPARE) | _IDENTITY
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
-                      | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | {aten.cat.default})
+                      | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
+                      | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1757,6 +1840,12 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _EMBEDDING:
         return _lower_embedding(node, name, val), False
+
+    if tgt in _ANY_ALL:
+        return _lower_any_all(node, name, val), False
+
+    if tgt in _ARANGE:
+        return _lower_arange(node, name), False
 
     if tgt is aten.scatter.src:
         return _lower_scatter(node, name, val), False

@@ -876,15 +876,15 @@ def test_decomposed_losses_and_statistics_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
-@pytest.mark.filterwarnings("ignore:var\\(\\):UserWarning")  # "degrees of freedom is <= 0": eager, n = 1
+@pytest.mark.filterwarnings("ignore:(var|std)\\(\\):UserWarning")  # "degrees of freedom is <= 0": eager, small n
 @torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
 def test_variance_of_a_data_dependent_batch_counts_on_the_device():
     def f(x_test):
         rows = torch.nonzero(x_test.int()).float() + 0.5  # [<= 10, 2]: its count is known only on the device
-        return rows.var(0), rows.std(0, correction=0), rows.var()
+        return rows.var(0), rows.std(0, correction=0), rows.var(), rows.var(0, correction=3)
 
     compiled = torch.compile(f, backend="clbound")
-    for n in (3, 7, 1, 10):
+    for n in (3, 7, 1, 10, 0, 2):  # n <= correction: a divisor of max(n - correction, 0), inf or NaN
         x_test = torch.zeros(5, 2)
         x_test.view(-1)[torch.randperm(10)[:n]] = 1
         before = cd.context().counters()["host_syncs"] if n != 3 else None
@@ -894,7 +894,8 @@ def test_variance_of_a_data_dependent_batch_counts_on_the_device():
             assert cd.context().counters()["host_syncs"] == before + 1
         for a, b in zip(got, want):  # n = 1: var with correction 1 is NaN, as in PyTorch
             np.testing.assert_allclose(a.double().numpy(), b.numpy(), rtol=1e-6, atol=1e-6, equal_nan=True)
-        assert bool(torch.isnan(got[0]).all()) == (n == 1)
+        assert bool(torch.isnan(got[0]).all()) == (n <= 1)
+        assert np.isfinite(got[3].numpy()).all() == (n > 3)  # inf or NaN where n <= 3, as the reference
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
@@ -912,7 +913,7 @@ class Extremes(torch.nn.Module):
         top, where = h.max(-1)
         low, at = torch.min(h, 1, keepdim=True)
         return (top, where, low * 2, at, h.argmax(-1), h.argmin(1, keepdim=True), h.amin(-1),
-                self.l.weight.argmax(), self.l.weight.argmin())
+                self.l.weight.argmax(), self.l.weight.argmin(), self.l.weight.argmax(keepdim=True))
 
 
 def test_max_min_and_their_indices_train_in_the_graph():
@@ -939,6 +940,30 @@ def test_max_min_and_their_indices_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+@torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True)
+def test_any_all_and_arange_match_eager():
+    def f(x, k):
+        m = x > 0.5
+        none = x[x > 2.0]  # rand < 1: no element, on the device
+        return (m.any(-1), m.all(0), (x * 0).any(), torch.isnan(x).any(1, keepdim=True), k.all(-1), k.any(),
+                x.any(dim=(0, 1)), none.any(), none.all(), x + torch.arange(5),
+                x * torch.arange(1.0, 2.0, 0.25).reshape(1, 4)[:, :1])
+
+    compiled = torch.compile(f, backend="clbound")
+    for n in (6, 2, 5):
+        x = torch.rand(n, 5)
+        x[0, 1] = float("nan")
+        k = torch.randint(0, 2, (n, 5), dtype=torch.uint8)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        torch._dynamo.mark_dynamic(k, 0, min=2, max=16)
+        with torch.no_grad():
+            got, want = compiled(x, k), f(x, k)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype and a.shape == b.shape, (a, b)
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 def test_indices_of_ties_nan_and_integers_match_eager():
     def f(x, k):
         return x.argmax(-1), x.argmin(-1), x.max(1), x.min(-1, keepdim=True), k.argmax(-1), k.amax(-1)
@@ -963,6 +988,10 @@ def test_indices_of_ties_nan_and_integers_match_eager():
         np.testing.assert_array_equal(torch.compile(lambda x: x.argmax(0) + x.argmin(0), backend="clbound")(x).numpy(),
                                       (x.argmax(0) + x.argmin(0)).numpy())
     assert "aten.argmax.default" in cd.stats()["graph_break_ops"], cd.stats()
+    # a scatter of the user's own runs in eager PyTorch, which checks its indices
+    scatter = torch.compile(lambda x, i, s: x.scatter(1, i, s), backend="clbound")
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        scatter(torch.zeros(4, 5), torch.full((4, 1), 7), torch.ones(4, 1))
 
 
 class Normalized(torch.nn.Module):
