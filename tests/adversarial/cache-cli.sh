@@ -12,7 +12,8 @@
 set -u
 case_=$1 tool=$2
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 fail() { echo "cache-cli $case_: $*" >&2; exit 1; }
 # --cache user: the demo uses the configured cache folder (its default, cold, uses none)
 demo() { timeout 180 "$tool" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet --cache user "$@"; }

@@ -15,7 +15,8 @@ want=$1 pattern=$2
 shift 2
 [ -n "$json" ] && set -- "$pattern" "$@" # --json: there is no pattern
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 "$@" > "$dir/out" 2> "$dir/err"
 rc=$?
 fail() {

@@ -7,7 +7,8 @@
 set -eu
 src="$1"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 fail() { echo "bench-outputs: $*" >&2; exit 1; }
 
 make -s -n -C "$src" bench BUILD="$dir/b" > "$dir/bench.sh" 2> /dev/null || fail "make -n bench failed"

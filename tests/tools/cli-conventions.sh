@@ -6,7 +6,8 @@
 set -u
 tool="$1"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 bad=0
 fail() { echo "cli-conventions: FAIL: $*" >&2; bad=1; }
 

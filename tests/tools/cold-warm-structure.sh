@@ -10,7 +10,8 @@
 set -eu
 tool="$1"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 fail() { echo "cold-warm-structure: $*" >&2; exit 1; }
 num() { sed -n "s/.*\"$2\":\\([0-9][0-9]*\\).*/\\1/p" "$1" | head -n 1; }
 for w in xla-mlp wide-mlp; do

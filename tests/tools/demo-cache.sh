@@ -8,7 +8,8 @@
 set -eu
 tool="$1"
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 export CLBOUND_CACHE_DIR="$dir/cache"
 run() { "$tool" demo --cache user --workload xla-mlp --policy dynamic --iterations 12 --json > "$dir/$1.json"; }
 field() { sed -n "s/.*\"$2\":\\([0-9.e+-]*\\).*/\\1/p" "$dir/$1.json"; }

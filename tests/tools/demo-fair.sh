@@ -12,8 +12,8 @@
 set -eu
 tool="$1"
 dir=$(mktemp -d)
-# the store helper may still be writing the cache for a moment after a demo exits
-trap 'for i in 1 2 3 4 5 6 7 8 9 10; do rm -rf "$dir" 2> /dev/null && break; sleep 0.5; done' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap 'rm_retry "$dir"' EXIT
 fail() { echo "demo-fair: $*" >&2; cat "$dir"/*.txt >&2 2> /dev/null || true; exit 1; }
 num() { sed -n "s/.*\"$2\":\\([0-9][0-9]*\\).*/\\1/p" "$1"; }
 demo() { "$tool" demo --workload xla-mlp --iterations 6 --no-check --quiet "$@"; }

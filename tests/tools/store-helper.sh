@@ -19,7 +19,8 @@ set -eu
 tool="$1"
 dir=$(mktemp -d)
 holder=
-trap '[ -n "$holder" ] && kill "$holder" 2> /dev/null; rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../common/rm-retry.sh"  # rm_retry: the store helper may still write the cache
+trap '[ -n "$holder" ] && kill "$holder" 2> /dev/null; rm_retry "$dir"' EXIT
 fail() { echo "store-helper: $*" >&2; exit 1; }
 num() { sed -n "s/.*\"$2\":\\([0-9][0-9]*\\).*/\\1/p" "$1" | head -n 1; }
 count() { ls "$1" 2> /dev/null | grep -c "$2\$" || true; }
