@@ -32,6 +32,7 @@
 #define CLB_STF_EMPTY_REDUCE 16u
 #define CLB_STF_INDEX_RANGE 32u
 #define CLB_STF_INDEX_OUT 64u
+#define CLB_STF_ASSERT 128u
 
 /* Raises a sticky bit. Each failing launch claims one slot of the status
  * buffer (the first of its work-items to get there) and records its id, the bit

@@ -124,6 +124,21 @@ __kernel void ew_unary(CLB_DATA(const TA, a), __global const long *sa, int rank,
 }
 #endif
 
+#ifdef EW_ASSERT
+/* clb_assert: an element that is zero raises CLB_STF_ASSERT with its flat index
+ * and the count (the launch keeps the first element raised); NaN is not zero. */
+__kernel void ew_assert(CLB_DATA(const TA, c), __global const long *sc, int rank, __global int *st, uint launch) {
+  CLB_DATA_AT(const TA, c);
+  long n = clb_numel(sc, rank);
+  CLB_FOR_CHUNK(i, n) {
+    if (c[i] == (TA)0) {
+      clb_raise(st, launch, CLB_STF_ASSERT, i, n);
+      break;
+    }
+  }
+}
+#endif
+
 #ifdef EW_FILL
 __kernel void ew_fill(CLB_DATA(TOUT, out), __global const long *so, int rank, TOUT v) {
   CLB_DATA_AT(TOUT, out);

@@ -132,6 +132,13 @@ CLB_API clb_status clb_rand_uniform(clb_context_t ctx, clb_tensor_t like, clb_dt
  * t's dtype as a C cast would (bool: value != 0). */
 CLB_API clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value);
 
+/* A check that stays on the device (torch._assert_async): when a live element
+ * of cond (any dtype and rank, 0-d included) is zero (false; NaN counts as
+ * true), the next host sync returns CLB_ERR_DEVICE_CHECK, naming msg (copied;
+ * NULL: none; the first 120 bytes kept), the element and the count. An empty
+ * cond passes. No host sync. */
+CLB_API clb_status clb_assert(clb_context_t ctx, clb_tensor_t cond, const char *msg);
+
 /* out = a converted to `dtype` (any pair of dtypes; to bool: x != 0; float to
  * integer truncates toward zero). */
 CLB_API clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype,

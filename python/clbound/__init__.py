@@ -712,6 +712,16 @@ class Context:
             v = float(iv)
         self._check(L.fill(self._h, h, float(v)))
 
+    def assert_async(self, cond: Tensor, msg: Optional[str] = None) -> None:
+        """A check that stays on the device, as torch._assert_async: where a
+        live element of cond is zero (false; NaN counts as true), the next host
+        sync raises DeviceCheckError naming msg (its first 120 bytes), the
+        element and the count (clb_assert). An empty cond passes. No host sync."""
+        h = self._arg(cond, "cond")
+        if msg is not None and not isinstance(msg, str):
+            raise TypeError(f"msg must be a str or None, not {_describe(msg)}")
+        self._check(L.assert_(self._h, h, None if msg is None else msg.encode("utf-8", "replace")))
+
     # ---- elementwise ----
 
     def binary(self, op: str, a: Operand, b: Operand, *, out: Optional[Tensor] = None) -> Tensor:

@@ -40,10 +40,12 @@ class ShapeError(ClboundError, ValueError):
     broadcast, a rank outside 0..8, dims that cannot be equal."""
 
 
-class DeviceCheckError(ClboundError, ValueError):
+class DeviceCheckError(ClboundError, ValueError, RuntimeError):
     """ERR_DEVICE_CHECK: a check only the device could make failed (two actual
-    sizes that must be equal, a reshape that does not divide); raised at the next
-    host sync."""
+    sizes that must be equal, a reshape that does not divide, an assert_async
+    condition); raised at the next host sync. Also a RuntimeError, the class
+    PyTorch raises for the same failures (a size mismatch, a failed
+    torch._assert_async), so code written for PyTorch catches it."""
 
 
 class ShortSourceError(ClboundError, ValueError):

@@ -1507,6 +1507,7 @@ _EMBEDDING = {aten.embedding.default, aten.embedding_dense_backward.default}
 _ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", aten.all.default: "all",
             aten.all.dim: "all", aten.all.dims: "all"}
 _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
+_ASSERT = {aten._assert_async.msg, aten._assert_async.default}  # checks on the device (clb_assert)
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1560,7 +1561,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | {aten.cat.default})
+                      | _ASSERT | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1846,6 +1847,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt in _ARANGE:
         return _lower_arange(node, name), False
+
+    if tgt in _ASSERT:  # stays on the device: a false cond fails the call's sync (a RuntimeError, as eager's)
+        cond, msg = args[0], (args[1] if len(args) > 1 else None)
+        if not isinstance(msg, (str, type(None))):
+            raise Unsupported(f"{name}: message {msg!r}")
+
+        def check(ctx: Context, env: Dict[Any, Any]) -> None:
+            ctx.assert_async(val(env, cond), msg or "torch._assert_async")
+        return check, False
 
     if tgt is aten.scatter.src:
         return _lower_scatter(node, name, val), False

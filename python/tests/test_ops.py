@@ -100,6 +100,23 @@ def test_rounding_trig_and_base_2_and_10(ctx):
         ctx.floor(ctx.from_numpy(np.arange(3, dtype=np.int32)))
 
 
+def test_assert_async_fails_the_next_sync(ctx):
+    """ctx.assert_async: a zero element fails the next host sync (DeviceCheckError,
+    also a RuntimeError as PyTorch's), naming the message, the element and the
+    count; NaN is true; the error is reported once."""
+    ok = ctx.from_numpy(np.array([1.0, np.nan, -2.0], np.float32))
+    ctx.assert_async(ok, "fine")
+    ctx.sync()
+    bad = ctx.from_numpy(np.array([True, True, False, True]), (8,), (True,))
+    ctx.assert_async(bad, "labels in range")
+    with pytest.raises(RuntimeError, match='"labels in range" on .*element 2 of 4 is false') as e:
+        ctx.sync()
+    assert isinstance(e.value, clbound.DeviceCheckError)
+    ctx.sync()
+    with pytest.raises(TypeError, match="msg must be a str"):
+        ctx.assert_async(ok, 3)
+
+
 def test_log(ctx):
     a = RNG.uniform(0.1, 5, size=(3, 4)).astype(np.float32)
     check(ctx.log(ctx.from_numpy(a)).numpy(), np.log(a))

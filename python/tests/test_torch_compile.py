@@ -964,6 +964,37 @@ def test_any_all_and_arange_match_eager():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+def test_one_hot_targets_train_and_check_their_range_on_the_device():
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 5)
+
+    def loss_of(x, y):  # one_hot's range check is torch._assert_async: on the device, no host sync
+        return F.binary_cross_entropy_with_logits(model(x), F.one_hot(y, 5).float())
+
+    compiled = torch.compile(loss_of, backend="clbound")
+    g = torch.Generator().manual_seed(16)
+    for n, x in dynamic_batches(4, 2, 12, 4):
+        y = torch.randint(0, 5, (n,), generator=g)
+        torch._dynamo.mark_dynamic(y, 0, min=2, max=16)
+        got, want = compiled(x, y), loss_of(x, y)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+        gw, = torch.autograd.grad(got, model.weight)
+        ww, = torch.autograd.grad(want, model.weight)
+        np.testing.assert_allclose(gw.numpy(), ww.numpy(), rtol=1e-4, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    x = torch.randn(3, 4)
+    y = torch.tensor([0, 5, 1])  # class 5 of 5: eager raises a RuntimeError, and so does the call
+    torch._dynamo.mark_dynamic(y, 0, min=2, max=16)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    with pytest.raises(RuntimeError, match="assertion failed on the device"):
+        compiled(x, y)
+    with pytest.raises(RuntimeError):
+        loss_of(x, y)
+    y = torch.tensor([0, 4, 1])  # and the next call runs
+    np.testing.assert_allclose(compiled(x, y).item(), loss_of(x, y).item(), rtol=1e-5)
+
+
 def test_indices_of_ties_nan_and_integers_match_eager():
     def f(x, k):
         return x.argmax(-1), x.argmin(-1), x.max(1), x.min(-1, keepdim=True), k.argmax(-1), k.amax(-1)

@@ -23,6 +23,7 @@
 #define CLB_STF_EMPTY_REDUCE 16u
 #define CLB_STF_INDEX_RANGE 32u
 #define CLB_STF_INDEX_OUT 64u
+#define CLB_STF_ASSERT 128u
 /* Layout of the status buffer, in ints: the flags, a spare int, then
  * CLB_STATUS_SLOTS slots of CLB_STATUS_SLOT_INTS: the id of a failing launch,
  * its bit, and two int64 values (as lo/hi pairs) describing what was wrong. Each

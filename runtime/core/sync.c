@@ -47,6 +47,9 @@ static clb_status describe(clb_context_t ctx, const cl_int *slot, char *msg, siz
     snprintf(msg, cap, "%s: index %lld is out of range for dim %lld of actual size %lld", who, a, b >> 56,
              b & (((long long)1 << 56) - 1));
     return CLB_ERR_INDEX;
+  case CLB_STF_ASSERT: /* clb_assert: its message is in the launch's description */
+    snprintf(msg, cap, "%s: assertion failed on the device: element %lld of %lld is false", who, a, b);
+    return CLB_ERR_DEVICE_CHECK;
   case CLB_STF_DEVICE_CHECK:
     snprintf(msg, cap, "%s: deferred check failed on the device: sizes %lld and %lld must be equal", who, a, b);
     return CLB_ERR_DEVICE_CHECK;

@@ -279,6 +279,27 @@ clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype, clb_tens
   return unary_launch(ctx, op, "OP_CAST", a, dtype, out);
 }
 
+clb_status clb_assert(clb_context_t ctx, clb_tensor_t cond, const char *msg) {
+  static const char *op = "assert";
+  clb_status st = check_ctx(ctx, op);
+  if (st != CLB_OK) return st;
+  if ((st = clb__check_tensor(ctx, op, "cond", cond)) != CLB_OK) return st;
+  char opts[256], types[160];
+  type_options(types, sizeof types, cond->dtype, cond->dtype);
+  snprintf(opts, sizeof opts, "-D EW_ASSERT %s", types);
+  cl_kernel k;
+  size_t local = 0;
+  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_assert", &k, &local)) != CLB_OK) return st;
+  cl_int rank = cond->rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG_DATA(cond->data), CLB_ARG(cond->shape.mem), CLB_ARG(rank), CLB_ARG(ctx->status),
+                    CLB_ARG(zero)};
+  char what[192], desc[64];
+  snprintf(what, sizeof what, "\"%.120s\" on %s", msg ? msg : "", clb__tensor_desc(cond, desc, sizeof desc));
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1,
+                     clb__groups_local(ctx, clb_tensor_bound_numel(cond), local), local);
+}
+
 clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
   static const char *op = "fill";
   clb_status st = check_ctx(ctx, op);

@@ -487,6 +487,49 @@ static void test_erf(clb_context_t ctx) {
 /* The rounding ops exactly (ties to even for round, the zeros' signs, values
  * past 2^23 that are integers already, inf and NaN), and sin, cos, log2, log10
  * and exp2 at a few ulp, against C's double functions. */
+/* clb_assert: true conditions pass, a false element fails the next sync naming
+ * the message, the element and the live count (bool, int, float with NaN as
+ * true, 0-d); a false element past the actual size is not looked at; an empty
+ * condition passes; the error is reported once; argument errors. */
+static void test_assert(clb_context_t ctx) {
+  int64_t b[1] = {8};
+  uint8_t dyn[1] = {1};
+  clb_tensor_t c = NULL, f = NULL, z = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_BOOL, 1, b, dyn, &c));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b, dyn, &f));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_I32, 0, NULL, NULL, &z));
+  double all[8] = {1, 1, 1, 1, 1, 1, 1, 0}, nan[8] = {NAN, -0.5, 2, 1e-30, 1, 1, 1, 1};
+  int64_t d8[1] = {8}, d7[1] = {7}, d5[1] = {5}, d0[1] = {0};
+  clb_test_write(ctx, c, d8, all);
+  CL_OK(ctx, clb_tensor_set_sizes(ctx, c, d7)); /* the 0 at index 7 is past the actual size */
+  clb_test_write(ctx, f, d5, nan);
+  CL_OK(ctx, clb_assert(ctx, c, "mask in range"));
+  CL_OK(ctx, clb_assert(ctx, f, NULL));
+  EXPECT_EQ_I(clb_context_sync(ctx), CLB_OK);
+  double one_false[8] = {1, 1, 1, 0, 1, 1, 1, 1};
+  clb_test_write(ctx, c, d5, one_false);
+  CL_OK(ctx, clb_assert(ctx, c, "class values must be smaller than num_classes"));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK,
+                "\"class values must be smaller than num_classes\" on");
+  if (!strstr(clb_context_errmsg(ctx), "assertion failed on the device: element 3 of 5 is false"))
+    CLB_FAIL_AT("clb_assert's message: %s", clb_context_errmsg(ctx));
+  EXPECT_EQ_I(clb_context_sync(ctx), CLB_OK); /* reported once, then cleared */
+  double zero[1] = {0}, neg[1] = {-3};
+  clb_test_write(ctx, z, NULL, zero);
+  CL_OK(ctx, clb_assert(ctx, z, "0-d"));
+  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "element 0 of 1 is false");
+  clb_test_write(ctx, z, NULL, neg);
+  CL_OK(ctx, clb_assert(ctx, z, "0-d"));
+  clb_test_write(ctx, c, d0, one_false);
+  CL_OK(ctx, clb_assert(ctx, c, "empty"));
+  EXPECT_EQ_I(clb_context_sync(ctx), CLB_OK);
+  EXPECT_STATUS(ctx, clb_assert(ctx, NULL, "x"), CLB_ERR_NULL, "assert: tensor cond is NULL");
+  EXPECT_EQ_I(clb_assert(NULL, c, "x"), CLB_ERR_NULL);
+  clb_tensor_free(c);
+  clb_tensor_free(f);
+  clb_tensor_free(z);
+}
+
 static void test_rounding_and_trig(clb_context_t ctx) {
   static const double xs[] = {-0.0, 0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 0.49999997, -1.25, 3.75, 8388609.0, -16777216.0,
                               1e-30, 100.0, 1024.0, 0.125, INFINITY, -INFINITY, NAN};
@@ -720,6 +763,7 @@ int main(void) {
   test_binary(ctx);
   test_unary(ctx);
   test_rounding_and_trig(ctx);
+  test_assert(ctx);
   test_compare(ctx);
   test_cast(ctx);
   test_fill(ctx);
