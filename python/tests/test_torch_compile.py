@@ -679,23 +679,46 @@ def f64_twin(model_cls):
     return model, ref, torch.compile(model, backend="clbound")
 
 
-def check_against_f64(model, ref, compiled, batches, rtol, atol, grad_rtol, grad_atol):
+def check_against_f64(model, ref, compiled, batches, rtol, atol, grad_rtol, grad_atol, after_step=None):
     """Outputs and parameter gradients of the compiled float32 model against
-    the float64 reference, batch by batch (sizes changing every step)."""
+    the float64 reference, batch by batch (sizes changing every step). A batch
+    is (n, x) or (n, (x, t, ...)): floating inputs reach the reference in
+    float64, integer ones as they are; integer outputs compare exactly and take
+    no gradient. after_step(step), when given, checks more after each step."""
     g = torch.Generator().manual_seed(11)
-    for n, x in batches:
-        got, want = compiled(x), ref(x.double())
+    for step, (n, xs) in enumerate(batches):
+        xs = xs if isinstance(xs, tuple) else (xs,)
+        got, want = compiled(*xs), ref(*(v.double() if v.is_floating_point() else v for v in xs))
         got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        assert len(got) == len(want)
         for a, b in zip(got, want):
-            assert a.dtype == torch.float32 and a.shape == b.shape
-            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
-        ws = [torch.randn(t.shape, generator=g, dtype=torch.float64) for t in want]
+            assert a.shape == b.shape and a.is_floating_point() == b.is_floating_point(), (a, b)
+            if b.is_floating_point():
+                assert a.dtype == torch.float32
+                np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+            else:  # indices: exactly (random values, no ties)
+                np.testing.assert_array_equal(a.numpy(), b.numpy())
+        floats = [(a, b) for a, b in zip(got, want) if b.is_floating_point()]
+        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for _, b in floats]
         model.zero_grad()
         ref.zero_grad()
-        sum((t * w.float()).sum() for t, w in zip(got, ws)).backward()
-        sum((t * w).sum() for t, w in zip(want, ws)).backward()
+        sum((a * w.float()).sum() for (a, _), w in zip(floats, ws)).backward()
+        sum((b * w).sum() for (_, b), w in zip(floats, ws)).backward()
         for a, b in zip(model.parameters(), ref.parameters()):
             np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=grad_rtol, atol=grad_atol)
+        if after_step is not None:
+            after_step(step)
+
+
+def batches_with(steps, make, seed):
+    """dynamic_batches with more inputs per batch: (n, (x, *make(n, g))), each
+    extra input's dim 0 marked dynamic as x's is."""
+    g = torch.Generator().manual_seed(seed)
+    for n, x in dynamic_batches(steps, 2, 12, 4):
+        extra = make(n, g)
+        for v in extra:
+            torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+        yield n, (x, *extra)
 
 
 class ModernActivations(torch.nn.Module):
@@ -805,25 +828,8 @@ class LossMath(torch.nn.Module):
 
 def test_loss_math_trains_in_the_graph():
     model, ref, compiled = f64_twin(LossMath)
-    g = torch.Generator().manual_seed(8)
-
-    def batches():
-        for n, x in dynamic_batches(6, 2, 12, 4):
-            t = torch.rand(n, 6, generator=g)
-            torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
-            yield n, (x, t)
-
-    for n, (x, t) in batches():
-        got, want = compiled(x, t), ref(x.double(), t.double())
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
-        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
-        model.zero_grad()
-        ref.zero_grad()
-        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
-        sum((b * w).sum() for b, w in zip(want, ws)).backward()
-        for a, b in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    batches = batches_with(6, lambda n, g: (torch.rand(n, 6, generator=g),), 8)
+    check_against_f64(model, ref, compiled, batches, 1e-5, 1e-6, 1e-4, 1e-5)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before: abs, sqrt, rsqrt, log1p, expm1, reciprocal, sign, amax, ... broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
@@ -854,23 +860,13 @@ class Statistics(torch.nn.Module):
 
 def test_decomposed_losses_and_statistics_train_in_the_graph():
     model, ref, compiled = f64_twin(Statistics)
-    g = torch.Generator().manual_seed(9)
-    for n, x in dynamic_batches(6, 2, 12, 4):
+
+    def targets(n, g):
         t = torch.rand(n, 6, generator=g)
         t[0, :2] = 0  # xlogy(0, y) is 0
-        torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
-        got, want = compiled(x, t), ref(x.double(), t.double())
-        assert len(got) == len(want)
-        for a, b in zip(got, want):  # float32 sums of up to 72 terms against float64
-            assert a.shape == b.shape
-            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
-        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
-        model.zero_grad()
-        ref.zero_grad()
-        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
-        sum((b * w).sum() for b, w in zip(want, ws)).backward()
-        for a, b in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+        return (t,)
+    # float32 sums of up to 72 terms against float64
+    check_against_f64(model, ref, compiled, batches_with(6, targets, 9), 1e-5, 1e-5, 1e-4, 1e-4)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before: smooth_l1, huber, xlogy, var, std, vector_norm, logsumexp broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
@@ -918,23 +914,7 @@ class Extremes(torch.nn.Module):
 
 def test_max_min_and_their_indices_train_in_the_graph():
     model, ref, compiled = f64_twin(Extremes)
-    g = torch.Generator().manual_seed(12)
-    for n, x in dynamic_batches(6, 2, 12, 4):
-        got, want = compiled(x), ref(x.double())
-        for a, b in zip(got, want):
-            assert a.shape == b.shape and (a.dtype == torch.int64) == (b.dtype == torch.int64), (a, b)
-            if b.dtype == torch.int64:  # indices exactly (random values: no ties)
-                np.testing.assert_array_equal(a.numpy(), b.numpy())
-            else:
-                np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
-        floats = [(a, b) for a, b in zip(got, want) if b.is_floating_point()]
-        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for _, b in floats]
-        model.zero_grad()
-        ref.zero_grad()
-        sum((a * w.float()).sum() for (a, _), w in zip(floats, ws)).backward()
-        sum((b * w).sum() for (_, b), w in zip(floats, ws)).backward()
-        for a, b in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    check_against_f64(model, ref, compiled, dynamic_batches(6, 2, 12, 4), 1e-5, 1e-6, 1e-5, 1e-6)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before: max.dim, min.dim, argmax, argmin, amin, their backward broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
@@ -1055,25 +1035,13 @@ class Normalized(torch.nn.Module):
 def test_batch_norm_and_other_loss_forms_train_in_the_graph():
     model, ref, compiled = f64_twin(Normalized)
     g = torch.Generator().manual_seed(13)
-    for step, (n, x) in enumerate(dynamic_batches(6, 2, 12, 4)):
-        t = torch.rand(n, 6, generator=g)
-        torch._dynamo.mark_dynamic(t, 0, min=2, max=16)
-        got, want = compiled(x, t), ref(x.double(), t.double())
-        assert len(got) == len(want)
-        for a, b in zip(got, want):
-            assert a.shape == b.shape
-            np.testing.assert_allclose(a.detach().double().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
-        ws = [torch.randn(b.shape, generator=g, dtype=torch.float64) for b in want]
-        model.zero_grad()
-        ref.zero_grad()
-        sum((a * w.float()).sum() for a, w in zip(got, ws)).backward()
-        sum((b * w).sum() for b, w in zip(want, ws)).backward()
-        for a, b in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
-        # the running statistics, updated in place as eager PyTorch updates them
+
+    def running_statistics(step):  # updated in place as eager PyTorch updates them
         for name in ("running_mean", "running_var", "num_batches_tracked"):
             np.testing.assert_allclose(getattr(model.bn, name).double().numpy(), getattr(ref.bn, name).numpy(),
                                        rtol=1e-5, atol=1e-6, err_msg=f"{name} at step {step}")
+    batches = batches_with(6, lambda n, g: (torch.rand(n, 6, generator=g),), 13)
+    check_against_f64(model, ref, compiled, batches, 1e-5, 1e-5, 1e-4, 1e-4, after_step=running_statistics)
     assert int(model.bn.num_batches_tracked) == 6
     model.eval()
     ref.eval()
@@ -1295,23 +1263,16 @@ class Categorical(torch.nn.Module):
 
 def test_embeddings_train_in_the_graph():
     model, ref, compiled = f64_twin(Categorical)
-    g = torch.Generator().manual_seed(14)
-    for n, x in dynamic_batches(6, 2, 12, 4):
+
+    def categories(n, g):
         c = torch.randint(0, 10, (n, 3), generator=g)
         c[0, 0] = 0  # the padding row: embedded, but no gradient reaches it
-        k = torch.randint(0, 4, (n,), generator=g, dtype=torch.int32)
-        for v in (c, k):
-            torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
-        got, want = compiled(x, c, k), ref(x.double(), c, k)
-        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
-        w = torch.randn(want.shape, generator=g, dtype=torch.float64)
-        model.zero_grad()
-        ref.zero_grad()
-        (got * w.float()).sum().backward()
-        (want * w).sum().backward()
-        for a, b in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(a.grad.double().numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+        return c, torch.randint(0, 4, (n,), generator=g, dtype=torch.int32)
+
+    def padding_row_untouched(step):
         assert not model.cats.weight.grad[0].any()
+    check_against_f64(model, ref, compiled, batches_with(6, categories, 14), 1e-5, 1e-6, 1e-5, 1e-6,
+                      after_step=padding_row_untouched)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before: embedding and embedding_dense_backward broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])

@@ -279,17 +279,23 @@ clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype, clb_tens
   return unary_launch(ctx, op, "OP_CAST", a, dtype, out);
 }
 
+/* An elementwise.cl kernel built for one tensor's type (TA = TOUT = its). */
+static clb_status own_type_kernel(clb_context_t ctx, const char *op, clb_dtype dt, const char *macro, const char *name,
+                                  cl_kernel *k, size_t *local) {
+  char opts[256], types[160];
+  type_options(types, sizeof types, dt, dt);
+  snprintf(opts, sizeof opts, "-D %s %s", macro, types);
+  return clb__kernel_get_local(ctx, op, "elementwise", opts, name, k, local);
+}
+
 clb_status clb_assert(clb_context_t ctx, clb_tensor_t cond, const char *msg) {
   static const char *op = "assert";
   clb_status st = check_ctx(ctx, op);
   if (st != CLB_OK) return st;
   if ((st = clb__check_tensor(ctx, op, "cond", cond)) != CLB_OK) return st;
-  char opts[256], types[160];
-  type_options(types, sizeof types, cond->dtype, cond->dtype);
-  snprintf(opts, sizeof opts, "-D EW_ASSERT %s", types);
   cl_kernel k;
   size_t local = 0;
-  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_assert", &k, &local)) != CLB_OK) return st;
+  if ((st = own_type_kernel(ctx, op, cond->dtype, "EW_ASSERT", "ew_assert", &k, &local)) != CLB_OK) return st;
   cl_int rank = cond->rank;
   cl_uint zero = 0;
   clb_arg args[] = {CLB_ARG_DATA(cond->data), CLB_ARG(cond->shape.mem), CLB_ARG(rank), CLB_ARG(ctx->status),
@@ -322,12 +328,9 @@ clb_status clb_fill(clb_context_t ctx, clb_tensor_t t, double value) {
   case CLB_DTYPE_U8: v.u = (cl_uchar)value; break;
   default: v.u = value != 0.0; break;
   }
-  char opts[256], types[160];
-  type_options(types, sizeof types, t->dtype, t->dtype);
-  snprintf(opts, sizeof opts, "-D EW_FILL %s", types);
   cl_kernel k;
   size_t local = 0;
-  if ((st = clb__kernel_get_local(ctx, op, "elementwise", opts, "ew_fill", &k, &local)) != CLB_OK) return st;
+  if ((st = own_type_kernel(ctx, op, t->dtype, "EW_FILL", "ew_fill", &k, &local)) != CLB_OK) return st;
   cl_int rank = t->rank;
   clb_arg args[] = {CLB_ARG_DATA(t->data), CLB_ARG(t->shape.mem), CLB_ARG(rank), {vs, &v}};
   char what[192];
