@@ -775,6 +775,10 @@ def _lower_activation(node: torch.fx.Node, name: str, val: Callable[..., Any]) -
             mid = ctx.where(ctx.compare("le", x, 3.0), ctx.mul(dy, ctx.add(ctx.div(x, 3.0), 0.5)), dy)
             return _V(ctx.where(ctx.compare("lt", x, -3.0), 0.0, mid))
         return hardswish
+    if tgt is aten.bitwise_not.default:  # ~ of a bool mask: logical not (of integers: a graph break)
+        if not (isinstance(_meta(args[0]), torch.Tensor) and _meta(args[0]).dtype == torch.bool):
+            raise Unsupported(f"{name}: of integers")
+        return lambda ctx, env: _V(ctx.logical_not(val(env, args[0])))
     if tgt is aten.isnan.default:  # x != x: true for NaN only (IEEE 754); never for integers
         return lambda ctx, env: _V(ctx.compare("ne", val(env, args[0]), val(env, args[0])))
     if tgt in (aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.empty_like.default):
@@ -1171,6 +1175,88 @@ def _lower_arange(node: torch.fx.Node, name: str) -> Callable[..., Any]:
     return arange
 
 
+def _lower_softmax_dim0(node: torch.fx.Node, name: str, val: Callable[..., Any], log: bool) -> Callable[..., Any]:
+    """(log_)softmax over dim 0 of a matrix, and its backward: clb_softmax over
+    the last dim of the transpose (a copy, clb_transpose, unless the operand is
+    a transpose already), the result a lazy transpose (copied only where an op
+    needs the matrix itself)."""
+    args = node.args
+    if node.target in _SOFTMAX and args[2]:
+        raise Unsupported(f"{name}: half_to_float")
+
+    def transposed(ctx: Context, env: Dict[Any, Any], a: Any) -> Tensor:
+        v = _arg(env, a)
+        if isinstance(v, _V) and v.trans:
+            return v.t
+        return ctx.transpose(val(env, a), 0, 1)
+
+    if node.target in _SOFTMAX:
+        def softmax(ctx: Context, env: Dict[Any, Any]) -> _V:
+            xt = transposed(ctx, env, args[0])
+            return _V(ctx.log_softmax(xt) if log else ctx.softmax(xt), True)
+        return softmax
+
+    def softmax_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
+        return _V(ctx.softmax_backward(transposed(ctx, env, args[1]), transposed(ctx, env, args[0]), log=log), True)
+    return softmax_bw
+
+
+def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """flip over static dims: clb_gather along each with the reversed positions,
+    size - 1 - iota, broadcast to x's actual shape by adding them to a zero
+    int64 tensor of x's sizes. A dynamic dim breaks the graph."""
+    src, dims = node.args[0], list(node.args[1])
+    m = _meta(src)
+    if not isinstance(m, torch.Tensor) or m.dim() == 0:
+        raise Unsupported(f"{name}: of a 0-d tensor")
+    ds = sorted({d % m.dim() for d in dims})
+    if any(_is_sym(m.shape[d]) for d in ds):
+        raise Unsupported(f"{name}: over a dynamic dim")
+    held: Dict[int, Tensor] = {}  # the reversed positions per dim, made at the first call
+
+    def flip(ctx: Context, env: Dict[Any, Any]) -> _V:
+        x = val(env, src)
+        for d in ds:
+            size = int(m.shape[d])
+            rev = held.get(d)
+            if rev is None:
+                shape = [size if k == d else 1 for k in range(m.dim())]
+                rev = held[d] = ctx.from_numpy(np.arange(size - 1, -1, -1, dtype=np.int64).reshape(shape))
+            zeros = ctx.cast(x, np.int64)
+            ctx.fill(zeros, 0)
+            x = ctx.gather(x, d, ctx.add(zeros, rev))
+        return _V(x)
+    return flip
+
+
+_REPEAT_MAX = 64  # copies repeat makes by clb_cat, two at a time
+
+
+def _lower_repeat(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """repeat(x, reps) as clb_cat of copies along each dim (a dynamic one
+    too: the sizes add on the device), leading dims added as 1s first; up to
+    _REPEAT_MAX copies, constant reps of at least 1."""
+    src, reps = node.args[0], list(node.args[1])
+    m, want = _meta(src), _meta(node)
+    if not isinstance(m, torch.Tensor) or any(not isinstance(r, int) or r < 1 for r in reps) or len(reps) < m.dim():
+        raise Unsupported(f"{name}: repeats {reps}")
+    if int(np.prod(reps)) > _REPEAT_MAX:
+        raise Unsupported(f"{name}: {int(np.prod(reps))} copies (more than {_REPEAT_MAX})")
+    lead = len(reps) - m.dim()
+    spec = _reshape_spec([1] * lead + list(m.shape), name) if lead else None
+    _reshape_spec(want.shape, name)  # one symbolic size at most, as clb_cat's bounds allow
+
+    def repeat(ctx: Context, env: Dict[Any, Any]) -> _V:
+        x = val(env, src)
+        if spec is not None:
+            x = ctx.reshape(x, spec)
+        for d, r in enumerate(reps):
+            if r > 1:
+                x = ctx.cat([x] * r, d)
+        return _V(x)
+    return repeat
+
+
 def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """gather (clb_gather), and nll_loss (F.cross_entropy and F.nll_loss inside
     the compiled model: the NLL of log-probabilities [N, C] at N int64 class
@@ -1480,7 +1566,7 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.log_sigmoid_forward.default, aten.log_sigmoid_backward.default,
                aten.binary_cross_entropy_with_logits.default, aten.zeros_like.default, aten.ones_like.default,
                aten.full_like.default, aten.isnan.default, aten.empty_like.default, aten.bitwise_and.Tensor,
-               aten.bitwise_or.Tensor}
+               aten.bitwise_or.Tensor, aten.bitwise_not.default}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
@@ -1508,6 +1594,7 @@ _ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", 
             aten.all.dim: "all", aten.all.dims: "all"}
 _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
 _ASSERT = {aten._assert_async.msg, aten._assert_async.default}  # checks on the device (clb_assert)
+_SHUFFLE = {aten.flip.default, aten.repeat.default}
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1561,7 +1648,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | {aten.cat.default})
+                      | _ASSERT | _SHUFFLE | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1848,6 +1935,12 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _ARANGE:
         return _lower_arange(node, name), False
 
+    if tgt is aten.flip.default:
+        return _lower_flip(node, name, val), False
+
+    if tgt is aten.repeat.default:
+        return _lower_repeat(node, name, val), False
+
     if tgt in _ASSERT:  # stays on the device: a false cond fails the call's sync (a RuntimeError, as eager's)
         cond, msg = args[0], (args[1] if len(args) > 1 else None)
         if not isinstance(msg, (str, type(None))):
@@ -1890,6 +1983,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         src = args[0]
         m = _meta(src)
         dim = args[1] if tgt in _SOFTMAX else args[2]
+        if m is not None and m.dim() == 2 and dim % 2 == 0:
+            return _lower_softmax_dim0(node, name, val, log), True
         if m is None or m.dim() == 0 or dim % m.dim() != m.dim() - 1:
             raise Unsupported(f"{name}: over dim {dim} (clbound's softmax takes the last dim)")
         if tgt in _SOFTMAX:

@@ -1099,6 +1099,33 @@ def test_trig_rounding_and_base_2_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Shuffled(torch.nn.Module):
+    """flip over static dims, repeat (along the features and along the dynamic
+    batch), softmax and log_softmax over dim 0 (over the batch: a transpose),
+    ~ of a mask, and cross-entropy with label smoothing (which uses it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 6)
+
+    def forward(self, x, y):
+        F = torch.nn.functional
+        h = self.l(x)
+        keep = ~(h > 0.2)
+        return (h.flip(-1), h.unsqueeze(1).flip(1, 2).sum(1), h.repeat(1, 2), h[:, :3].repeat(2, 1), h.repeat(2, 1, 1),
+                F.softmax(h, 0), F.log_softmax(h, 0), torch.where(keep, h, 0.0),
+                F.cross_entropy(h, y, label_smoothing=0.1))
+
+
+def test_flip_repeat_and_softmax_over_the_batch_train_in_the_graph():
+    model, ref, compiled = f64_twin(Shuffled)
+    batches = batches_with(6, lambda n, g: (torch.randint(0, 6, (n,), generator=g),), 17)
+    check_against_f64(model, ref, compiled, batches, 1e-5, 1e-6, 1e-4, 1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: flip, repeat, softmax over dim 0 and bitwise_not broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 class Dropped(torch.nn.Module):
     """A linear layer under dropout, returned with its input to the dropout, so
     that the test sees the mask (out != 0) and checks each value and gradient."""
