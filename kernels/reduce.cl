@@ -1,4 +1,5 @@
-/* reduce.cl: sum, mean and max over one dim or over everything.
+/* reduce.cl: sum, mean and max over one dim or over everything, and the running
+ * sum along a dim (RED_SCAN).
  * Built with: TA (input), TOUT (output), TACC (accumulator), one of RED_SUM,
  * RED_MEAN, RED_MAX, TA_FLOAT for floating inputs, RANK (input rank), LOCAL (the
  * fixed work-group size). Floating sums are compensated (Kahan). */
@@ -67,6 +68,32 @@ __kernel void red_dim(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(T
     ACC_INIT(v);
     for (long r = 0; r < k; r++) ACC_ADD(v, c, p[r * inner]);
     out[i] = ACC_FINAL(v, k);
+  }
+}
+#endif
+
+#ifdef RED_SCAN
+/* clb_cumsum: one work-item per line along dim (outer x inner lines), walking it
+ * in order with the sum's accumulator (compensated for floating inputs). */
+__kernel void red_scan(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(TOUT, out), __global long *so,
+                       int dim) {
+  CLB_DATA_AT(const TA, a);
+  CLB_DATA_AT(TOUT, out);
+  long outer = 1, inner = 1;
+  for (int d = 0; d < dim; d++) outer *= sa[d];
+  for (int d = dim + 1; d < RANK; d++) inner *= sa[d];
+  long k = sa[dim];
+  if (clb_first_item() && CLB_OWN_RECORD(so, sa))
+    for (int d = 0; d < RANK; d++) so[d] = sa[d];
+  CLB_FOR_CHUNK(i, outer * inner) {
+    long oi = i / inner, j = i - oi * inner;
+    long base = oi * k * inner + j;
+    TACC v, c = 0;
+    ACC_INIT(v);
+    for (long r = 0; r < k; r++) {
+      ACC_ADD(v, c, a[base + r * inner]);
+      out[base + r * inner] = (TOUT)v;
+    }
   }
 }
 #endif

@@ -39,7 +39,7 @@ extern "C" {
  * (clb_slice, clb_index and clb_basic_index), "index_put" (clb_basic_index_put),
  * "permute", "transpose", "where", "pow", "floor_divide", "erf", "abs", "sqrt",
  * "rsqrt", "log1p", "expm1", "floor", "ceil", "round", "trunc", "sin", "cos",
- * "log2", "log10", "exp2", "assert", "rand_uniform",
+ * "log2", "log10", "exp2", "assert", "cumsum", "rand_uniform",
  * "gather", "cat".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
  * the source's; for rand_uniform, the one it makes.

@@ -276,6 +276,13 @@ CLB_API clb_status clb_reduce_all(clb_context_t ctx, clb_reduce_op op, clb_tenso
 CLB_API clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op op, clb_tensor_t a,
                                   int dim, int keepdim, clb_tensor_t *out);
 
+/* The running sum along dim `dim` (torch.cumsum, numpy.cumsum with an axis):
+ * out has a's bounds and actual sizes; integer and bool inputs give i64,
+ * floating ones keep their dtype and sum with compensation (Kahan). Each line
+ * along dim is one work-item's sequential walk, so a long dim over few lines
+ * is slow on a GPU. No host sync. */
+CLB_API clb_status clb_cumsum(clb_context_t ctx, clb_tensor_t a, int dim, clb_tensor_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1056,6 +1056,21 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reduce_dim(self._h, code, ha, d, int(bool(keepdim)), o))
 
+    def cumsum(self, a: Tensor, dim: Optional[int] = None, *, axis: Optional[int] = None,
+               out: Optional[Tensor] = None) -> Tensor:
+        """The running sum along dim (torch.cumsum; numpy's name: axis=, which
+        must be given: clbound does not flatten): a's sizes; integers and bools
+        give int64, floats keep their dtype (compensated sums). clb_cumsum: one
+        work-item walks each line. No host sync."""
+        if dim is not None and axis is not None:
+            raise TypeError("cumsum: give dim or axis, not both")
+        d = dim if dim is not None else axis
+        if d is None:
+            raise TypeError("cumsum needs dim= (or axis=)")
+        di = L.index(d, "dim", ctype=L.INT)
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.cumsum(self._h, ha, di, o))
+
     def sum(self, a: Tensor, dim: Optional[int] = None, keepdim: Optional[bool] = False, *,
             axis: Optional[int] = None, keepdims: Optional[bool] = None, out: Optional[Tensor] = None) -> Tensor:
         """The sum over every live element (a 0-d tensor), or over dim (alias axis,

@@ -451,6 +451,10 @@ class Tensor:
         """Context.log1p(self): log(1 + self), exact for small values."""
         return self.ctx.unary("log1p", self)
 
+    def cumsum(self, dim: Optional[int] = None, *, axis: Optional[int] = None) -> "Tensor":
+        """Context.cumsum(self, dim): the running sum along dim, on the device."""
+        return self.ctx.cumsum(self, dim, axis=axis)
+
     def expm1(self) -> "Tensor":
         """Context.expm1(self): exp(self) - 1, exact for small values."""
         return self.ctx.unary("expm1", self)

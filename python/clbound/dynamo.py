@@ -1595,6 +1595,7 @@ _ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", 
 _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
 _ASSERT = {aten._assert_async.msg, aten._assert_async.default}  # checks on the device (clb_assert)
 _SHUFFLE = {aten.flip.default, aten.repeat.default}
+_SCAN = {aten.cumsum.default}
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1648,7 +1649,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | {aten.cat.default})
+                      | _ASSERT | _SHUFFLE | _SCAN | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1940,6 +1941,21 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
 
     if tgt is aten.repeat.default:
         return _lower_repeat(node, name, val), False
+
+    if tgt is aten.cumsum.default:  # clb_cumsum; dtype= casts first, as PyTorch does
+        src, dim = args[0], args[1]
+        want = _meta(node)
+        dt = kw.get("dtype")
+        npdt = _np_dtype(dt, name) if dt is not None else None
+
+        def cumsum(ctx: Context, env: Dict[Any, Any]) -> _V:
+            x = val(env, src)
+            if npdt is not None and x.dtype != np.dtype(npdt):
+                x = ctx.cast(x, npdt)
+            return _V(_cast_to(ctx, ctx.cumsum(x, dim), node))
+        if not isinstance(want, torch.Tensor) or want.dim() == 0:
+            raise Unsupported(f"{name}: of a 0-d tensor")
+        return cumsum, False
 
     if tgt in _ASSERT:  # stays on the device: a false cond fails the call's sync (a RuntimeError, as eager's)
         cond, msg = args[0], (args[1] if len(args) > 1 else None)

@@ -100,6 +100,24 @@ def test_rounding_trig_and_base_2_and_10(ctx):
         ctx.floor(ctx.from_numpy(np.arange(3, dtype=np.int32)))
 
 
+def test_cumsum_matches_numpy(ctx):
+    """ctx.cumsum / Tensor.cumsum along each dim at the actual sizes: float32
+    against numpy in float64, integers and bools exactly in int64 (numpy
+    gives int64 for them on this platform too); axis= as numpy names it."""
+    a = RNG.uniform(-2, 2, (5, 3)).astype(np.float32)
+    t = ctx.from_numpy(a, (9, 3), (True, False))
+    for d in (0, 1, -1):
+        np.testing.assert_allclose(t.cumsum(d).numpy(), np.cumsum(a.astype(np.float64), axis=d), rtol=1e-6, atol=1e-6)
+    i = RNG.integers(-50, 50, (4, 6)).astype(np.int32)
+    got = ctx.cumsum(ctx.from_numpy(i), axis=1).numpy()
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.cumsum(i, axis=1, dtype=np.int64))
+    m = RNG.random((7,)) > 0.5
+    np.testing.assert_array_equal(ctx.from_numpy(m).cumsum(0).numpy(), np.cumsum(m))
+    with pytest.raises(TypeError, match="cumsum needs dim"):
+        ctx.cumsum(t)
+
+
 def test_assert_async_fails_the_next_sync(ctx):
     """ctx.assert_async: a zero element fails the next host sync (DeviceCheckError,
     also a RuntimeError as PyTorch's), naming the message, the element and the

@@ -329,7 +329,7 @@ class WithUnsupported(torch.nn.Module):
 
     def forward(self, x):
         h = torch.relu(self.fc1(x))
-        h = torch.cumsum(h, dim=1)  # not a clbound op
+        h = torch.cumprod(h, dim=1)  # not a clbound op
         return torch.sigmoid(self.fc2(h))
 
 
@@ -345,11 +345,11 @@ def test_unsupported_op_is_a_logged_graph_break(caplog):
         want = model(x)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-5)
         got.sum().backward()  # the backward graph splits too
-    breaks = [r.getMessage() for r in caplog.records if "cumsum" in r.getMessage()]
+    breaks = [r.getMessage() for r in caplog.records if "cumprod" in r.getMessage()]
     assert len(breaks) == 1, breaks  # logged once, whatever the number of calls
     s = cd.stats()
-    assert "aten.cumsum.default" in s["graph_break_ops"], s
-    assert s["calls"] > 0, s  # the parts around cumsum ran on clbound
+    assert "aten.cumprod.default" in s["graph_break_ops"], s
+    assert s["calls"] > 0, s  # the parts around cumprod ran on clbound
 
 
 class TransposedMath(torch.nn.Module):
@@ -1102,7 +1102,9 @@ def test_trig_rounding_and_base_2_train_in_the_graph():
 class Shuffled(torch.nn.Module):
     """flip over static dims, repeat (along the features and along the dynamic
     batch), softmax and log_softmax over dim 0 (over the batch: a transpose),
-    ~ of a mask, and cross-entropy with label smoothing (which uses it)."""
+    ~ of a mask, cross-entropy with label smoothing (which uses it), and
+    cumsum along the features (its backward flips) and along the batch, and of
+    integers (int64)."""
 
     def __init__(self):
         super().__init__()
@@ -1114,7 +1116,8 @@ class Shuffled(torch.nn.Module):
         keep = ~(h > 0.2)
         return (h.flip(-1), h.unsqueeze(1).flip(1, 2).sum(1), h.repeat(1, 2), h[:, :3].repeat(2, 1), h.repeat(2, 1, 1),
                 F.softmax(h, 0), F.log_softmax(h, 0), torch.where(keep, h, 0.0),
-                F.cross_entropy(h, y, label_smoothing=0.1))
+                F.cross_entropy(h, y, label_smoothing=0.1), h.cumsum(-1), torch.cumsum(h.detach(), 0),
+                y.cumsum(0))
 
 
 def test_flip_repeat_and_softmax_over_the_batch_train_in_the_graph():

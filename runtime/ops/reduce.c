@@ -1,4 +1,5 @@
-/* reduce.c: sum, mean and max over one dim or all, over the actual sizes. */
+/* reduce.c: sum, mean and max over one dim or all, and the running sum along a
+ * dim (clb_cumsum), over the actual sizes. */
 #include <stdio.h>
 #include <string.h>
 
@@ -110,4 +111,35 @@ clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   clb__tensor_desc(a, what, sizeof what);
   snprintf(what + strlen(what), sizeof what - strlen(what), " dim %d", dim);
   return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), CLB_NARGS(args) - 1, clb__groups_local(ctx, clb__numel(orank, ob), local), local);
+}
+
+clb_status clb_cumsum(clb_context_t ctx, clb_tensor_t a, int dim, clb_tensor_t *out) {
+  const char *op = "cumsum";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "cumsum: ctx is NULL");
+  clb_status st = clb__check_tensor(ctx, op, "a", a);
+  if (st != CLB_OK) return st;
+  if (dim < -a->rank || dim >= a->rank || a->rank == 0) {
+    char desc[128];
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: dim %d is outside a %s of rank %d", op, dim,
+                          clb__tensor_desc(a, desc, sizeof desc), a->rank);
+  }
+  if (dim < 0) dim += a->rank;
+  clb_dtype odt = CLB_DTYPE_F32; /* reduce_types sets all three; initialized for -Wmaybe-uninitialized */
+  const char *acc = "", *lowest = "";
+  if ((st = reduce_types(ctx, op, CLB_REDUCE_SUM, a->dtype, &odt, &acc, &lowest)) != CLB_OK) return st;
+  if ((st = clb__output(ctx, op, odt, a->rank, a->bound, a->dyn, out)) != CLB_OK) return st;
+  clb_tensor_t o = *out;
+  char opts[320];
+  reduce_options(opts, sizeof opts, "RED_SCAN", CLB_REDUCE_SUM, a->dtype, odt, acc, lowest, a->rank);
+  cl_kernel k;
+  size_t local;
+  if ((st = clb__kernel_get_local(ctx, op, "reduce", opts, "red_scan", &k, &local)) != CLB_OK) return st;
+  cl_int cdim = dim;
+  clb_arg args[] = {CLB_ARG_DATA(a->data), CLB_ARG(a->shape.mem), CLB_ARG_DATA(o->data), CLB_ARG(o->shape.mem),
+                    CLB_ARG(cdim)};
+  int64_t lines = clb_tensor_bound_numel(a) / (a->bound[dim] > 0 ? a->bound[dim] : 1);
+  char what[192];
+  clb__tensor_desc(a, what, sizeof what);
+  snprintf(what + strlen(what), sizeof what - strlen(what), " dim %d", dim);
+  return clb__launch(ctx, op, what, k, args, CLB_NARGS(args), -1, clb__groups_local(ctx, lines, local), local);
 }

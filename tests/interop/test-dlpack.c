@@ -645,6 +645,7 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("rand_uniform", clb_rand_uniform(ctx, m, (clb_dtype)dt, 1, &o_)); /* the dtype made, of any like */
     AGREE("gather", clb_gather(ctx, a, 1, ix, &o_));
     AGREE("cat", clb_cat(ctx, a, c, 0, &o_));
+    AGREE("cumsum", clb_cumsum(ctx, a, 1, &o_));
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);

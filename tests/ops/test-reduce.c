@@ -1,5 +1,6 @@
-/* test-reduce.c: sum, mean and max over all elements and over one dim, at the
- * actual sizes, against a double-precision reference. */
+/* test-reduce.c: sum, mean and max over all elements and over one dim, and the
+ * running sum along a dim (clb_cumsum), at the actual sizes, against a
+ * double-precision reference. */
 #include "cl-test.h"
 
 static const int64_t SIZES[] = {0, 1, 63, 64, 65, 1023, 1024, 1025, 3000};
@@ -155,6 +156,92 @@ static void test_dim(clb_context_t ctx) {
   }
 }
 
+/* clb_cumsum over each dim of [<=R, 3, <=C] at several actual sizes (empty
+ * ones too), every dtype: integers exactly (in i64), floats against a double
+ * running sum; the output keeps the input's sizes; canaries past them. */
+static void test_cumsum(clb_context_t ctx) {
+  static double v[40 * 3 * 50], out[40 * 3 * 50];
+  int64_t bound[3] = {40, 3, 50};
+  uint8_t dyn[3] = {1, 0, 1};
+  const int64_t shapes[][3] = {{0, 3, 5}, {1, 3, 1}, {7, 3, 49}, {40, 3, 50}, {33, 3, 0}};
+  for (int dt = 0; dt < CLB_DTYPE_COUNT; dt++) {
+    if (dt == CLB_DTYPE_F64 && !has_fp64) continue;
+    if (!keep_dtype(dt)) continue;
+    clb_dtype odt = out_dtype(CLB_REDUCE_SUM, (clb_dtype)dt);
+    clb_tensor_t a = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 3, bound, dyn, &a));
+    for (int dim = -1; dim < 3; dim++) {
+      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        if (clb_test_small() && s != 0 && s != 2) continue;
+        const int64_t *dims = shapes[s];
+        int64_t n = clb_test_numel(3, dims);
+        for (int64_t i = 0; i < n; i++) v[i] = gen((clb_dtype)dt);
+        clb_test_write(ctx, a, dims, v);
+        clb_tensor_t o = NULL;
+        CL_OK(ctx, clb_cumsum(ctx, a, dim, &o));
+        EXPECT_EQ_I(clb_tensor_dtype(o), odt);
+        clb_test_canary_fill(ctx, o);
+        CL_OK(ctx, clb_cumsum(ctx, a, dim, &o)); /* into the given output */
+        int64_t got_dims[3];
+        int64_t got = clb_test_read(ctx, o, got_dims, out, 40 * 3 * 50);
+        EXPECT_EQ_I(got, n);
+        for (int d = 0; d < 3; d++) EXPECT_EQ_I(got_dims[d], dims[d]);
+        int rd = dim < 0 ? dim + 3 : dim;
+        int64_t k = dims[rd], outer = 1, inner = 1;
+        for (int d = 0; d < rd; d++) outer *= dims[d];
+        for (int d = rd + 1; d < 3; d++) inner *= dims[d];
+        char what[96];
+        snprintf(what, sizeof what, "cumsum %s dim %d [%lld,3,%lld]", clb_dtype_name((clb_dtype)dt), dim,
+                 (long long)dims[0], (long long)dims[2]);
+        for (int64_t oi = 0; oi < outer && got == n; oi++)
+          for (int64_t j = 0; j < inner; j++) {
+            double acc = 0;
+            for (int64_t r = 0; r < k; r++) {
+              int64_t at = oi * k * inner + r * inner + j;
+              acc += v[at];
+              check(odt, out[at], acc, what);
+            }
+          }
+        clb_test_canary_check(ctx, o, (size_t)n * clb_dtype_size(odt), what);
+        clb_tensor_free(o);
+      }
+    }
+    clb_tensor_free(a);
+  }
+  /* a million floats of 0.1 along one dim: compensated, within float's resolution */
+  if (!clb_test_small()) {
+    enum { N = 1 << 20 };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    REQUIRE_TRUE(x && y);
+    for (int i = 0; i < N; i++) x[i] = 0.1f;
+    int64_t b[1] = {N};
+    clb_tensor_t a = NULL, o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 1, b, NULL, &a));
+    CL_OK(ctx, clb_tensor_write(ctx, a, b, x, sizeof(float) * N));
+    CL_OK(ctx, clb_cumsum(ctx, a, 0, &o));
+    CL_OK(ctx, clb_tensor_read(ctx, o, NULL, y, sizeof(float) * N, NULL));
+    for (int i = 0; i < N; i += 4099) {
+      double want = (double)0.1f * (i + 1);
+      clb_test_checks++;
+      if (fabs(y[i] - want) > 1e-6 * want + 1e-7) CLB_FAIL_AT("cumsum of 0.1f at %d: %.9g, want %.9g", i, y[i], want);
+    }
+    clb_tensor_free(a);
+    clb_tensor_free(o);
+    free(x);
+    free(y);
+  }
+  int64_t b2[2] = {4, 5};
+  clb_tensor_t e = NULL, o = NULL, s0 = NULL;
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, b2, NULL, &e));
+  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 0, NULL, NULL, &s0));
+  EXPECT_STATUS(ctx, clb_cumsum(ctx, e, 2, &o), CLB_ERR_INVALID_ARG, "cumsum: dim 2 is outside");
+  EXPECT_STATUS(ctx, clb_cumsum(ctx, e, -3, &o), CLB_ERR_INVALID_ARG, "dim -3");
+  EXPECT_STATUS(ctx, clb_cumsum(ctx, s0, 0, &o), CLB_ERR_INVALID_ARG, "rank 0");
+  EXPECT_STATUS(ctx, clb_cumsum(ctx, NULL, 0, &o), CLB_ERR_NULL, "tensor a is NULL");
+  clb_tensor_free(e);
+  clb_tensor_free(s0);
+}
+
 /* A million floats of 0.1: compensated sums stay within float's resolution. */
 static void test_accuracy(clb_context_t ctx) {
   if (clb_test_small()) return; /* a million elements: minutes simulated */
@@ -198,6 +285,7 @@ int main(void) {
   has_fp64 = clb_test_has_fp64();
   test_all(ctx);
   test_dim(ctx);
+  test_cumsum(ctx);
   test_accuracy(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
