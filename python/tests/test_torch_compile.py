@@ -1315,6 +1315,31 @@ def test_embeddings_train_in_the_graph():
                                ref(x.double(), c, k).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
+    """An embedding backward past 2^22 one-hot elements (a table of many rows)
+    and a fill value a double cannot hold run in eager PyTorch, correctly."""
+    torch.manual_seed(0)
+    table = torch.nn.Embedding(70000, 2)  # 64 indices at the bound x 70000 rows > 2^22
+    ref = torch.nn.Embedding(70000, 2)
+    ref.load_state_dict(table.state_dict())
+    f = torch.compile(lambda i: table(i).sum(1), backend="clbound")
+    i = torch.randint(0, 70000, (5, 4))
+    torch._dynamo.mark_dynamic(i, 0, min=2, max=16)
+    got, want = f(i), ref(i).sum(1)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)  # sum order
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_array_equal(table.weight.grad.numpy(), ref.weight.grad.numpy())  # counts of each row
+    assert "aten.embedding_dense_backward.default" in cd.stats()["graph_break_ops"], cd.stats()
+    assert "aten.embedding.default" not in cd.stats()["graph_break_ops"], cd.stats()  # the forward stays
+    big = 2**53 + 1  # not a double: clb_fill takes one
+    g = torch.compile(lambda x: torch.full((x.shape[0], 2), big, dtype=torch.int64) + x.long(), backend="clbound")
+    x = torch.ones(3, 2)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    np.testing.assert_array_equal(g(x).numpy(), np.full((3, 2), big + 1, dtype=np.int64))
+    assert "aten.full.default" in cd.stats()["graph_break_ops"], cd.stats()
+
+
 class Concatenated(torch.nn.Module):
     """torch.cat of two layers' features (a static dim, then trained through),
     of two batches (the dynamic dim: the sizes add), and of a float with a cast
