@@ -36,16 +36,25 @@
 #define ACC_FINAL(v, count) ((TOUT)(v))
 #endif
 
+#if defined(RED_DIM) || defined(RED_SCAN)
+/* The sizes before dim (outer) and after it (inner), and dim's own (k). */
+inline void red_extent(__global const long *sa, int dim, long *outer, long *inner, long *k) {
+  *outer = 1;
+  *inner = 1;
+  for (int d = 0; d < dim; d++) *outer *= sa[d];
+  for (int d = dim + 1; d < RANK; d++) *inner *= sa[d];
+  *k = sa[dim];
+}
+#endif
+
 #ifdef RED_DIM
 /* One work-item per output element; each walks the reduced dim. */
 __kernel void red_dim(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(TOUT, out),
                       __global long *so, int dim, int keepdim, __global int *st, uint launch) {
   CLB_DATA_AT(const TA, a);
   CLB_DATA_AT(TOUT, out);
-  long outer = 1, inner = 1;
-  for (int d = 0; d < dim; d++) outer *= sa[d];
-  for (int d = dim + 1; d < RANK; d++) inner *= sa[d];
-  long k = sa[dim];
+  long outer, inner, k;
+  red_extent(sa, dim, &outer, &inner, &k);
   long nout = outer * inner;
   if (clb_first_item()) {
     int o = 0;
@@ -79,10 +88,8 @@ __kernel void red_scan(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(
                        int dim) {
   CLB_DATA_AT(const TA, a);
   CLB_DATA_AT(TOUT, out);
-  long outer = 1, inner = 1;
-  for (int d = 0; d < dim; d++) outer *= sa[d];
-  for (int d = dim + 1; d < RANK; d++) inner *= sa[d];
-  long k = sa[dim];
+  long outer, inner, k;
+  red_extent(sa, dim, &outer, &inner, &k);
   if (clb_first_item() && CLB_OWN_RECORD(so, sa))
     for (int d = 0; d < RANK; d++) so[d] = sa[d];
   CLB_FOR_CHUNK(i, outer * inner) {

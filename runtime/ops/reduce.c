@@ -68,17 +68,23 @@ clb_status clb_reduce_all(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, 
   return clb__launch(ctx, op, what, k[1], a2, CLB_NARGS(a2), CLB_NARGS(a2) - 1, 1, local);
 }
 
+/* dim of a, negative counting from the end, as 0..rank-1; an error for a 0-d a. */
+static clb_status check_dim(clb_context_t ctx, const char *op, clb_tensor_t a, int *dim) {
+  if (*dim < -a->rank || *dim >= a->rank || a->rank == 0) {
+    char desc[128];
+    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: dim %d is outside a %s of rank %d", op, *dim,
+                          clb__tensor_desc(a, desc, sizeof desc), a->rank);
+  }
+  if (*dim < 0) *dim += a->rank;
+  return CLB_OK;
+}
+
 clb_status clb_reduce_dim(clb_context_t ctx, clb_reduce_op rop, clb_tensor_t a, int dim, int keepdim,
                           clb_tensor_t *out) {
   const char *op = "reduce";
   clb_status st = check_args(ctx, &op, rop, a);
   if (st != CLB_OK) return st;
-  if (dim < -a->rank || dim >= a->rank || a->rank == 0) {
-    char desc[128];
-    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: dim %d is outside a %s of rank %d", op, dim,
-                          clb__tensor_desc(a, desc, sizeof desc), a->rank);
-  }
-  if (dim < 0) dim += a->rank;
+  if ((st = check_dim(ctx, op, a, &dim)) != CLB_OK) return st;
   clb_dtype odt = CLB_DTYPE_F32; /* reduce_types sets all three; initialized for -Wmaybe-uninitialized */
   const char *acc = "", *lowest = "";
   if ((st = reduce_types(ctx, op, rop, a->dtype, &odt, &acc, &lowest)) != CLB_OK) return st;
@@ -118,12 +124,7 @@ clb_status clb_cumsum(clb_context_t ctx, clb_tensor_t a, int dim, clb_tensor_t *
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "cumsum: ctx is NULL");
   clb_status st = clb__check_tensor(ctx, op, "a", a);
   if (st != CLB_OK) return st;
-  if (dim < -a->rank || dim >= a->rank || a->rank == 0) {
-    char desc[128];
-    return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: dim %d is outside a %s of rank %d", op, dim,
-                          clb__tensor_desc(a, desc, sizeof desc), a->rank);
-  }
-  if (dim < 0) dim += a->rank;
+  if ((st = check_dim(ctx, op, a, &dim)) != CLB_OK) return st;
   clb_dtype odt = CLB_DTYPE_F32; /* reduce_types sets all three; initialized for -Wmaybe-uninitialized */
   const char *acc = "", *lowest = "";
   if ((st = reduce_types(ctx, op, CLB_REDUCE_SUM, a->dtype, &odt, &acc, &lowest)) != CLB_OK) return st;
