@@ -1653,6 +1653,15 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
+_LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
+    (_ACTIVATION, _lower_activation), (_LAYER_NORM, _lower_layer_norm), (_RANDOM, _lower_random),
+    (_NLL, _lower_nll), ({aten.cat.default}, _lower_cat), (_VAR, _lower_var), (_EXTREME, _lower_extreme),
+    (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
+    (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
+    ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat)]
+"""(aten ops, their lowering (node, name, val) -> step), tried in order."""
+
+
 def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[Callable[..., Any], bool]:
     """(step, result is a lazy transpose) for one call_function node, or Unsupported."""
     tgt = node.target
@@ -1903,44 +1912,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         x, mask, src = args[0], args[1], args[2]
         return (lambda ctx, env: _V(ctx.masked_scatter(val(env, x), val(env, mask), val(env, src)))), False
 
-    if tgt in _ACTIVATION:
-        return _lower_activation(node, name, val), False
-
-    if tgt in _LAYER_NORM:
-        return _lower_layer_norm(node, name, val), False
-
-    if tgt in _RANDOM:
-        return _lower_random(node, name, val), False
-
-    if tgt in _NLL:
-        return _lower_nll(node, name, val), False
-
-    if tgt is aten.cat.default:
-        return _lower_cat(node, name, val), False
-
-    if tgt in _VAR:
-        return _lower_var(node, name, val), False
-
-    if tgt in _EXTREME:
-        return _lower_extreme(node, name, val), False
-
-    if tgt in _FILLED:
-        return _lower_filled(node, name), False
-
-    if tgt in _EMBEDDING:
-        return _lower_embedding(node, name, val), False
-
-    if tgt in _ANY_ALL:
-        return _lower_any_all(node, name, val), False
-
-    if tgt in _ARANGE:
-        return _lower_arange(node, name), False
-
-    if tgt is aten.flip.default:
-        return _lower_flip(node, name, val), False
-
-    if tgt is aten.repeat.default:
-        return _lower_repeat(node, name, val), False
+    for ops, lower in _LOWERERS:  # the ops with a lowering function of their own
+        if tgt in ops:
+            return lower(node, name, val), False
 
     if tgt is aten.cumsum.default:  # clb_cumsum; dtype= casts first, as PyTorch does
         src, dim = args[0], args[1]

@@ -835,15 +835,19 @@ def test_loss_math_trains_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
-class Statistics(torch.nn.Module):
-    """Losses and statistics that PyTorch's own decompositions (torch._decomp)
-    turn into ops clbound runs: smooth L1, Huber, KL divergence (xlogy),
-    soft margin, var / std / var_mean / std_mean (the count of a dynamic dim is
-    the batch size of the call), cosine similarity, vector norms, logsumexp."""
+class _OneLinear(torch.nn.Module):
+    """A model whose first layer is Linear(4, 6) (self.l); forward is each test's."""
 
     def __init__(self):
         super().__init__()
         self.l = torch.nn.Linear(4, 6)
+
+
+class Statistics(_OneLinear):
+    """Losses and statistics that PyTorch's own decompositions (torch._decomp)
+    turn into ops clbound runs: smooth L1, Huber, KL divergence (xlogy),
+    soft margin, var / std / var_mean / std_mean (the count of a dynamic dim is
+    the batch size of the call), cosine similarity, vector norms, logsumexp."""
 
     def forward(self, x, t):
         F = torch.nn.functional
@@ -895,14 +899,10 @@ def test_variance_of_a_data_dependent_batch_counts_on_the_device():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
-class Extremes(torch.nn.Module):
+class Extremes(_OneLinear):
     """max / min over a static dim with their indices, argmax / argmin (also
     over all of a static tensor), amin: the predicted class and the hardest
     example of a batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.l = torch.nn.Linear(4, 6)
 
     def forward(self, x):
         h = self.l(x)
@@ -1055,14 +1055,10 @@ def test_batch_norm_and_other_loss_forms_train_in_the_graph():
     assert s["graph_breaks"] == 0, s  # before: batch norm, prelu, selu, celu, hardsigmoid, glu, ... broke it
 
 
-class Periodic(torch.nn.Module):
+class Periodic(_OneLinear):
     """sin / cos features (as a positional encoding's), the rounding ops (their
     gradient is 0; of an integer tensor, the tensor), frac, and base 2 and 10
     logarithms and powers."""
-
-    def __init__(self):
-        super().__init__()
-        self.l = torch.nn.Linear(4, 6)
 
     def forward(self, x):
         h = self.l(x)
@@ -1099,16 +1095,12 @@ def test_trig_rounding_and_base_2_train_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
-class Shuffled(torch.nn.Module):
+class Shuffled(_OneLinear):
     """flip over static dims, repeat (along the features and along the dynamic
     batch), softmax and log_softmax over dim 0 (over the batch: a transpose),
     ~ of a mask, cross-entropy with label smoothing (which uses it), and
     cumsum along the features (its backward flips) and along the batch, and of
     integers (int64)."""
-
-    def __init__(self):
-        super().__init__()
-        self.l = torch.nn.Linear(4, 6)
 
     def forward(self, x, y):
         F = torch.nn.functional
