@@ -8,7 +8,9 @@
  * activation epilogue. GEMM_HELPERS builds the
  * helper kernels. Storage is dense row-major at the actual sizes:
  * op(a) is [M, K] (a is [K, M] when TRANS_A), op(b) is [K, N] (b is [N, K] when
- * TRANS_B), and the leading dimension of each is its actual dim 1. */
+ * TRANS_B), and the leading dimension of each is its actual dim 1. With
+ * BATCHED=1 (clb_bmm) every operand has a leading batch dim: the matrices are
+ * dims 1 and 2, one after another at the actual sizes. */
 
 #define CLB_CAT_(x, y) x##y
 #define CLB_CAT(x, y) CLB_CAT_(x, y)
@@ -27,23 +29,37 @@
 #define B_AT(kk, j) b[(kk) * ldb + (j)]
 #endif
 
-/* The actual M, N, K and leading dimensions from the shape records. K is the
- * smaller of the two operands' when they differ (a deferred check, raised by the
- * first work-item), so nothing is read past either live region. */
-#define GEMM_SIZES                                                          \
-  long m, n, k, ka, kb, lda = sa[1], ldb = sb[1];                           \
-  if (TRANS_A) { m = sa[1]; ka = sa[0]; } else { m = sa[0]; ka = sa[1]; }   \
-  if (TRANS_B) { n = sb[0]; kb = sb[1]; } else { kb = sb[0]; n = sb[1]; }   \
-  k = min(ka, kb);
+#ifndef BATCHED
+#define BATCHED 0
+#endif
+/* A matrix dim of a shape record: past the batch dim when BATCHED. */
+#define SA(i) sa[(i) + BATCHED]
+#define SB(i) sb[(i) + BATCHED]
 
-/* The first work-item writes out's shape record and raises the K check. */
+/* The actual M, N, K, leading dimensions and batch count (1 unless BATCHED)
+ * from the shape records. K, and the batch count, is the smaller of the two
+ * operands' when they differ (a deferred check, raised by the first
+ * work-item), so nothing is read past either live region. */
+#define GEMM_SIZES                                                          \
+  long m, n, k, ka, kb, lda = SA(1), ldb = SB(1);                           \
+  if (TRANS_A) { m = SA(1); ka = SA(0); } else { m = SA(0); ka = SA(1); }   \
+  if (TRANS_B) { n = SB(0); kb = SB(1); } else { kb = SB(0); n = SB(1); }   \
+  k = min(ka, kb);                                                          \
+  long nba = BATCHED ? sa[0] : 1, nbb = BATCHED ? sb[0] : 1;                \
+  long nbatch = min(nba, nbb);                                              \
+  long astr = SA(0) * SA(1), bstr = SB(0) * SB(1), cstr = m * n;
+
+/* The first work-item writes out's shape record and raises the K and batch
+ * checks. */
 #define GEMM_HEAD                                                           \
   if (clb_first_item()) {                                                   \
     if (CLB_OWN_RECORD(sc, sa) && CLB_OWN_RECORD(sc, sb)) {                 \
-      sc[0] = m;                                                            \
-      sc[1] = n;                                                            \
+      if (BATCHED) sc[0] = nbatch;                                          \
+      sc[BATCHED] = m;                                                      \
+      sc[BATCHED + 1] = n;                                                  \
     }                                                                       \
     if (ka != kb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, ka, kb);      \
+    if (nba != nbb) clb_raise(st, launch, CLB_STF_DEVICE_CHECK, nba, nbb);  \
   }
 
 /* The epilogue: an activation of the product plus bias (kernels/common.cl's
@@ -120,14 +136,17 @@ __kernel void gemm_cpu(CLB_DATA(const T, a), __global const long *sa, CLB_DATA(c
   CLB_DATA_AT(const T, bias);
   GEMM_SIZES
   GEMM_HEAD
-  long nbm = (m + RM - 1) / RM, nbn = (n + RN - 1) / RN, total = nbm * nbn;
+  long nbm = (m + RM - 1) / RM, nbn = (n + RN - 1) / RN, per = nbm * nbn, total = nbatch * per;
   for (long blk = get_global_id(0); blk < total; blk += get_global_size(0)) {
-    long bj = blk / nbm, bi = blk - bj * nbm;
+    long bt = BATCHED ? blk / per : 0, r = blk - bt * per;
+    long bj = r / nbm, bi = r - bj * nbm;
     long i0 = bi * RM, j0 = bj * RN;
+    __global const T *ab = a + bt * astr, *bb = b + bt * bstr;
+    __global T *cb = c + bt * cstr;
     if (i0 + RM <= m && j0 + RN <= n)
-      gemm_block(a, lda, b, ldb, c, bias, n, k, i0, j0);
+      gemm_block(ab, lda, bb, ldb, cb, bias, n, k, i0, j0);
     else
-      gemm_edge(a, lda, b, ldb, c, bias, m, n, k, i0, j0, RM, RN);
+      gemm_edge(ab, lda, bb, ldb, cb, bias, m, n, k, i0, j0, RM, RN);
   }
 }
 #endif
@@ -149,9 +168,14 @@ __kernel GEMM_GPU_WG void gemm_gpu(CLB_DATA(const T, a), __global const long *sa
   GEMM_SIZES
   GEMM_HEAD
   int lid = (int)get_local_id(0), ty = lid / TS, tx = lid - ty * TS;
-  long ntm = (m + TS - 1) / TS, ntn = (n + TS - 1) / TS, total = ntm * ntn;
+  long ntm = (m + TS - 1) / TS, ntn = (n + TS - 1) / TS, per = ntm * ntn, total = nbatch * per;
+  __global const T *a0 = a, *b0 = b;
+  __global T *c0 = c;
   for (long t = get_group_id(0); t < total; t += get_num_groups(0)) {
-    long ti = t / ntn, tj = t - ti * ntn;
+    long bt = BATCHED ? t / per : 0, r = t - bt * per;
+    long ti = r / ntn, tj = r - ti * ntn;
+    __global const T *a = a0 + bt * astr, *b = b0 + bt * bstr; /* this tile's matrices */
+    __global T *c = c0 + bt * cstr;
     long i = ti * TS + ty, j = tj * TS + tx;
     T acc = 0;
     for (long k0 = 0; k0 < k; k0 += TS) {

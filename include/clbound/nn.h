@@ -64,6 +64,16 @@ CLB_API clb_status clb_host_blas_describe(char *buf, size_t cap, size_t *len);
 CLB_API clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b,
                               int trans_b, clb_tensor_t *out);
 
+/* out[i] = op(a[i]) @ op(b[i]) for each matrix i of a batch (torch.bmm), op as in
+ * clb_matmul on the last two dims. a and b are rank 3 with equal batch bounds;
+ * op(a[i]) is [M, K], op(b[i]) is [K, N]; any dim may be dynamic. The actual
+ * batch counts and K are checked on the device (a mismatch is a deferred
+ * CLB_ERR_DEVICE_CHECK). out is [batch, M, N] (its batch dynamic when either
+ * operand's is) and must not be a or b. Runs clbound's kernel on every device
+ * (docs/gemm.md, "Batched products"). Host syncs: none. */
+CLB_API clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b,
+                           clb_tensor_t *out);
+
 /* y = x W^T + bias. x [M, in], w [features, in], bias [features] (dynamic exactly
  * when w's features dim is) or NULL. Under the DEVICE strategy the bias is added
  * by the GEMM kernel itself. */

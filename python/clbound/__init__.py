@@ -1181,6 +1181,14 @@ class Context:
         ha, hb = self._arg(a, "a"), self._arg(b, "b")
         return self._out(out, lambda o: L.matmul(self._h, ha, int(bool(trans_a)), hb, int(bool(trans_b)), o))
 
+    def bmm(self, a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False, *,
+            out: Optional[Tensor] = None) -> Tensor:
+        """torch.bmm: op(a[i]) @ op(b[i]) for each matrix of a batch, a and b of
+        rank 3 with the same batch bound, op transposing the last two dims;
+        float32 or float64. The batch and every matrix dim may be dynamic."""
+        ha, hb = self._arg(a, "a"), self._arg(b, "b")
+        return self._out(out, lambda o: L.bmm(self._h, ha, int(bool(trans_a)), hb, int(bool(trans_b)), o))
+
     def linear(self, x: Tensor, w: Tensor, bias: Optional[Tensor] = None, *,
                activation: Optional[str] = None, out: Optional[Tensor] = None) -> Tensor:
         """x @ w.T + bias: x [M, in], w [features, in], bias [features] or None.

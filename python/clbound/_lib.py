@@ -382,6 +382,7 @@ nonzero_static = fn("clb_nonzero_static", c_int, p, p, ctypes.c_int64, ctypes.c_
 masked_select = fn("clb_masked_select", c_int, p, p, p, pp)
 masked_scatter = fn("clb_masked_scatter", c_int, p, p, p, p, pp)
 matmul = fn("clb_matmul", c_int, p, p, c_int, p, c_int, pp)
+bmm = fn("clb_bmm", c_int, p, p, c_int, p, c_int, pp)
 linear = fn("clb_linear", c_int, p, p, p, p, pp)
 linear_bw = fn("clb_linear_backward", c_int, p, p, p, p, pp, pp, pp)
 linear_act = fn("clb_linear_act", c_int, p, p, p, p, c_int, pp)

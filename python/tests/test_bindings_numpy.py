@@ -273,6 +273,36 @@ def test_matmul_dynamic_k_mismatch_raises_at_sync(ctx):
     assert e.value.status == "ERR_DEVICE_CHECK"
 
 
+def test_bmm_transposes_dynamic_batch_and_dims(ctx, rng):
+    for trans_a, trans_b in ((False, False), (True, False), (False, True), (True, True)):
+        for batch in (0, 1, 4):
+            m, k, n = (int(v) for v in rng.integers(1, 12, size=3))
+            a = rng.uniform(-1, 1, (batch,) + ((k, m) if trans_a else (m, k))).astype(np.float32)
+            b = rng.uniform(-1, 1, (batch,) + ((n, k) if trans_b else (k, n))).astype(np.float32)
+            # the batch and every matrix dim dynamic below their bounds
+            ta = ctx.from_numpy(a, bounds=(6,) + tuple(s + 2 for s in a.shape[1:]), dynamic=(True, True, True))
+            tb = ctx.from_numpy(b, bounds=(6,) + tuple(s + 2 for s in b.shape[1:]), dynamic=(True, True, True))
+            got = ctx.bmm(ta, tb, trans_a=trans_a, trans_b=trans_b).numpy()
+            a64 = a.astype(np.float64).transpose(0, 2, 1) if trans_a else a.astype(np.float64)
+            b64 = b.astype(np.float64).transpose(0, 2, 1) if trans_b else b.astype(np.float64)
+            assert got.shape == (batch, m, n)
+            np.testing.assert_allclose(got, a64 @ b64, **f32_sum(k),
+                                       err_msg=f"trans {trans_a},{trans_b} batch{batch} m{m} k{k} n{n}")
+
+
+def test_bmm_errors_and_batch_mismatch(ctx):
+    a = ctx.from_numpy(np.ones((2, 3, 4), np.float32))
+    with pytest.raises(clbound.ShapeError, match="the batch dims differ"):
+        ctx.bmm(a, ctx.from_numpy(np.ones((3, 4, 2), np.float32)))
+    with pytest.raises(clbound.ShapeError, match="rank 2"):
+        ctx.bmm(ctx.from_numpy(np.ones((3, 4), np.float32)), a)
+    a = ctx.from_numpy(np.ones((2, 3, 4), np.float32), bounds=(5, 3, 4), dynamic=(True, False, False))
+    b = ctx.from_numpy(np.ones((3, 4, 2), np.float32), bounds=(5, 4, 2), dynamic=(True, False, False))
+    ctx.bmm(a, b)
+    with pytest.raises(clbound.DeviceCheckError, match="sizes 2 and 3 must be equal"):
+        ctx.sync()
+
+
 def test_linear_dynamic_rows_and_features(ctx, rng):
     for _ in range(4):
         m, fin, feat = int(rng.integers(0, 12)), int(rng.integers(1, 9)), int(rng.integers(1, 9))

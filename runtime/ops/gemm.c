@@ -147,6 +147,7 @@ typedef struct gemm_job {
    * record: an output made here gets no record write of its own */
   int unrecorded;
   int made, colsum_made; /* out (dbias) made by this call, unrecorded */
+  int64_t batch;          /* clb_bmm: the bound of the batch dim (dim 0 of every operand); 0 otherwise */
 } gemm_job;
 
 static clb_status check_operand(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
@@ -390,24 +391,26 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
   if (gpu_style(ctx)) {
     int ts = GPU_TS;
     for (;;) {
-      snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s%s",
-               clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64);
+      snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s%s%s",
+               clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64,
+               g->batch ? " -D BATCHED=1" : "");
       local = (size_t)ts * (size_t)ts;
       if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_gpu", local, &k, &wg)) != CLB_OK) return st;
       if (wg >= local || ts == 1) break;
       while (ts > 1 && (size_t)ts * (size_t)ts > wg) ts /= 2;
     }
-    int64_t tiles = ((g->mb + ts - 1) / ts) * ((g->nb + ts - 1) / ts);
+    int64_t tiles = ((g->mb + ts - 1) / ts) * ((g->nb + ts - 1) / ts) * (g->batch ? g->batch : 1);
     groups = tiles < 1 ? 1 : (size_t)tiles;
     if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
   } else {
     int rm = CPU_RM, rn = f64 ? CPU_RN / 2 : CPU_RN;
-    snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s%s",
-             clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64);
+    snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s%s%s",
+             clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64,
+             g->batch ? " -D BATCHED=1" : "");
     if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_cpu", CPU_LOCAL, &k, &wg)) != CLB_OK) return st;
     local = CPU_LOCAL;
     while (local > 1 && local > wg) local /= 2;
-    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn);
+    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn) * (g->batch ? g->batch : 1);
     int64_t gr = (blocks + (int64_t)local - 1) / (int64_t)local;
     groups = gr < 1 ? 1 : gr > (int64_t)ctx->max_groups ? ctx->max_groups : (size_t)gr;
   }
@@ -518,6 +521,61 @@ clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "matmul: ctx is NULL");
   gemm_job g = {.op = "matmul", .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0, .act = -1};
   return gemm_run(ctx, &g, out);
+}
+
+/* ---- Batched products ----------------------------------------------------------- */
+
+/* clb_bmm runs clbound's kernel on every device and strategy (docs/gemm.md,
+ * "Batched products"); on a CPU-style device a transposed b is first copied
+ * dense (clb_transpose of its matrix dims), as run_device_bt does. */
+clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b, clb_tensor_t *out) {
+  static const char *op = "bmm";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
+  clb_tensor_t ops[2] = {a, b};
+  const char *names[2] = {"a", "b"};
+  char d[2][128];
+  clb_status st;
+  for (int i = 0; i < 2; i++) {
+    if ((st = clb__check_tensor(ctx, op, names[i], ops[i])) != CLB_OK) return st;
+    clb__tensor_desc(ops[i], d[i], sizeof d[i]);
+    if (ops[i]->rank != 3)
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: %s %s has rank %d; a batch of matrices needs rank 3", op, names[i],
+                            d[i], ops[i]->rank);
+    if (!clb__dtype_is_float(ops[i]->dtype))
+      return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is %s; bmm takes f32 or f64", op, names[i],
+                            clb_dtype_name(ops[i]->dtype));
+  }
+  gemm_job g = {.op = op, .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0, .act = -1, .batch = a->bound[0]};
+  snprintf(g.what, sizeof g.what, "a %.60s%s, b %.60s%s", d[0], g.ta ? "^T" : "", d[1], g.tb ? "^T" : "");
+  if (a->dtype != b->dtype) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s", op, d[0], d[1]);
+  g.dt = a->dtype;
+  if (a->bound[0] != b->bound[0])
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: %s: the batch dims differ: a has %lld matrices, b %lld", op, g.what,
+                          (long long)a->bound[0], (long long)b->bound[0]);
+  int am = g.ta ? 2 : 1, bn = g.tb ? 1 : 2;
+  int64_t ka = a->bound[3 - am], kb = b->bound[3 - bn];
+  if (ka != kb)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s: %s: the inner dims differ: op(a) has %lld columns, op(b) has %lld rows",
+                          op, g.what, (long long)ka, (long long)kb);
+  g.mb = a->bound[am];
+  g.nb = b->bound[bn];
+  g.kb = ka;
+  if (out && *out && (*out == a || *out == b)) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out must not be an input", op);
+  int64_t ob[3] = {g.batch, g.mb, g.nb};
+  uint8_t od[3] = {(uint8_t)(a->dyn[0] || b->dyn[0]), a->dyn[am], b->dyn[bn]};
+  if ((st = clb__output(ctx, op, g.dt, 3, ob, od, out)) != CLB_OK) return st;
+  g.out = *out;
+  if (!g.tb || gpu_style(ctx)) return run_device(ctx, &g);
+  clb_tensor_t bt = NULL;
+  if ((st = clb_transpose(ctx, b, 1, 2, &bt)) != CLB_OK) {
+    clb__append_error(ctx, " (transposed copy of b in %s)", op);
+    return st;
+  }
+  g.b = bt;
+  g.tb = 0;
+  st = run_device(ctx, &g);
+  clb_tensor_free(bt); /* the queue is in order: the buffer is reused only after this work */
+  return st;
 }
 
 /* ---- Linear ------------------------------------------------------------------- */

@@ -646,6 +646,13 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     AGREE("gather", clb_gather(ctx, a, 1, ix, &o_));
     AGREE("cat", clb_cat(ctx, a, c, 0, &o_));
     AGREE("cumsum", clb_cumsum(ctx, a, 1, &o_));
+    int64_t b3[3] = {2, 3, 4};
+    clb_tensor_t a3 = NULL, c3 = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 3, b3, NULL, &a3));
+    CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 3, b3, NULL, &c3));
+    AGREE("bmm", clb_bmm(ctx, a3, 0, c3, 1, &o_));
+    clb_tensor_free(a3);
+    clb_tensor_free(c3);
 #undef AGREE
     CL_OK(ctx, clb_context_sync(ctx));
     clb_tensor_free(a);
