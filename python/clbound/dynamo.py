@@ -1229,6 +1229,17 @@ def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
     return flip
 
 
+def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """torch.bmm, so 3-D matmul and einsum over a batch (AOTAutograd's forms of
+    both): clb_bmm. An operand transposed in its last two dims arrives as the
+    copy its own transpose node made."""
+    a, b = node.args[0], node.args[1]
+    dt = _meta(node).dtype
+    if not dt.is_floating_point:
+        raise Unsupported(f"{name}: bmm of {dt} (clbound's bmm is floating only)")
+    return lambda ctx, env: _V(ctx.bmm(val(env, a), val(env, b)))
+
+
 _REPEAT_MAX = 64  # copies repeat makes by clb_cat, two at a time
 
 
@@ -1596,6 +1607,7 @@ _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
 _ASSERT = {aten._assert_async.msg, aten._assert_async.default}  # checks on the device (clb_assert)
 _SHUFFLE = {aten.flip.default, aten.repeat.default}
 _SCAN = {aten.cumsum.default}
+_BMM = {aten.bmm.default}
 _FILLED = {aten.new_zeros.default, aten.new_ones.default, aten.new_full.default, aten.zeros.default,
            aten.ones.default, aten.full.default}
 
@@ -1649,7 +1661,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | _SCAN | {aten.cat.default})
+                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1658,7 +1670,7 @@ _LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
     (_NLL, _lower_nll), ({aten.cat.default}, _lower_cat), (_VAR, _lower_var), (_EXTREME, _lower_extreme),
     (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
     (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
-    ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat)]
+    ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm)]
 """(aten ops, their lowering (node, name, val) -> step), tried in order."""
 
 
@@ -1733,9 +1745,20 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _TRANSPOSE:
         src = args[0]
         m = _meta(src)
+        if m is not None and m.dim() > 2 and tgt is not aten.t.default:
+            # a copy with the dims moved (clb_transpose, clb_permute); rank 2 and
+            # below stay lazy (free, and matmul takes the transposes)
+            if tgt is aten.transpose.int:
+                d0, d1 = args[1], args[2]
+                return (lambda ctx, env: _V(ctx.transpose(val(env, src), d0, d1))), False
+            dims = list(args[1])
+            return (lambda ctx, env: _V(ctx.permute(val(env, src), dims))), False
         if tgt is aten.transpose.int and m is not None and m.dim() == 2 and sorted(
                 d % 2 for d in args[1:3]) != [0, 1]:
             raise Unsupported(f"{name}: transpose of dims {args[1:3]}")
+        if tgt is aten.permute.default and m is not None and [d % max(m.dim(), 1) for d in args[1]] == list(
+                range(m.dim())):
+            return (lambda ctx, env: env[src]), tr(src)  # the dims as they are
         if tgt is aten.permute.default and list(args[1]) not in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
             raise Unsupported(f"{name}: permute {args[1]}")
         if m is None or m.dim() > 2:
