@@ -159,6 +159,16 @@ CLB_API clb_status clb_cast(clb_context_t ctx, clb_tensor_t a, clb_dtype dtype,
 CLB_API clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec,
                                clb_tensor_t *out);
 
+/* A view of x's data with the bounds and dynamic flags given and the actual
+ * sizes dims, which the caller knows (a compiler's symbolic sizes, bound per
+ * call): for a shape with more than one dynamic dim, which clb_reshape's one -1
+ * cannot infer. dims[d] <= bounds[d], equal where the dim is static; the
+ * bounds' element count must fit x's. One launch writes the record and raises a
+ * deferred CLB_ERR_DEVICE_CHECK when dims do not hold x's actual element count.
+ * *out: NULL, or a view made by an earlier call with the same bounds. */
+CLB_API clb_status clb_reshape_bounded(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *bounds,
+                                       const uint8_t *dynamic, const int64_t *dims, clb_tensor_t *out);
+
 /* ---- Indexing -----------------------------------------------------------------
  *
  * numpy's basic indexing (x[2], x[1:-1], x[::-2], x[:, None]) as a dense copy:

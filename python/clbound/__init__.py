@@ -942,6 +942,18 @@ class Context:
         ha = self._arg(a, "a")
         return self._out(out, lambda o: L.reshape(self._h, ha, rank, dims, o))
 
+    def reshape_bounded(self, a: Tensor, sizes: Shape, bounds: Shape, dynamic: Optional[Iterable[bool]] = None, *,
+                        out: Optional[Tensor] = None) -> Tensor:
+        """A view of a's data with the given bounds and dynamic flags and the
+        actual sizes `sizes` (clb_reshape_bounded): a shape with more than one
+        dynamic dim, whose sizes the caller knows. A static dim's size is its
+        bound; the bounds' element count must fit a's; sizes that do not hold
+        a's actual element count fail the next sync (DeviceCheckError)."""
+        cb, rank = L.shape(bounds, "bounds")
+        cs, _ = L.shape(sizes, "sizes", rank=rank)
+        ha = self._arg(a, "a")
+        return self._out(out, lambda o: L.reshape_bounded(self._h, ha, rank, cb, L.flags(dynamic, rank), cs, o))
+
     # ---- indexing ----
 
     def getitem(self, a: Tensor, key: Any, *, out: Optional[Tensor] = None) -> Tensor:

@@ -1229,6 +1229,35 @@ def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
     return flip
 
 
+def _lower_reshape_bounded(node: torch.fx.Node, src: torch.fx.Node, name: str,
+                           val: Callable[..., Any]) -> Callable[..., Any]:
+    """A reshape to more than one symbolic size ([batch, sequence, features]
+    from [batch * sequence, features]), which one -1 cannot infer: each call's
+    sizes from the inputs' (host ints), the bounds from their value ranges
+    (clb_reshape_bounded; the device checks that the sizes hold the input's
+    count). A size the inputs do not give (a data-dependent one) breaks the
+    graph."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    m, ms = _meta(node), _meta(src)
+    if any(free_unbacked_symbols(d) for d in m.shape if _is_sym(d)):
+        raise Unsupported(f"{name}: reshape to {list(m.shape)}: more than one symbolic size, one data-dependent")
+    try:
+        bounds, dynamic = _bounds(m, node)
+        have, _ = _bounds(ms, src)
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: reshape to {list(m.shape)}: {e}") from None
+    if int(np.prod(bounds, dtype=np.int64)) > int(np.prod(have, dtype=np.int64)):
+        raise Unsupported(f"{name}: reshape of bounds {have} to {bounds}: more elements at the bounds")
+    parts = _shape_parts(node)
+
+    def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:
+        dims = _eval_shape(parts, env["__sizes__"])
+        if dims is None:  # every symbol is an input's (checked above): not reached
+            raise RuntimeError(f"clbound: {name}: the sizes of {parts} are not among this call's inputs")
+        return _V(ctx.reshape_bounded(val(env, src), dims, bounds, dynamic))
+    return reshape
+
+
 def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """torch.bmm, so 3-D matmul and einsum over a batch (AOTAutograd's forms of
     both): clb_bmm. An operand transposed in its last two dims arrives as the
@@ -1773,6 +1802,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             have, want = _meta(src).shape, _meta(node).shape
             if not _inserts_ones(have, want, list(args[2])):
                 raise Unsupported(f"{name}: broadcast of {list(have)} to {list(want)}")
+        if sum(_is_sym(d) for d in _meta(node).shape) > 1:
+            return _lower_reshape_bounded(node, src, name, val), False
         spec = _reshape_spec(_meta(node).shape, name)
 
         def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:

@@ -303,6 +303,18 @@ def test_bmm_errors_and_batch_mismatch(ctx):
         ctx.sync()
 
 
+def test_reshape_bounded_two_dynamic_dims(ctx, rng):
+    x = ctx.from_numpy(rng.standard_normal((6, 3)).astype(np.float32), bounds=(24, 3), dynamic=(True, False))
+    v = ctx.reshape_bounded(x, (2, 3, 3), bounds=(4, 6, 3), dynamic=(True, True, False))
+    assert v.bounds == (4, 6, 3) and v.dynamic == (True, True, False) and v.shape == (2, 3, 3)
+    np.testing.assert_array_equal(v.numpy(), x.numpy().reshape(2, 3, 3))
+    ctx.reshape_bounded(x, (2, 2, 3), bounds=(4, 6, 3), dynamic=(True, True, False))  # 12 of x's 18 elements
+    with pytest.raises(clbound.DeviceCheckError, match="sizes 18 and 12 must be equal"):
+        ctx.sync()
+    with pytest.raises(clbound.ShapeError, match="do not fit"):
+        ctx.reshape_bounded(x, (2, 3, 3), bounds=(5, 6, 3), dynamic=(True, True, False))
+
+
 def test_linear_dynamic_rows_and_features(ctx, rng):
     for _ in range(4):
         m, fin, feat = int(rng.integers(0, 12)), int(rng.integers(1, 9)), int(rng.integers(1, 9))

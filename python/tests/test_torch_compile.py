@@ -1324,18 +1324,24 @@ class SelfAttention(torch.nn.Module):
         return torch.sigmoid(self.out(h.mean(1))).squeeze(1), s, h.permute(2, 0, 1)
 
 
-def test_attention_trains_in_the_graph():
+@pytest.mark.parametrize("dynamic_sequence", [False, True])
+def test_attention_trains_in_the_graph(dynamic_sequence):
+    """The batch dynamic, and the sequence too: a Linear on [batch, sequence,
+    4] then views its [batch * sequence, 4] product as [batch, sequence, 4],
+    two symbolic sizes (clb_reshape_bounded)."""
     model, ref, compiled = f64_twin(SelfAttention)
 
     def sequences():
-        for n in batch_sizes(6, 2, 12):
-            x = torch.randn(n, 5, 4)
+        for i, n in enumerate(batch_sizes(6, 2, 12)):
+            x = torch.randn(n, 2 + (i * 3) % 7 if dynamic_sequence else 5, 4)
             torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+            if dynamic_sequence:
+                torch._dynamo.mark_dynamic(x, 1, min=2, max=8)
             yield n, x
     # against float64: values within 1e-5 relative (1e-6 absolute), gradients within 1e-5 relative (1e-6 absolute)
     check_against_f64(model, ref, compiled, sequences(), 1e-5, 1e-6, 1e-5, 1e-6)
     s = cd.stats()
-    assert s["graph_breaks"] == 0, s  # before: bmm and the 3-D transposes and permutes broke it
+    assert s["graph_breaks"] == 0, s  # before: bmm, the 3-D transposes and permutes, and the views broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 

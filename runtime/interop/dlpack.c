@@ -34,7 +34,7 @@ static const struct op_caps {
     {"pow", TAKES_FLOAT},       {"floor_divide", TAKES_NUMERIC}, {"erf", TAKES_FLOAT},
     {"abs", TAKES_FLOAT},       {"sqrt", TAKES_FLOAT},           {"rsqrt", TAKES_FLOAT},
     {"log1p", TAKES_FLOAT},     {"expm1", TAKES_FLOAT},           {"assert", TAKES_ALL},
-    {"cumsum", TAKES_ALL},      {"bmm", TAKES_FLOAT},
+    {"cumsum", TAKES_ALL},      {"bmm", TAKES_FLOAT},            {"reshape_bounded", TAKES_ALL},
     {"floor", TAKES_FLOAT},     {"ceil", TAKES_FLOAT},           {"round", TAKES_FLOAT},
     {"trunc", TAKES_FLOAT},     {"sin", TAKES_FLOAT},            {"cos", TAKES_FLOAT},
     {"log2", TAKES_FLOAT},      {"log10", TAKES_FLOAT},          {"exp2", TAKES_FLOAT},

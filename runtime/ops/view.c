@@ -101,3 +101,53 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
                     CLB_ARG(ctx->status), CLB_ARG(zero)};
   return clb__launch(ctx, op, desc, k, args, 7, 6, 1, 1);
 }
+
+clb_status clb_reshape_bounded(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *bounds,
+                               const uint8_t *dynamic, const int64_t *dims, clb_tensor_t *out) {
+  static const char *opb = "reshape_bounded";
+  if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", opb);
+  clb_status st = clb__check_tensor(ctx, opb, "x", x);
+  if (st != CLB_OK) return st;
+  if (!out) return clb__set_error(ctx, CLB_ERR_NULL, "%s: out is NULL", opb);
+  if (rank < 0 || rank > CLB_MAX_RANK) return clb__set_error(ctx, CLB_ERR_RANK, "%s: rank %d is outside 0..%d", opb, rank, CLB_MAX_RANK);
+  if (rank > 0 && (!bounds || !dims)) return clb__set_error(ctx, CLB_ERR_NULL, "%s: bounds or dims is NULL", opb);
+  char desc[128];
+  clb__tensor_desc(x, desc, sizeof desc);
+  uint8_t dyn[CLB_MAX_RANK] = {0};
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) {
+    dyn[d] = (uint8_t)(dynamic && dynamic[d]);
+    if (bounds[d] < 0 || dims[d] < 0 || dims[d] > bounds[d] || (!dyn[d] && dims[d] != bounds[d]))
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: dim %d: size %lld with bound %lld%s", opb, desc, d,
+                            (long long)dims[d], (long long)bounds[d], dyn[d] ? "" : " (static: they must be equal)");
+    if (n > 0 && bounds[d] > 0 && n > INT64_MAX / bounds[d])
+      return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: the bounds' element count overflows", opb, desc);
+    n *= bounds[d];
+  }
+  int64_t xn = clb__numel(x->rank, x->bound);
+  if (n > xn)
+    return clb__set_error(ctx, CLB_ERR_SHAPE, "%s of %s: %lld elements at the bounds do not fit its %lld", opb, desc,
+                          (long long)n, (long long)xn);
+  if (!*out) {
+    if ((st = clb__tensor_share(ctx, opb, x, rank, bounds, dyn, out)) != CLB_OK) return st;
+  } else {
+    clb_tensor_t v = *out;
+    if ((st = clb__check_output(ctx, opb, "out", v)) != CLB_OK) return st;
+    if (v->data.mem != x->data.mem || v->data.offset != x->data.offset || v->rank != rank ||
+        memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0 || memcmp(v->dyn, dyn, (size_t)rank) != 0)
+      return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape_bounded with these bounds",
+                            opb, desc);
+  }
+  clb__note_output(ctx, opb, *out);
+  /* the record: dims, with a deferred check that they hold x's actual count */
+  cl_kernel k;
+  if ((st = clb__kernel_get(ctx, opb, "view", "", "view_shape", &k)) != CLB_OK) return st;
+  cl_long8 sp;
+  memset(&sp, 0, sizeof sp);
+  for (int d = 0; d < rank; d++) sp.s[d] = dims[d];
+  cl_int rx = x->rank, ro = rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG((*out)->shape.mem), CLB_ARG(ro), CLB_ARG(sp),
+                    CLB_ARG(ctx->status), CLB_ARG(zero)};
+  return clb__launch(ctx, opb, desc, k, args, 7, 6, 1, 1);
+}

@@ -651,6 +651,7 @@ static void test_capabilities(clb_context_t ctx, int fp64) {
     CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 3, b3, NULL, &a3));
     CL_OK(ctx, clb_tensor_new(ctx, (clb_dtype)dt, 3, b3, NULL, &c3));
     AGREE("bmm", clb_bmm(ctx, a3, 0, c3, 1, &o_));
+    AGREE("reshape_bounded", clb_reshape_bounded(ctx, a3, 2, (const int64_t[]){6, 4}, NULL, (const int64_t[]){6, 4}, &o_));
     clb_tensor_free(a3);
     clb_tensor_free(c3);
 #undef AGREE
