@@ -69,8 +69,9 @@ CLB_API clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, cl
  * op(a[i]) is [M, K], op(b[i]) is [K, N]; any dim may be dynamic. The actual
  * batch counts and K are checked on the device (a mismatch is a deferred
  * CLB_ERR_DEVICE_CHECK). out is [batch, M, N] (its batch dynamic when either
- * operand's is) and must not be a or b. Runs clbound's kernel on every device
- * (docs/gemm.md, "Batched products"). Host syncs: none. */
+ * operand's is) and must not be a or b. Host BLAS's native kernel under
+ * HOST_BLAS (CPU devices), clbound's kernel otherwise (docs/gemm.md, "Batched
+ * products"). Host syncs: none. */
 CLB_API clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b,
                            clb_tensor_t *out);
 

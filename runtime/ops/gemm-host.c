@@ -139,9 +139,9 @@ int clb_context_gemm_strategy(clb_context_t ctx) {
  * host_call). */
 typedef struct host_gemm {
   void *a, *sa, *b, *sb, *c, *sc, *bias, *cs, *scs, *h, *sh; /* host pointers of the buffers */
-  int ta, tb, f64, has_bias, has_colsum, relu, has_mask;
+  int ta, tb, f64, has_bias, has_colsum, relu, has_mask, batched;
   uint32_t launch; /* the launch record of the op it belongs to */
-  int64_t abound[2], bbound[2], hbound[2];
+  int64_t abound[3], bbound[3], hbound[2];
 } host_gemm;
 
 /* One parameter's SGD step after the products (clb__gemm_host_sgd_join). */
@@ -374,7 +374,71 @@ static void gemm_block(void *arg, int block, int blocks) {
   }
 }
 
+/* clb_bmm's product: the batch's matrices one after another at the actual
+ * sizes, blocks of whole matrices (each a single-threaded BLAS call) over the
+ * threads. */
+typedef struct bmm_split {
+  const host_gemm *g;
+  int64_t nb, m, n, k, lda, ldb, astr, bstr;
+} bmm_split;
+
+static void bmm_block(void *arg, int block, int blocks) {
+  const bmm_split *s = arg;
+  const host_gemm *g = s->g;
+  int64_t lo = s->nb * block / blocks, hi = s->nb * (block + 1) / blocks;
+  size_t es = g->f64 ? sizeof(double) : sizeof(float);
+  if (hi > lo && s->k > 0 && blas->get_num_threads() != 1) blas->set_num_threads(1);
+  enum CBLAS_TRANSPOSE TA = g->ta ? CblasTrans : CblasNoTrans, TB = g->tb ? CblasTrans : CblasNoTrans;
+  blasint M = (blasint)s->m, N = (blasint)s->n, K = (blasint)s->k, lda = (blasint)s->lda, ldb = (blasint)s->ldb;
+  for (int64_t p = lo; p < hi; p++) {
+    char *c = (char *)g->c + (size_t)(p * s->m * s->n) * es;
+    if (s->k == 0) {
+      memset(c, 0, (size_t)(s->m * s->n) * es);
+      continue;
+    }
+    const char *a = (const char *)g->a + (size_t)(p * s->astr) * es, *b = (const char *)g->b + (size_t)(p * s->bstr) * es;
+    if (g->f64)
+      blas->dgemm(CblasRowMajor, TA, TB, M, N, K, 1.0, (const double *)a, lda, (const double *)b, ldb, 0.0, (double *)c, N);
+    else
+      blas->sgemm(CblasRowMajor, TA, TB, M, N, K, 1.0f, (const float *)a, lda, (const float *)b, ldb, 0.0f, (float *)c, N);
+  }
+}
+
+static void host_bmm_one(const host_call *call, const host_gemm *g) {
+  const int64_t *sa = g->sa, *sb = g->sb;
+  int64_t na = host_dim(call, g->launch, sa[0], g->abound[0]), nbb = host_dim(call, g->launch, sb[0], g->bbound[0]);
+  int64_t a0 = host_dim(call, g->launch, sa[1], g->abound[1]), a1 = host_dim(call, g->launch, sa[2], g->abound[2]);
+  int64_t b0 = host_dim(call, g->launch, sb[1], g->bbound[1]), b1 = host_dim(call, g->launch, sb[2], g->bbound[2]);
+  int64_t m = g->ta ? a1 : a0, ka = g->ta ? a0 : a1;
+  int64_t kb = g->tb ? b1 : b0, n = g->tb ? b0 : b1;
+  int64_t k = ka < kb ? ka : kb, nb = na < nbb ? na : nbb;
+  int64_t *sc = g->sc;
+  sc[0] = nb;
+  sc[1] = m;
+  sc[2] = n;
+  for (int d = 3; d < CLB_MAX_RANK; d++) sc[d] = 1;
+  if (ka != kb) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, ka, kb);
+  if (na != nbb) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, na, nbb);
+  if (nb == 0 || m == 0 || n == 0) return;
+  bmm_split s = {g, nb, m, n, k, a1 > 0 ? a1 : 1, b1 > 0 ? b1 : 1, a0 * a1, b0 * b1};
+  double flops = 2.0 * (double)nb * (double)m * (double)n * (double)k;
+  int blocks = 1, threads = 1;
+  if (blas_fixed > 0) blocks = threads = blas_fixed;
+  else if (flops >= CLB_BLAS_ONE_FLOPS) {
+    blocks = blas_many;
+    int running = flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
+    threads = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
+  }
+  if (blocks > nb) blocks = (int)nb;
+  if (threads > blocks) threads = blocks;
+  clb__pool_run(bmm_block, &s, blocks, threads, NULL);
+}
+
 static void host_gemm_one(const host_call *call, const host_gemm *g) {
+  if (g->batched) {
+    host_bmm_one(call, g);
+    return;
+  }
   const int64_t *sa = g->sa, *sb = g->sb;
   int64_t a0 = host_dim(call, g->launch, sa[0], g->abound[0]), a1 = host_dim(call, g->launch, sa[1], g->abound[1]);
   int64_t b0 = host_dim(call, g->launch, sb[0], g->bbound[0]), b1 = host_dim(call, g->launch, sb[1], g->bbound[1]);
@@ -532,10 +596,11 @@ static clb_status enqueue_call(clb_context_t ctx, const char *op, const char *wh
     g->has_colsum = q->colsum != NULL;
     g->relu = q->relu;
     g->has_mask = q->mask != NULL;
-    for (int d = 0; d < 2; d++) {
+    g->batched = q->batched;
+    for (int d = 0; d < 2; d++) g->hbound[d] = q->mask ? q->mask->bound[d] : 0;
+    for (int d = 0; d < (q->batched ? 3 : 2); d++) {
       g->abound[d] = q->a->bound[d];
       g->bbound[d] = q->b->bound[d];
-      g->hbound[d] = q->mask ? q->mask->bound[d] : 0;
     }
     ref_add(refs, &nr, &q->a->data, &g->a, CL_MAP_READ);
     ref_add(refs, &nr, &q->a->shape, &g->sa, CL_MAP_READ);

@@ -27,10 +27,13 @@ int clb__gemm_host_available(clb_context_t ctx, const char **why);
  * kernels do. colsum (or NULL), of a's dtype, [<= a's dim-1 bound]: also gets
  * the sums of a's actual rows, one per column, and its record [a's dim 1]
  * (dbias of linear_backward, a = dy). The operands are already validated
- * (gemm.c's gemm_setup). */
+ * (gemm.c's gemm_setup). batched: the same over a batch of matrices (dim 0 of
+ * a, b and out; clb_bmm), out's record [batch, M, N], batch counts that differ
+ * a CLB_STF_DEVICE_CHECK as K's. */
 typedef struct clb_host_gemm {
   clb_tensor_t a, b, bias, out, colsum, mask;
   int ta, tb, relu;
+  int batched; /* clb_bmm: a, b and out of rank 3, dim 0 the batch (no bias, colsum, mask or ReLU) */
   uint32_t launch; /* set by clb__gemm_host_run: the launch record its status bits name */
 } clb_host_gemm;
 

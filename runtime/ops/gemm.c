@@ -525,9 +525,10 @@ clb_status clb_matmul(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor
 
 /* ---- Batched products ----------------------------------------------------------- */
 
-/* clb_bmm runs clbound's kernel on every device and strategy (docs/gemm.md,
- * "Batched products"); on a CPU-style device a transposed b is first copied
- * dense (clb_transpose of its matrix dims), as run_device_bt does. */
+/* clb_bmm: under HOST_BLAS (CPU devices) one native kernel looping over the
+ * batch; otherwise clbound's kernel, built with BATCHED (docs/gemm.md,
+ * "Batched products"), where on a CPU-style device a transposed b is first
+ * copied dense (clb_transpose of its matrix dims), as run_device_bt does. */
 clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t b, int trans_b, clb_tensor_t *out) {
   static const char *op = "bmm";
   if (!ctx) return clb__set_error(NULL, CLB_ERR_NULL, "%s: ctx is NULL", op);
@@ -563,8 +564,18 @@ clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t 
   if (out && *out && (*out == a || *out == b)) return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s: out must not be an input", op);
   int64_t ob[3] = {g.batch, g.mb, g.nb};
   uint8_t od[3] = {(uint8_t)(a->dyn[0] || b->dyn[0]), a->dyn[am], b->dyn[bn]};
-  if ((st = clb__output(ctx, op, g.dt, 3, ob, od, out)) != CLB_OK) return st;
+  int forced, host = clb__gemm_resolve(ctx, &forced) == CLB_GEMM_HOST_BLAS;
+  /* host BLAS writes out's whole record in its native kernel */
+  g.unrecorded = host && host_records(ctx);
+  g.made = g.unrecorded && out && !*out;
+  if ((st = (g.unrecorded ? clb__output_unrecorded : clb__output)(ctx, op, g.dt, 3, ob, od, out)) != CLB_OK) return st;
   g.out = *out;
+  if (host) {
+    clb_host_gemm j = {.a = a, .b = b, .out = g.out, .ta = g.ta, .tb = g.tb, .batched = 1};
+    gemm_job *jobs[1] = {&g};
+    if ((st = clb__gemm_host_run(ctx, op, g.what, &j, 1)) != CLB_OK) return host_unrecorded_failed(ctx, st, jobs, 1);
+    return CLB_OK;
+  }
   if (!g.tb || gpu_style(ctx)) return run_device(ctx, &g);
   clb_tensor_t bt = NULL;
   if ((st = clb_transpose(ctx, b, 1, 2, &bt)) != CLB_OK) {

@@ -1,5 +1,5 @@
 /* test-bmm.c: batched matmul (clb_bmm) with dynamic batch, M, N and K under both
- * transposes, both kernel styles and f32/f64, against a double-precision
+ * transposes, host BLAS and both kernel styles, f32/f64, against a double-precision
  * reference; canaries after the output, garbage in the operands' slack, the
  * deferred batch and K checks, and the errors. */
 #define _POSIX_C_SOURCE 200809L
@@ -96,8 +96,9 @@ static const bcase CASES[] = {
     {5, 8, 8, 8, 0, 0, 0, 0},    /* static */
 };
 
-static void sweep(clb_context_t ctx, const char *label, clb_dtype dt) {
+static void sweep(clb_context_t ctx, const char *label, clb_gemm_strategy s, clb_dtype dt) {
   const int small = clb_test_small();
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, s));
   for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
     const bcase *c = &CASES[ci];
     if (small && ci > 1) continue;
@@ -118,7 +119,8 @@ static void sweep(clb_context_t ctx, const char *label, clb_dtype dt) {
 
 /* Operands whose actual batch counts, or K, differ: a deferred device check
  * naming both sizes; nothing is read past either live region. */
-static void mismatch(clb_context_t ctx) {
+static void mismatch(clb_context_t ctx, clb_gemm_strategy s) {
+  CL_OK(ctx, clb_context_set_gemm_strategy(ctx, s));
   int64_t ab[3] = {4, 8, 16}, bb[3] = {4, 16, 4};
   uint8_t dy[3] = {1, 1, 1};
   clb_tensor_t a = NULL, b = NULL, o = NULL;
@@ -175,9 +177,14 @@ static void errors(clb_context_t ctx) {
 int main(void) {
   clb_context_t ctx = clb_test_context(NULL);
   has_fp64 = clb_tensor_new(ctx, CLB_DTYPE_F64, 0, NULL, NULL, &(clb_tensor_t){NULL}) == CLB_OK;
-  sweep(ctx, "cpu-style", CLB_DTYPE_F32);
-  if (has_fp64 && !clb_test_small()) sweep(ctx, "cpu-style", CLB_DTYPE_F64);
-  mismatch(ctx);
+  /* AUTO: host BLAS's native kernel where the build has OpenBLAS; DEVICE: clbound's kernel */
+  const clb_gemm_strategy ss[2] = {CLB_GEMM_AUTO, CLB_GEMM_DEVICE};
+  const char *const names[2] = {"cpu-style auto", "cpu-style device"};
+  for (int i = 0; i < 2; i++) {
+    sweep(ctx, names[i], ss[i], CLB_DTYPE_F32);
+    if (has_fp64 && !clb_test_small()) sweep(ctx, names[i], ss[i], CLB_DTYPE_F64);
+    mismatch(ctx, ss[i]);
+  }
   errors(ctx);
   clb_context_free(ctx);
 
@@ -186,9 +193,9 @@ int main(void) {
   clb_context_options_init(&opts);
   opts.kernel_style = CLB_KERNEL_STYLE_GPU;
   ctx = clb_test_context(&opts);
-  sweep(ctx, "gpu-style", CLB_DTYPE_F32);
-  if (has_fp64 && !clb_test_small()) sweep(ctx, "gpu-style", CLB_DTYPE_F64);
-  mismatch(ctx);
+  sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F32);
+  if (has_fp64 && !clb_test_small()) sweep(ctx, "gpu-style", CLB_GEMM_DEVICE, CLB_DTYPE_F64);
+  mismatch(ctx, CLB_GEMM_DEVICE);
   clb_context_free(ctx);
   return clb_test_finish("nn/bmm");
 }
