@@ -374,6 +374,18 @@ static void gemm_block(void *arg, int block, int blocks) {
   }
 }
 
+/* The blocks a product of `flops` is cut into and the threads that run them
+ * (the rule above). */
+static void split_rule(double flops, int *blocks, int *threads) {
+  *blocks = *threads = 1;
+  if (blas_fixed > 0) *blocks = *threads = blas_fixed;
+  else if (flops >= CLB_BLAS_ONE_FLOPS) {
+    *blocks = blas_many;
+    int running = flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
+    *threads = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
+  }
+}
+
 /* clb_bmm's product: the batch's matrices one after another at the actual
  * sizes, blocks of whole matrices (each a single-threaded BLAS call) over the
  * threads. */
@@ -421,14 +433,8 @@ static void host_bmm_one(const host_call *call, const host_gemm *g) {
   if (na != nbb) host_raise(call->st, g->launch, CLB_STF_DEVICE_CHECK, na, nbb);
   if (nb == 0 || m == 0 || n == 0) return;
   bmm_split s = {g, nb, m, n, k, a1 > 0 ? a1 : 1, b1 > 0 ? b1 : 1, a0 * a1, b0 * b1};
-  double flops = 2.0 * (double)nb * (double)m * (double)n * (double)k;
-  int blocks = 1, threads = 1;
-  if (blas_fixed > 0) blocks = threads = blas_fixed;
-  else if (flops >= CLB_BLAS_ONE_FLOPS) {
-    blocks = blas_many;
-    int running = flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
-    threads = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
-  }
+  int blocks, threads;
+  split_rule(2.0 * (double)nb * (double)m * (double)n * (double)k, &blocks, &threads);
   if (blocks > nb) blocks = (int)nb;
   if (threads > blocks) threads = blocks;
   clb__pool_run(bmm_block, &s, blocks, threads, NULL);
@@ -463,14 +469,8 @@ static void host_gemm_one(const host_call *call, const host_gemm *g) {
    * half of 512x256x512 took 0.94 ms by rows, 0.99 by columns; of 64x512x256,
    * 0.135 and 0.118) */
   gemm_split s = {g, m, n, k, a1 > 0 ? a1 : 1, b1 > 0 ? b1 : 1, m < SPLIT_ROWS_MIN && n > m};
-  double flops = 2.0 * (double)m * (double)n * (double)k;
-  int blocks = 1, threads = 1;
-  if (blas_fixed > 0) blocks = threads = blas_fixed;
-  else if (flops >= CLB_BLAS_ONE_FLOPS) {
-    blocks = blas_many;
-    int running = flops < CLB_BLAS_MANY_FLOPS ? clb__running_now() : -1;
-    threads = clb__blas_threads_rule(flops, running, blas_cores, blas_many);
-  }
+  int blocks, threads;
+  split_rule(2.0 * (double)m * (double)n * (double)k, &blocks, &threads);
   int64_t most = ((s.by_cols ? n : m) + SPLIT_ALIGN - 1) / SPLIT_ALIGN; /* blocks of at least SPLIT_ALIGN */
   if (blocks > most) blocks = (int)most;
   clb__pool_run(gemm_block, &s, blocks, threads, NULL);

@@ -63,6 +63,25 @@ static clb_status static_record(clb_context_t ctx, clb_tensor_t v) {
   return clb__write_async(ctx, op, v->shape.mem, 0, rec, sizeof rec);
 }
 
+/* One work-item of view.cl writes v's record from x's and spec (a -1 dim takes
+ * the rest), raising a deferred check where the counts do not fit. */
+static clb_status view_record(clb_context_t ctx, const char *opname, clb_tensor_t x, clb_tensor_t v, int rank,
+                              const int64_t *spec) {
+  char desc[128];
+  clb__tensor_desc(x, desc, sizeof desc);
+  cl_kernel k;
+  clb_status st = clb__kernel_get(ctx, opname, "view", "", "view_shape", &k);
+  if (st != CLB_OK) return st;
+  cl_long8 sp;
+  memset(&sp, 0, sizeof sp);
+  for (int d = 0; d < rank; d++) sp.s[d] = spec[d];
+  cl_int rx = x->rank, ro = rank;
+  cl_uint zero = 0;
+  clb_arg args[] = {CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG(v->shape.mem), CLB_ARG(ro), CLB_ARG(sp),
+                    CLB_ARG(ctx->status), CLB_ARG(zero)};
+  return clb__launch(ctx, opname, desc, k, args, 7, 6, 1, 1);
+}
+
 clb_status clb__reshape_follow(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *spec, clb_tensor_t *out) {
   int created, dynamic_out;
   clb_status st = reshape_view(ctx, x, rank, spec, out, &created, &dynamic_out);
@@ -88,18 +107,7 @@ clb_status clb_reshape(clb_context_t ctx, clb_tensor_t x, int rank, const int64_
   if (clb__view_current(x, v, rank, spec)) return CLB_OK;
   clb__note_output(ctx, op, v);
   clb__view_link(x, v, rank, spec);
-  char desc[128];
-  clb__tensor_desc(x, desc, sizeof desc);
-  cl_kernel k;
-  if ((st = clb__kernel_get(ctx, op, "view", "", "view_shape", &k)) != CLB_OK) return st;
-  cl_long8 sp;
-  memset(&sp, 0, sizeof sp);
-  for (int d = 0; d < rank; d++) sp.s[d] = spec[d];
-  cl_int rx = x->rank, ro = rank;
-  cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG((*out)->shape.mem), CLB_ARG(ro), CLB_ARG(sp),
-                    CLB_ARG(ctx->status), CLB_ARG(zero)};
-  return clb__launch(ctx, op, desc, k, args, 7, 6, 1, 1);
+  return view_record(ctx, op, x, v, rank, spec);
 }
 
 clb_status clb_reshape_bounded(clb_context_t ctx, clb_tensor_t x, int rank, const int64_t *bounds,
@@ -139,15 +147,6 @@ clb_status clb_reshape_bounded(clb_context_t ctx, clb_tensor_t x, int rank, cons
                             opb, desc);
   }
   clb__note_output(ctx, opb, *out);
-  /* the record: dims, with a deferred check that they hold x's actual count */
-  cl_kernel k;
-  if ((st = clb__kernel_get(ctx, opb, "view", "", "view_shape", &k)) != CLB_OK) return st;
-  cl_long8 sp;
-  memset(&sp, 0, sizeof sp);
-  for (int d = 0; d < rank; d++) sp.s[d] = dims[d];
-  cl_int rx = x->rank, ro = rank;
-  cl_uint zero = 0;
-  clb_arg args[] = {CLB_ARG(x->shape.mem), CLB_ARG(rx), CLB_ARG((*out)->shape.mem), CLB_ARG(ro), CLB_ARG(sp),
-                    CLB_ARG(ctx->status), CLB_ARG(zero)};
-  return clb__launch(ctx, opb, desc, k, args, 7, 6, 1, 1);
+  /* the record: dims (a spec with no -1), with a deferred check that they hold x's actual count */
+  return view_record(ctx, opb, x, *out, rank, dims);
 }

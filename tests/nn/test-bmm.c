@@ -3,22 +3,9 @@
  * reference; canaries after the output, garbage in the operands' slack, the
  * deferred batch and K checks, and the errors. */
 #define _POSIX_C_SOURCE 200809L
-#include "cl-test.h"
-#include "clbound/nn.h"
+#include "nn-test.h"
 
 static int has_fp64;
-
-static double rnd(void) { return (double)(clb_test_next() % 2001) / 1000.0 - 1.0; }
-
-/* Fills t's whole buffer with 0x7F bytes (about 3.4e38 as f32): a slack element
- * that reaches a result shows. */
-static void garbage_fill(clb_context_t ctx, clb_tensor_t t) {
-  cl_mem mem = clb_tensor_data_mem(t);
-  size_t size = 0;
-  clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
-  cl_uchar pat = 0x7F;
-  REQUIRE_TRUE(clEnqueueFillBuffer(clb_context_cl_queue(ctx), mem, &pat, 1, 0, size, 0, NULL, NULL) == CL_SUCCESS);
-}
 
 /* Bounds and dynamic flags of the batch, M, N and K. */
 typedef struct bcase {
@@ -44,13 +31,13 @@ static void check_one(clb_context_t ctx, const char *label, clb_dtype dt, int ta
   int64_t ob[3] = {c->bb, c->mb, c->nb};
   uint8_t oy[3] = {(uint8_t)c->db, (uint8_t)c->dm, (uint8_t)c->dn};
   CL_OK(ctx, clb_tensor_new(ctx, dt, 3, ob, oy, &o));
-  garbage_fill(ctx, a);
-  garbage_fill(ctx, b);
+  nn_garbage_fill(ctx, a);
+  nn_garbage_fill(ctx, b);
   double *va = malloc(sizeof(double) * (size_t)(nb * m * k + 1)), *vb = malloc(sizeof(double) * (size_t)(nb * k * n + 1));
   double *got = malloc(sizeof(double) * (size_t)(c->bb * c->mb * c->nb + 1));
   REQUIRE_TRUE(va && vb && got);
-  for (int64_t i = 0; i < nb * m * k; i++) va[i] = rnd();
-  for (int64_t i = 0; i < nb * k * n; i++) vb[i] = rnd();
+  for (int64_t i = 0; i < nb * m * k; i++) va[i] = nn_rnd(-1.0, 1.0);
+  for (int64_t i = 0; i < nb * k * n; i++) vb[i] = nn_rnd(-1.0, 1.0);
   clb_test_write(ctx, a, ad, va);
   clb_test_write(ctx, b, bd, vb);
   clb_test_canary_fill(ctx, o);

@@ -2,23 +2,10 @@
  * against a double-precision reference, canaries after outputs, zero-sized
  * dims, errors, and the build and host-sync counts. */
 #define _POSIX_C_SOURCE 200809L
-#include "cl-test.h"
-#include "clbound/nn.h"
+#include "nn-test.h"
 
 static int has_fp64;
 static const char *const SNAME[] = {"auto", "clblast-bound", "sync-exact", "device", "host-blas"};
-
-static double rnd(void) { return (double)(clb_test_next() % 2001) / 1000.0 - 1.0; }
-
-/* Fills t's whole buffer with 0x7F bytes: about 3.4e38 as f32 and 1.4e306 as
- * f64, so a slack element that reaches a result shows. */
-static void garbage_fill(clb_context_t ctx, clb_tensor_t t) {
-  cl_mem mem = clb_tensor_data_mem(t);
-  size_t size = 0;
-  clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
-  cl_uchar pat = 0x7F;
-  REQUIRE_TRUE(clEnqueueFillBuffer(clb_context_cl_queue(ctx), mem, &pat, 1, 0, size, 0, NULL, NULL) == CL_SUCCESS);
-}
 
 /* One matmul problem: bounds and dynamic flags of M, N, K. */
 typedef struct gcase {
@@ -47,13 +34,13 @@ static void check_one(clb_context_t ctx, const char *label, clb_gemm_strategy s,
   uint8_t oy[2] = {(uint8_t)c->dm, (uint8_t)c->dn};
   CL_OK(ctx, clb_tensor_new(ctx, dt, 2, ob, oy, &o));
   /* garbage in the operands' slack: a strategy must not let it reach the result */
-  garbage_fill(ctx, a);
-  garbage_fill(ctx, b);
+  nn_garbage_fill(ctx, a);
+  nn_garbage_fill(ctx, b);
   double *va = malloc(sizeof(double) * (size_t)(m * k + 1)), *vb = malloc(sizeof(double) * (size_t)(k * n + 1));
   double *got = malloc(sizeof(double) * (size_t)(c->mb * c->nb + 1));
   REQUIRE_TRUE(va && vb && got);
-  for (int64_t i = 0; i < m * k; i++) va[i] = rnd();
-  for (int64_t i = 0; i < k * n; i++) vb[i] = rnd();
+  for (int64_t i = 0; i < m * k; i++) va[i] = nn_rnd(-1.0, 1.0);
+  for (int64_t i = 0; i < k * n; i++) vb[i] = nn_rnd(-1.0, 1.0);
   clb_test_write(ctx, a, ad, va);
   clb_test_write(ctx, b, bd, vb);
   clb_test_canary_fill(ctx, o);
@@ -192,8 +179,8 @@ static void host_blas_records(clb_context_t ctx) {
   CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, ab, ay, &a));
   CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 2, bb, NULL, &b));
   double va[64 * 8], vb[8 * 5], got[64 * 5];
-  for (int i = 0; i < 64 * 8; i++) va[i] = rnd();
-  for (int i = 0; i < 8 * 5; i++) vb[i] = rnd();
+  for (int i = 0; i < 64 * 8; i++) va[i] = nn_rnd(-1.0, 1.0);
+  for (int i = 0; i < 8 * 5; i++) vb[i] = nn_rnd(-1.0, 1.0);
   clb_test_write(ctx, a, full, va);
   clb_test_write(ctx, b, bb, vb);
   cl_command_queue q = clb_context_cl_queue(ctx);
