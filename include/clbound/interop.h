@@ -40,7 +40,7 @@ extern "C" {
  * "permute", "transpose", "where", "pow", "floor_divide", "erf", "abs", "sqrt",
  * "rsqrt", "log1p", "expm1", "floor", "ceil", "round", "trunc", "sin", "cos",
  * "log2", "log10", "exp2", "assert", "cumsum", "rand_uniform",
- * "gather", "cat".
+ * "gather", "cat", "bmm", "reshape_bounded".
  * For the data-dependent ops dtype is x's (the mask is always bool); for cast,
  * the source's; for rand_uniform, the one it makes.
  * Returns CLB_OK; CLB_ERR_DTYPE when the op never takes the dtype (the message

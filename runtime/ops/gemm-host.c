@@ -719,7 +719,7 @@ clb_status clb__gemm_host_run(clb_context_t ctx, const char *op, const char *wha
     return clb__set_error(ctx, CLB_ERR_INTERNAL, "%s %s: %d products in one native kernel (1 to %d)", op, what, n,
                           HOST_MAX_GEMM);
   for (int j = 0; j < n; j++)
-    for (int d = 0; d < 2; d++)
+    for (int d = jobs[j].batched; d < 2 + jobs[j].batched; d++) /* the matrix dims (a batch's count is int64) */
       if (jobs[j].a->bound[d] > INT_MAX || jobs[j].b->bound[d] > INT_MAX)
         return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s %s: a dim over %d is more than CBLAS takes; use the kernel "
                               "strategy (CLB_GEMM_DEVICE)", op, what, INT_MAX);

@@ -147,7 +147,8 @@ typedef struct gemm_job {
    * record: an output made here gets no record write of its own */
   int unrecorded;
   int made, colsum_made; /* out (dbias) made by this call, unrecorded */
-  int64_t batch;          /* clb_bmm: the bound of the batch dim (dim 0 of every operand); 0 otherwise */
+  int batched;            /* clb_bmm: every operand has a leading batch dim */
+  int64_t batch;          /* ... and this is its bound (0 allowed) */
 } gemm_job;
 
 static clb_status check_operand(clb_context_t ctx, const char *op, const char *name, clb_tensor_t t) {
@@ -393,24 +394,24 @@ static clb_status run_device(clb_context_t ctx, gemm_job *g) {
     for (;;) {
       snprintf(opts, sizeof opts, "-D GEMM_GPU -D T=%s -D TRANS_A=%d -D TRANS_B=%d -D TS=%d%s%s%s%s",
                clb__dtype_cl(g->dt), g->ta, g->tb, ts, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64,
-               g->batch ? " -D BATCHED=1" : "");
+               g->batched ? " -D BATCHED=1" : "");
       local = (size_t)ts * (size_t)ts;
       if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_gpu", local, &k, &wg)) != CLB_OK) return st;
       if (wg >= local || ts == 1) break;
       while (ts > 1 && (size_t)ts * (size_t)ts > wg) ts /= 2;
     }
-    int64_t tiles = ((g->mb + ts - 1) / ts) * ((g->nb + ts - 1) / ts) * (g->batch ? g->batch : 1);
+    int64_t tiles = ((g->mb + ts - 1) / ts) * ((g->nb + ts - 1) / ts) * (g->batched ? g->batch : 1);
     groups = tiles < 1 ? 1 : (size_t)tiles;
     if (groups > ctx->max_groups * 4) groups = ctx->max_groups * 4;
   } else {
     int rm = CPU_RM, rn = f64 ? CPU_RN / 2 : CPU_RN;
     snprintf(opts, sizeof opts, "-D GEMM_CPU -D T=%s -D TRANS_A=%d -D TRANS_B=0 -D RM=%d -D RN=%d%s%s%s%s",
              clb__dtype_cl(g->dt), g->ta, rm, rn, g->bias ? " -D HAS_BIAS" : "", act_opt(g), fp64,
-             g->batch ? " -D BATCHED=1" : "");
+             g->batched ? " -D BATCHED=1" : "");
     if ((st = clb__kernel_get_wg(ctx, g->op, "gemm", opts, "gemm_cpu", CPU_LOCAL, &k, &wg)) != CLB_OK) return st;
     local = CPU_LOCAL;
     while (local > 1 && local > wg) local /= 2;
-    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn) * (g->batch ? g->batch : 1);
+    int64_t blocks = ((g->mb + rm - 1) / rm) * ((g->nb + rn - 1) / rn) * (g->batched ? g->batch : 1);
     int64_t gr = (blocks + (int64_t)local - 1) / (int64_t)local;
     groups = gr < 1 ? 1 : gr > (int64_t)ctx->max_groups ? ctx->max_groups : (size_t)gr;
   }
@@ -546,7 +547,8 @@ clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t 
       return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: %s is %s; bmm takes f32 or f64", op, names[i],
                             clb_dtype_name(ops[i]->dtype));
   }
-  gemm_job g = {.op = op, .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0, .act = -1, .batch = a->bound[0]};
+  gemm_job g = {.op = op, .a = a, .b = b, .ta = trans_a != 0, .tb = trans_b != 0, .act = -1, .batched = 1,
+               .batch = a->bound[0]};
   snprintf(g.what, sizeof g.what, "a %.60s%s, b %.60s%s", d[0], g.ta ? "^T" : "", d[1], g.tb ? "^T" : "");
   if (a->dtype != b->dtype) return clb__set_error(ctx, CLB_ERR_DTYPE, "%s: dtypes differ: a %s, b %s", op, d[0], d[1]);
   g.dt = a->dtype;
@@ -579,6 +581,7 @@ clb_status clb_bmm(clb_context_t ctx, clb_tensor_t a, int trans_a, clb_tensor_t 
   if (!g.tb || gpu_style(ctx)) return run_device(ctx, &g);
   clb_tensor_t bt = NULL;
   if ((st = clb_transpose(ctx, b, 1, 2, &bt)) != CLB_OK) {
+    clb_tensor_free(bt); /* made before a failed launch, or NULL */
     clb__append_error(ctx, " (transposed copy of b in %s)", op);
     return st;
   }

@@ -141,8 +141,10 @@ clb_status clb_reshape_bounded(clb_context_t ctx, clb_tensor_t x, int rank, cons
   } else {
     clb_tensor_t v = *out;
     if ((st = clb__check_output(ctx, opb, "out", v)) != CLB_OK) return st;
-    if (v->data.mem != x->data.mem || v->data.offset != x->data.offset || v->rank != rank ||
-        memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0 || memcmp(v->dyn, dyn, (size_t)rank) != 0)
+    /* a view that follows x (clb_reshape's) would have its record rewritten by x's producers */
+    if (v->data.mem != x->data.mem || v->data.offset != x->data.offset || v->dtype != x->dtype || v->rank != rank ||
+        v->view_of || memcmp(v->bound, bounds, (size_t)rank * sizeof *bounds) != 0 ||
+        memcmp(v->dyn, dyn, (size_t)rank) != 0)
       return clb__set_error(ctx, CLB_ERR_INVALID_ARG, "%s of %s: out must be a view of x made by clb_reshape_bounded with these bounds",
                             opb, desc);
   }

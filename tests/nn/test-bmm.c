@@ -81,6 +81,7 @@ static const bcase CASES[] = {
     {4, 37, 9, 16, 1, 1, 1, 0},  /* dynamic batch and sequence-like M and N (attention scores) */
     {3, 17, 35, 40, 0, 0, 0, 1}, /* dynamic K */
     {5, 8, 8, 8, 0, 0, 0, 0},    /* static */
+    {0, 8, 3, 5, 0, 0, 0, 0},    /* a static batch of none: no matrix, nothing written */
 };
 
 static void sweep(clb_context_t ctx, const char *label, clb_gemm_strategy s, clb_dtype dt) {
@@ -88,7 +89,7 @@ static void sweep(clb_context_t ctx, const char *label, clb_gemm_strategy s, clb
   CL_OK(ctx, clb_context_set_gemm_strategy(ctx, s));
   for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
     const bcase *c = &CASES[ci];
-    if (small && ci > 1) continue;
+    if (small && ci > 1 && ci < 4) continue;
     for (int t = 0; t < 4; t++) {
       int ta = t & 1, tb = t >> 1;
       /* the bounds, then smaller actual sizes where a dim is dynamic, zero-sized ones included */
@@ -104,29 +105,47 @@ static void sweep(clb_context_t ctx, const char *label, clb_gemm_strategy s, clb
   }
 }
 
-/* Operands whose actual batch counts, or K, differ: a deferred device check
- * naming both sizes; nothing is read past either live region. */
+/* Operands whose actual batch counts, or K, differ, either way round: a
+ * deferred device check naming both sizes; the smaller is used, so garbage in
+ * the operands' slack reaches nothing and nothing is written past the
+ * smaller count's output. */
 static void mismatch(clb_context_t ctx, clb_gemm_strategy s) {
   CL_OK(ctx, clb_context_set_gemm_strategy(ctx, s));
   int64_t ab[3] = {4, 8, 16}, bb[3] = {4, 16, 4};
   uint8_t dy[3] = {1, 1, 1};
-  clb_tensor_t a = NULL, b = NULL, o = NULL;
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, ab, dy, &a));
-  CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, bb, dy, &b));
-  double v[512] = {0};
-  int64_t da[3] = {2, 3, 5}, db[3] = {3, 5, 4};
-  clb_test_write(ctx, a, da, v);
-  clb_test_write(ctx, b, db, v);
-  CL_OK(ctx, clb_bmm(ctx, a, 0, b, 0, &o));
-  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "sizes 2 and 3 must be equal");
-  int64_t db2[3] = {2, 6, 4};
-  clb_test_write(ctx, b, db2, v);
-  CL_OK(ctx, clb_bmm(ctx, a, 0, b, 0, &o));
-  EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, "sizes 5 and 6 must be equal");
-  CL_OK(ctx, clb_context_sync(ctx));
-  clb_tensor_free(a);
-  clb_tensor_free(b);
-  clb_tensor_free(o);
+  /* (a's batch, M, K), (b's batch, K, N), the message's two sizes */
+  const int64_t cases[4][6] = {{2, 3, 5, 3, 5, 4}, {3, 3, 5, 2, 5, 4}, {2, 3, 5, 2, 6, 4}, {2, 3, 6, 2, 5, 4}};
+  const char *const want[4] = {"sizes 2 and 3 must be equal", "sizes 3 and 2 must be equal",
+                               "sizes 5 and 6 must be equal", "sizes 6 and 5 must be equal"};
+  double v[512];
+  for (int i = 0; i < 512; i++) v[i] = 1.0;
+  for (int c = 0; c < 4; c++) {
+    clb_tensor_t a = NULL, b = NULL, o = NULL;
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, ab, dy, &a));
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, bb, dy, &b));
+    CL_OK(ctx, clb_tensor_new(ctx, CLB_DTYPE_F32, 3, (const int64_t[]){4, 8, 4}, dy, &o));
+    nn_garbage_fill(ctx, a);
+    nn_garbage_fill(ctx, b);
+    clb_test_canary_fill(ctx, o);
+    clb_test_write(ctx, a, cases[c], v);
+    clb_test_write(ctx, b, cases[c] + 3, v);
+    CL_OK(ctx, clb_bmm(ctx, a, 0, b, 0, &o));
+    EXPECT_STATUS(ctx, clb_context_sync(ctx), CLB_ERR_DEVICE_CHECK, want[c]);
+    /* the smaller batch and K: batch x 3 x 4 values, each the sum of K ones */
+    int64_t nb = cases[c][0] < cases[c][3] ? cases[c][0] : cases[c][3], k = cases[c][2] < cases[c][4] ? cases[c][2] : cases[c][4];
+    float got[4 * 3 * 4];
+    REQUIRE_TRUE(clEnqueueReadBuffer(clb_context_cl_queue(ctx), clb_tensor_data_mem(o), CL_TRUE, 0,
+                                     sizeof(float) * (size_t)(nb * 12), got, 0, NULL, NULL) == CL_SUCCESS);
+    int bad = 0;
+    for (int64_t i = 0; i < nb * 12; i++) bad += got[i] != (float)k;
+    clb_test_checks++;
+    if (bad) CLB_FAIL_AT("bmm mismatch case %d: %d of %lld values are not %lld", c, bad, (long long)(nb * 12), (long long)k);
+    clb_test_canary_check(ctx, o, sizeof(float) * (size_t)(nb * 12), want[c]);
+    CL_OK(ctx, clb_context_sync(ctx));
+    clb_tensor_free(a);
+    clb_tensor_free(b);
+    clb_tensor_free(o);
+  }
 }
 
 static void errors(clb_context_t ctx) {

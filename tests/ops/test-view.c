@@ -46,6 +46,12 @@ static void reshape_bounded(clb_context_t ctx) {
   int64_t vb2[3] = {4, 6, 3};
   vb2[0] = 2;
   EXPECT_STATUS(ctx, clb_reshape_bounded(ctx, x, 3, vb2, vdyn, st3, &v), CLB_ERR_INVALID_ARG, "must be a view of x");
+  /* clb_reshape's view of x follows x (its producers write its record): not one to re-use */
+  clb_tensor_t follower = NULL;
+  CL_OK(ctx, clb_reshape(ctx, x, 1, (const int64_t[]){-1}, &follower));
+  EXPECT_STATUS(ctx, clb_reshape_bounded(ctx, x, 1, (const int64_t[]){72}, (const uint8_t[]){1}, (const int64_t[]){15},
+                                         &follower), CLB_ERR_INVALID_ARG, "must be a view of x");
+  clb_tensor_free(follower);
   clb_tensor_free(v);
   clb_tensor_free(x);
 }
