@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import operator
 import os
 import threading
+import types
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -1266,6 +1268,12 @@ def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     dt = _meta(node).dtype
     if not dt.is_floating_point:
         raise Unsupported(f"{name}: bmm of {dt} (clbound's bmm is floating only)")
+    try:  # clb_bmm takes equal bounds of the batch and of K; Dynamo's say whether they will be
+        (ba, _, ka), (bb, kb, _) = _bounds(_meta(a), a)[0], _bounds(_meta(b), b)[0]
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
+    if ba != bb or ka != kb:
+        raise Unsupported(f"{name}: bmm of bounds {[ba, '.', ka]} and {[bb, kb, '.']}: the batch or K bounds differ")
     return lambda ctx, env: _V(ctx.bmm(val(env, a), val(env, b)))
 
 
@@ -1774,6 +1782,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
     if tgt in _TRANSPOSE:
         src = args[0]
         m = _meta(src)
+        if tgt is aten.permute.default and m is not None and [d % max(m.dim(), 1) for d in args[1]] == list(
+                range(m.dim())):
+            return (lambda ctx, env: env[src]), tr(src)  # the dims as they are
         if m is not None and m.dim() > 2 and tgt is not aten.t.default:
             # a copy with the dims moved (clb_transpose, clb_permute); rank 2 and
             # below stay lazy (free, and matmul takes the transposes)
@@ -1785,9 +1796,6 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         if tgt is aten.transpose.int and m is not None and m.dim() == 2 and sorted(
                 d % 2 for d in args[1:3]) != [0, 1]:
             raise Unsupported(f"{name}: transpose of dims {args[1:3]}")
-        if tgt is aten.permute.default and m is not None and [d % max(m.dim(), 1) for d in args[1]] == list(
-                range(m.dim())):
-            return (lambda ctx, env: env[src]), tr(src)  # the dims as they are
         if tgt is aten.permute.default and list(args[1]) not in ([1, 0], [-1, -2], [1, -2], [-1, 0]):
             raise Unsupported(f"{name}: permute {args[1]}")
         if m is None or m.dim() > 2:
@@ -2490,6 +2498,71 @@ def _pause_openmp(cpu: bool) -> int:
 _decompositions: Optional[Dict[Any, Callable[..., Any]]] = None  # of _DECOMPOSE, made at the first compile
 
 
+_SDPA = torch._C._nn.scaled_dot_product_attention  # torch.nn.functional's, as Dynamo's graphs call it
+
+
+def _sdpa_math(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: Optional[torch.Tensor] = None,
+               dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
+               enable_gqa: bool = False) -> torch.Tensor:
+    """F.scaled_dot_product_attention as the ops of PyTorch's math path, which
+    AOTAutograd traces (and differentiates) as bmm, softmax and elementwise ops
+    that clbound runs, instead of the CPU flash kernel, which it does not.
+    A causal mask is positions compared (arange), which a static sequence
+    length keeps in the graph. Grouped-query attention, and a causal mask with
+    a mask of its own, run PyTorch's own op (a graph break)."""
+    if enable_gqa or (is_causal and attn_mask is not None):
+        return _SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                     enable_gqa=enable_gqa)
+    s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    attn = torch.matmul(query, key.transpose(-2, -1)) * s
+    if is_causal:
+        rows, cols = query.size(-2), key.size(-2)
+        keep = torch.arange(rows, device=query.device)[:, None] >= torch.arange(cols, device=query.device)[None, :]
+        attn = attn.masked_fill(~keep, float("-inf"))
+    elif attn_mask is not None:
+        attn = attn.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else attn + attn_mask
+        # a row masked everywhere gives zeros, as PyTorch's (safe) softmax there;
+        # its scores are made finite first, so that no NaN reaches a gradient
+        dead = (attn == float("-inf")).all(-1, keepdim=True)
+        weights = torch.where(dead, 0.0, attn).softmax(-1).masked_fill(dead, 0.0)
+    if is_causal or attn_mask is None:
+        weights = attn.softmax(-1)
+    if dropout_p > 0.0:
+        weights = torch.nn.functional.dropout(weights, dropout_p, training=True)
+    return torch.matmul(weights, value)
+
+
+def _with_math_attention(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A copy of the torch.nn.functional function fn whose calls of
+    scaled_dot_product_attention are _sdpa_math's: its own globals, torch's
+    module left as it is."""
+    names = dict(fn.__globals__, scaled_dot_product_attention=_sdpa_math)
+    out = types.FunctionType(fn.__code__, names, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    names[fn.__name__] = out  # its own name too: a __torch_function__ override calls the function back
+    return out
+
+
+_ATTENTION: Dict[Any, Callable[..., Any]] = {}  # Dynamo's call targets -> the math path's, made at the first compile
+
+
+def _math_attention(gm: torch.fx.GraphModule) -> None:
+    """Dynamo's graph with each call of scaled_dot_product_attention, and of
+    multi_head_attention_forward (nn.MultiheadAttention's, which Dynamo keeps
+    as one call and which calls the former), made the math path's, before
+    AOTAutograd traces it."""
+    if not _ATTENTION:
+        mha = torch.nn.functional.multi_head_attention_forward
+        _ATTENTION.update({_SDPA: _sdpa_math, mha: _with_math_attention(mha)})
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in _ATTENTION:
+            node.target = _ATTENTION[node.target]
+            changed = True
+    if changed:
+        gm.recompile()
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Callable[..., Any]:
     """The TorchDynamo backend ("clbound"): AOTAutograd's forward and backward
     graphs lowered to clbound ops."""
@@ -2501,6 +2574,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Cal
     _stats["frames"] += 1
     if _decompositions is None:
         _decompositions = _decomposition_table()
+    _math_attention(gm)
     aot = aot_autograd(fw_compiler=lambda g, ex: _compile_graph(g, ex, "forward"),
                        bw_compiler=lambda g, ex: _compile_graph(g, ex, "backward"),
                        inference_compiler=lambda g, ex: _compile_graph(g, ex, "inference"),

@@ -1345,6 +1345,71 @@ def test_attention_trains_in_the_graph(dynamic_sequence):
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Transformer(torch.nn.Module):
+    """A TransformerEncoderLayer (its attention through
+    scaled_dot_product_attention inside multi_head_attention_forward), then
+    F.scaled_dot_product_attention itself with a causal mask, a boolean mask and
+    a float mask, and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(8, 1)
+        self.register_buffer("keep", torch.rand(5, 5, generator=torch.Generator().manual_seed(3)) > 0.3)
+        self.keep[2] = False  # a row with every position masked: zeros, as eager's, and no NaN in a gradient
+        self.register_buffer("bias", torch.randn(5, 5, generator=torch.Generator().manual_seed(4)))
+
+    def forward(self, x):
+        F = torch.nn.functional
+        h = self.enc(x)
+        q = h.view(h.shape[0], 5, 2, 4).transpose(1, 2)  # [batch, heads, sequence, head size]
+        a = (F.scaled_dot_product_attention(q, q, q, is_causal=True)
+             + F.scaled_dot_product_attention(q, q, q, attn_mask=self.keep)
+             + F.scaled_dot_product_attention(q, q, q, attn_mask=self.bias, scale=0.3))
+        return torch.sigmoid(self.head(a.transpose(1, 2).reshape(h.shape[0], 5, 8).mean(1))).squeeze(1)
+
+
+def test_transformer_layers_train_in_the_graph():
+    """scaled_dot_product_attention reaches AOTAutograd as the ops of
+    PyTorch's math path (bmm, softmax, masks), not as the CPU flash kernel,
+    which clbound does not run."""
+    model, ref, compiled = f64_twin(Transformer)
+
+    def sequences():
+        for n in batch_sizes(6, 2, 12):
+            x = torch.randn(n, 5, 8)
+            torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+            yield n, x
+    # against float64: values within 1e-5 relative (1e-6 absolute), gradients within 1e-4 relative (1e-6 absolute)
+    check_against_f64(model, ref, compiled, sequences(), 1e-5, 1e-6, 1e-4, 1e-6)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: _scaled_dot_product_flash_attention_for_cpu and its backward
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    torch.nn.MultiheadAttention(8, 2)  # torch's own functions are as they were: the math path is the backend's copy
+    assert torch.nn.functional.multi_head_attention_forward.__globals__["scaled_dot_product_attention"] is \
+        torch._C._nn.scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("name", ["transpose_same", "transpose_0_2", "permute", "permute_4d", "transpose_negative",
+                                  "permute_identity"])
+def test_transposes_and_permutes_of_higher_rank_match_eager(name):
+    f = {"transpose_same": lambda x: x.transpose(1, 1) * 2, "transpose_0_2": lambda x: x.transpose(0, 2) + 1,
+         "permute": lambda x: x.permute(2, 0, 1) * 3, "permute_4d": lambda x: x.unsqueeze(1).permute(3, 1, 0, 2).sum(1),
+         "transpose_negative": lambda x: x.transpose(-1, -3).exp(),
+         "permute_identity": lambda x: x.permute(0, -2, 2) - 1}[name]
+    c = torch.compile(f, backend="clbound")
+    for n in (5, 2, 7):
+        x = torch.randn(n, 3, 4, requires_grad=True)
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, want = c(x), f(x)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+        g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
+        w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
     """An embedding backward past 2^22 one-hot elements (a table of many rows)
     and a fill value a double cannot hold run in eager PyTorch, correctly."""
