@@ -1388,6 +1388,20 @@ def test_transformer_layers_train_in_the_graph():
     torch.nn.MultiheadAttention(8, 2)  # torch's own functions are as they were: the math path is the backend's copy
     assert torch.nn.functional.multi_head_attention_forward.__globals__["scaled_dot_product_attention"] is \
         torch._C._nn.scaled_dot_product_attention
+    # inference: PyTorch's fast path (one fused native op per layer) is off, so the layer stays in the graph
+    fast = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        model.eval()
+        ref.eval()
+        with torch.no_grad():
+            for n in (3, 9):
+                x = torch.randn(n, 5, 8)
+                torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+                np.testing.assert_allclose(compiled(x).double().numpy(), ref(x.double()).numpy(), rtol=1e-5, atol=1e-6)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fast)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
 @pytest.mark.parametrize("name", ["transpose_same", "transpose_0_2", "permute", "permute_4d", "transpose_negative",
