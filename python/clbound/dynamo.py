@@ -127,6 +127,23 @@ class _V:
         self.trans = trans
 
 
+class _LazyT(_V):
+    """A value of rank 3 or more with its last two dims swapped, copied
+    (clb_transpose) only when an op reads it as a tensor (.t): bmm takes the
+    source and a transpose flag instead (attention's k^T, bmm's backward)."""
+    __slots__ = ("src", "ctx", "dims", "done")
+
+    def __init__(self, ctx: Context, src: Tensor, dims: Tuple[int, int]) -> None:
+        self.src, self.ctx, self.dims, self.done = src, ctx, dims, None
+        self.trans = False
+
+    @property
+    def t(self) -> Tensor:  # type: ignore[override]
+        if self.done is None:
+            self.done = self.ctx.transpose(self.src, *self.dims)
+        return self.done
+
+
 class _Sym:
     """A host int (a size, or arithmetic on sizes) computed when first needed."""
     __slots__ = ("fn", "v", "done")
@@ -1274,7 +1291,17 @@ def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
         raise Unsupported(f"{name}: {e}") from None
     if ba != bb or ka != kb:
         raise Unsupported(f"{name}: bmm of bounds {[ba, '.', ka]} and {[bb, kb, '.']}: the batch or K bounds differ")
-    return lambda ctx, env: _V(ctx.bmm(val(env, a), val(env, b)))
+
+    def operand(env: Dict[Any, Any], x: Any) -> Tuple[Tensor, bool]:
+        v = env[x]
+        if isinstance(v, _LazyT):  # its source, transposed by the product itself: no copy
+            return v.src, True
+        return val(env, x), False
+
+    def bmm(ctx: Context, env: Dict[Any, Any]) -> _V:
+        (ta, fa), (tb, fb) = operand(env, a), operand(env, b)
+        return _V(ctx.bmm(ta, tb, trans_a=fa, trans_b=fb))
+    return bmm
 
 
 _REPEAT_MAX = 64  # copies repeat makes by clb_cat, two at a time
@@ -1776,6 +1803,11 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
                 (tgt in _BINARY or tgt in _RSUB or tgt in _SIZED) and _is_size(a)):
             raise Unsupported(f"{name}: operand {a.name} is not a tensor")
 
+    if ((tgt is aten.expand.default or tgt in _RESHAPE) and isinstance(_meta(node), torch.Tensor)
+            and isinstance(_meta(args[0]), torch.Tensor) and _shape_parts(node) == _shape_parts(args[0])):
+        src = args[0]  # to the shape it has (bmm's operands, as AOTAutograd writes them): free
+        return (lambda ctx, env: env[src]), tr(src)
+
     if tgt is aten.expand.default:
         return _lower_expand(node, name, val), False
 
@@ -1788,10 +1820,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         if m is not None and m.dim() > 2 and tgt is not aten.t.default:
             # a copy with the dims moved (clb_transpose, clb_permute); rank 2 and
             # below stay lazy (free, and matmul takes the transposes)
+            r = m.dim()
             if tgt is aten.transpose.int:
                 d0, d1 = args[1], args[2]
+                if sorted((d0 % r, d1 % r)) == [r - 2, r - 1]:  # the last two: lazy
+                    return (lambda ctx, env: _LazyT(ctx, val(env, src), (d0, d1))), False
                 return (lambda ctx, env: _V(ctx.transpose(val(env, src), d0, d1))), False
             dims = list(args[1])
+            if [d % r for d in dims] == list(range(r - 2)) + [r - 1, r - 2]:
+                return (lambda ctx, env: _LazyT(ctx, val(env, src), (r - 2, r - 1))), False
             return (lambda ctx, env: _V(ctx.permute(val(env, src), dims))), False
         if tgt is aten.transpose.int and m is not None and m.dim() == 2 and sorted(
                 d % 2 for d in args[1:3]) != [0, 1]:
