@@ -1552,19 +1552,27 @@ def _lower_filled(node: torch.fx.Node, name: str) -> Callable[..., Any]:
 
 
 def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
-    """scatter(new_zeros(...), dim, index, src) where index and src have size
-    1 at dim and self's sizes elsewhere (the backward of max.dim / min.dim,
-    which puts each gradient where its extreme was): where(iota == index, src, self),
-    broadcast along dim. dim must be static; other forms break the graph."""
+    """scatter(base, dim, index, src or value) with one index per position of
+    the other dims (index, and src, of size 1 at dim and base's sizes
+    elsewhere): where(iota == index, src, base), broadcast along dim. That is
+    the backward of max.dim / min.dim (base new_zeros, src the gradients),
+    the one-hot idiom zeros_like(x).scatter(1, y[:, None], 1.0), and nll_loss's
+    backward as PyTorch decomposes it. Where base is not the max backward's
+    new_zeros, an index outside [0, size) fails the call's sync (a
+    DeviceCheckError, a RuntimeError as eager's), not dropped. dim and its
+    size must be static; other forms break the graph."""
     x, dim, index, src = node.args[:4]
-    mx, mi, ms = _meta(x), _meta(index), _meta(src)
+    mx, mi = _meta(x), _meta(index)
+    value = node.target is aten.scatter.value
+    ms = mi if value else _meta(src)
     if node.kwargs or not all(isinstance(v, torch.Tensor) for v in (mx, mi, ms)) or mx.dim() == 0:
         raise Unsupported(f"{name}: scatter of this form")
-    if getattr(x, "target", None) is not aten.new_zeros.default:
-        # a user's scatter may hold an index outside the dim, which PyTorch raises
-        # on and where(iota == index) would drop: only the backward's, whose
-        # indices come from max / min, runs here
-        raise Unsupported(f"{name}: a scatter into other than new_zeros")
+    if value:
+        _scalar(src, name)
+    base = getattr(x, "target", None)
+    if base not in (aten.new_zeros.default, aten.zeros_like.default):
+        raise Unsupported(f"{name}: a scatter into other than zeros")
+    checked = value or base is not aten.new_zeros.default  # max's indices are in range by construction
     d = dim % mx.dim()
     same = mi.dim() == ms.dim() == mx.dim() and all(
         str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
@@ -1578,7 +1586,14 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         if iota is None:
             iota = held["iota"] = ctx.from_numpy(
                 np.arange(size, dtype=np.int64).reshape([size if k == d else 1 for k in range(mx.dim())]))
-        return _V(ctx.where(ctx.compare("eq", iota, val(env, index)), val(env, src), val(env, x)))
+        idx = val(env, index)
+        if checked:
+            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, size)),
+                             f"scatter: an index is outside [0, {size})")
+        hit = ctx.compare("eq", iota, idx)
+        if value:
+            return _V(_cast_to(ctx, ctx.where(hit, src, val(env, x)), node))
+        return _V(ctx.where(hit, val(env, src), val(env, x)))
     return scatter
 
 
@@ -1663,7 +1678,7 @@ _VAR = {prims.var.default}  # what var/std (and var_mean, std_mean) decompose to
 # the largest or smallest values over a dim and where they are (first index)
 _EXTREME = {aten.argmax.default: "max", aten.argmin.default: "min", aten.max.dim: "max", aten.min.dim: "min",
             aten.amin.default: "min"}
-_EXTREME_BW = {aten.new_zeros.default, aten.scatter.src}  # what the backward of max.dim / min.dim is
+_EXTREME_BW = {aten.new_zeros.default, aten.scatter.src, aten.scatter.value}  # max.dim's backward; one-hot
 _EMBEDDING = {aten.embedding.default, aten.embedding_dense_backward.default}
 _ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", aten.all.default: "all",
             aten.all.dim: "all", aten.all.dims: "all"}
@@ -1708,6 +1723,10 @@ _DECOMPOSE_UNLESS_NATIVE = {
     aten.binary_cross_entropy_backward.default: _loss_form(3, 4),
     aten.binary_cross_entropy_with_logits.default: _loss_form(2, 4, pos_weight_at=3, means_only=False),
     aten.elu.default: lambda x, alpha=1, scale=1, input_scale=1: scale != 1 or input_scale != 1,
+    # nll_loss with class weights (F.cross_entropy(weight=)): gather, where and
+    # sums forward, a one-hot scatter backward
+    aten.nll_loss_forward.default: lambda *a, **kw: (a[2] if len(a) > 2 else kw.get("weight")) is not None,
+    aten.nll_loss_backward.default: lambda *a, **kw: (a[3] if len(a) > 3 else kw.get("weight")) is not None,
     aten.elu_backward.default: lambda g, alpha, scale, input_scale, *rest: scale != 1 or input_scale != 1,
 }
 
@@ -2039,7 +2058,7 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
             ctx.assert_async(val(env, cond), msg or "torch._assert_async")
         return check, False
 
-    if tgt is aten.scatter.src:
+    if tgt in (aten.scatter.src, aten.scatter.value):
         return _lower_scatter(node, name, val), False
 
     if tgt is aten.scalar_tensor.default:  # a 0-d tensor of a scalar (where's backward makes its zeros)

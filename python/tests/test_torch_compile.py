@@ -1459,6 +1459,58 @@ def test_transposes_and_permutes_of_higher_rank_match_eager(name):
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+class WeightedClassifier(torch.nn.Module):
+    """Cross-entropy with class weights and an ignored class, per sample and
+    as the mean: PyTorch's decomposition of a weighted nll_loss (gather,
+    where, sums; a one-hot scatter in the backward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 5)
+        self.register_buffer("w", torch.tensor([0.5, 2.0, 1.0, 3.0, 0.25]))
+
+    def forward(self, x, y):
+        F = torch.nn.functional
+        z = self.l(x)
+        return (F.cross_entropy(z, y, weight=self.w, reduction="none", ignore_index=2),
+                F.cross_entropy(z, y, weight=self.w, ignore_index=2), F.nll_loss(z.log_softmax(1), y, weight=self.w,
+                                                                                  reduction="sum"))
+
+
+def test_weighted_cross_entropy_trains_in_the_graph():
+    model, ref, compiled = f64_twin(WeightedClassifier)
+
+    def labels(n, g):
+        y = torch.randint(0, 5, (n,), generator=g)
+        y[0] = 2  # an ignored row every batch
+        return (y,)
+    # against float64: values within 1e-5 relative (1e-6 absolute), gradients within 1e-5 relative (1e-6 absolute)
+    check_against_f64(model, ref, compiled, batches_with(6, labels, 21), 1e-5, 1e-6, 1e-5, 1e-6)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before: nll_loss with weight= broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_one_hot_scatter_matches_eager_and_checks_its_range():
+    """zeros_like(x).scatter(1, index, 1.0), an index from the batch itself:
+    one-hot rows as eager's; an index outside the row fails the call, as
+    eager's scatter raises, and the next call runs."""
+    f = lambda x: torch.zeros_like(x).scatter(1, (x[:, :1] * 3).long().clamp(min=0), 1.0) * x  # noqa: E731
+    c = torch.compile(f, backend="clbound")
+    x = torch.tensor([[0.5, 1.0, 2.0, 3.0], [1.2, 0.0, -1.0, 4.0], [0.0, 7.0, 8.0, 9.0]])
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    bad = x.clone()
+    bad[1, 0] = 1.5  # index 4 of 4 columns
+    torch._dynamo.mark_dynamic(bad, 0, min=2, max=16)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        f(bad)
+    with pytest.raises(RuntimeError, match="outside"):
+        c(bad)
+    np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
+
+
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
     """An embedding backward past 2^22 one-hot elements (a table of many rows)
     and a fill value a double cannot hold run in eager PyTorch, correctly."""
