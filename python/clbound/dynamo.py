@@ -1221,26 +1221,44 @@ def _lower_softmax_dim0(node: torch.fx.Node, name: str, val: Callable[..., Any],
 
 
 def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
-    """flip over static dims: clb_gather along each with the reversed positions,
-    size - 1 - iota, broadcast to x's actual shape by adding them to a zero
-    int64 tensor of x's sizes. A dynamic dim breaks the graph."""
+    """flip: clb_gather along each dim with the reversed positions, size - 1 -
+    iota, broadcast to x's actual shape by adding them to a zero int64 tensor
+    of x's sizes. Over a static dim the positions are made once; over a
+    dynamic one (the batch: cumsum's backward along it, a batch flipped
+    against itself) each call writes them for its own size, a host int from
+    the inputs' sizes. A size only the device knows breaks the graph."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     src, dims = node.args[0], list(node.args[1])
     m = _meta(src)
     if not isinstance(m, torch.Tensor) or m.dim() == 0:
         raise Unsupported(f"{name}: of a 0-d tensor")
     ds = sorted({d % m.dim() for d in dims})
-    if any(_is_sym(m.shape[d]) for d in ds):
-        raise Unsupported(f"{name}: over a dynamic dim")
-    held: Dict[int, Tensor] = {}  # the reversed positions per dim, made at the first call
+    if any(_is_sym(m.shape[d]) and free_unbacked_symbols(m.shape[d]) for d in ds):
+        raise Unsupported(f"{name}: over a data-dependent dim")
+    try:
+        bounds = _bounds(m, src)[0]
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
+    parts = _shape_parts(src)
+    held: Dict[int, Tensor] = {}  # the reversed positions per static dim, made at the first call
+
+    def positions(ctx: Context, env: Dict[Any, Any], d: int) -> Tensor:
+        shape = [-1 if k == d else 1 for k in range(m.dim())]
+        if not _is_sym(m.shape[d]):
+            if d not in held:
+                held[d] = ctx.from_numpy(np.arange(int(m.shape[d]) - 1, -1, -1, dtype=np.int64).reshape(shape))
+            return held[d]
+        n = _eval_shape([parts[d]], env["__sizes__"])
+        if n is None:  # every symbol is an input's (checked above): not reached
+            raise RuntimeError(f"clbound: {name}: the size {parts[d]} is not among this call's inputs")
+        return ctx.from_numpy(np.arange(n[0] - 1, -1, -1, dtype=np.int64).reshape(shape),
+                              bounds=[bounds[d] if k == d else 1 for k in range(m.dim())],
+                              dynamic=[k == d for k in range(m.dim())])
 
     def flip(ctx: Context, env: Dict[Any, Any]) -> _V:
         x = val(env, src)
         for d in ds:
-            size = int(m.shape[d])
-            rev = held.get(d)
-            if rev is None:
-                shape = [size if k == d else 1 for k in range(m.dim())]
-                rev = held[d] = ctx.from_numpy(np.arange(size - 1, -1, -1, dtype=np.int64).reshape(shape))
+            rev = positions(ctx, env, d)
             zeros = ctx.cast(x, np.int64)
             ctx.fill(zeros, 0)
             x = ctx.gather(x, d, ctx.add(zeros, rev))

@@ -1511,6 +1511,32 @@ def test_one_hot_scatter_matches_eager_and_checks_its_range():
     np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
 
 
+@pytest.mark.parametrize("name", ["flip_batch", "flip_both", "cumsum_batch", "triplet"])
+def test_flip_over_the_batch_matches_float64(name):
+    """flip over the dynamic batch dim (each call writes the reversed
+    positions for its own size), so cumsum's backward along the batch and a
+    batch against its own reverse (triplet margin) stay in the graph."""
+    F = torch.nn.functional
+    f = {"flip_batch": lambda x: x.flip(0) * torch.arange(4.0, dtype=x.dtype), "flip_both": lambda x: x.flip(0, 1) + x,
+         "cumsum_batch": lambda x: x.cumsum(0).exp(),
+         "triplet": lambda x: F.triplet_margin_loss(x, x * 0.5, x.flip(0))}[name]
+    c = torch.compile(f, backend="clbound")
+    torch.manual_seed(6)
+    for n in (5, 2, 9, 3):
+        x = torch.randn(n, 4, requires_grad=True)
+        x64 = x.detach().double().requires_grad_()
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, want = c(x), f(x64)
+        # against float64: within 1e-5 relative, or 1e-6 of the largest magnitude
+        scale = max(1.0, float(want.detach().abs().max()))
+        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6 * scale)
+        g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
+        w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x64)
+        scale = max(1.0, float(w.abs().max()))
+        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=1e-6 * scale)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: flip over a dynamic dim broke it
+
+
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
     """An embedding backward past 2^22 one-hot elements (a table of many rows)
     and a fill value a double cannot hold run in eager PyTorch, correctly."""
