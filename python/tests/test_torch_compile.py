@@ -710,6 +710,27 @@ def check_against_f64(model, ref, compiled, batches, rtol, atol, grad_rtol, grad
             after_step(step)
 
 
+def compiled_matches_f64(f, shapes, seed):
+    """f compiled with the clbound backend on float32 inputs of the given
+    shapes (dim 0 marked dynamic), against f itself in float64: its value,
+    and the gradient of a weighted sum of it, each within 1e-5 relative or
+    1e-6 of the largest magnitude (float32 sums that cancel)."""
+    c = torch.compile(f, backend="clbound")
+    torch.manual_seed(seed)
+    for shape in shapes:
+        x = torch.randn(*shape, requires_grad=True)
+        x64 = x.detach().double().requires_grad_()
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, want = c(x), f(x64)
+        assert got.shape == want.shape
+        scale = max(1.0, float(want.detach().abs().max()))
+        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6 * scale)
+        g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
+        w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x64)
+        scale = max(1.0, float(w.abs().max()))
+        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=1e-6 * scale)
+
+
 def batches_with(steps, make, seed):
     """dynamic_batches with more inputs per batch: (n, (x, *make(n, g))), each
     extra input's dim 0 marked dynamic as x's is."""
@@ -1441,21 +1462,7 @@ def test_transposes_and_permutes_of_higher_rank_match_eager(name):
          "transpose_last_two": lambda x: x.transpose(1, 2).exp(), "permute_last_two": lambda x: x.permute(0, 2, 1) * 2,
          "transpose_twice": lambda x: x.transpose(-1, -2).transpose(1, 2) + 1,
          "bmm_of_transposes": lambda x: torch.bmm(x.transpose(1, 2), x) + torch.bmm(x, x.transpose(1, 2)).sum()}[name]
-    c = torch.compile(f, backend="clbound")
-    torch.manual_seed(5)
-    for n in (5, 2, 7):
-        x = torch.randn(n, 3, 4, requires_grad=True)
-        x64 = x.detach().double().requires_grad_()
-        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
-        got, want = c(x), f(x64)
-        assert got.shape == want.shape
-        # against float64: within 1e-5 relative, or 1e-6 of the largest magnitude (float32 sums that cancel)
-        scale = max(1.0, float(want.detach().abs().max()))
-        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6 * scale)
-        g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
-        w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x64)
-        scale = max(1.0, float(w.abs().max()))
-        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=1e-6 * scale)
+    compiled_matches_f64(f, [(n, 3, 4) for n in (5, 2, 7)], seed=5)
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
@@ -1520,20 +1527,7 @@ def test_flip_over_the_batch_matches_float64(name):
     f = {"flip_batch": lambda x: x.flip(0) * torch.arange(4.0, dtype=x.dtype), "flip_both": lambda x: x.flip(0, 1) + x,
          "cumsum_batch": lambda x: x.cumsum(0).exp(),
          "triplet": lambda x: F.triplet_margin_loss(x, x * 0.5, x.flip(0))}[name]
-    c = torch.compile(f, backend="clbound")
-    torch.manual_seed(6)
-    for n in (5, 2, 9, 3):
-        x = torch.randn(n, 4, requires_grad=True)
-        x64 = x.detach().double().requires_grad_()
-        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
-        got, want = c(x), f(x64)
-        # against float64: within 1e-5 relative, or 1e-6 of the largest magnitude
-        scale = max(1.0, float(want.detach().abs().max()))
-        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6 * scale)
-        g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
-        w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x64)
-        scale = max(1.0, float(w.abs().max()))
-        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=1e-6 * scale)
+    compiled_matches_f64(f, [(n, 4) for n in (5, 2, 9, 3)], seed=6)
     assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: flip over a dynamic dim broke it
 
 
