@@ -607,6 +607,16 @@ def _upper_bound(s: torch.SymInt, node: torch.fx.Node, dim: int) -> int:
         "(clbound allocates every dynamic dim at its bound)")
 
 
+def _lowering_bounds(node: torch.fx.Node, name: str) -> Tuple[List[int], List[bool]]:
+    """_bounds of an intermediate value, for a lowering that needs them: a
+    size with no upper bound breaks the graph (Unsupported) rather than
+    failing the compile, as it would for an input."""
+    try:
+        return _bounds(_meta(node), node)
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
+
+
 def _size_sources(s: torch.SymInt) -> List[str]:
     """Dynamo's names of where a symbolic size comes from (L['x'].size()[0]),
     as its shape env recorded them; empty where it has none."""
@@ -1235,10 +1245,7 @@ def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
     ds = sorted({d % m.dim() for d in dims})
     if any(_is_sym(m.shape[d]) and free_unbacked_symbols(m.shape[d]) for d in ds):
         raise Unsupported(f"{name}: over a data-dependent dim")
-    try:
-        bounds = _bounds(m, src)[0]
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: {e}") from None
+    bounds = _lowering_bounds(src, name)[0]
     parts = _shape_parts(src)
     held: Dict[int, Tensor] = {}  # the reversed positions per static dim, made at the first call
 
@@ -1275,14 +1282,11 @@ def _lower_reshape_bounded(node: torch.fx.Node, src: torch.fx.Node, name: str,
     count). A size the inputs do not give (a data-dependent one) breaks the
     graph."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    m, ms = _meta(node), _meta(src)
+    m = _meta(node)
     if any(free_unbacked_symbols(d) for d in m.shape if _is_sym(d)):
         raise Unsupported(f"{name}: reshape to {list(m.shape)}: more than one symbolic size, one data-dependent")
-    try:
-        bounds, dynamic = _bounds(m, node)
-        have, _ = _bounds(ms, src)
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: reshape to {list(m.shape)}: {e}") from None
+    bounds, dynamic = _lowering_bounds(node, name)
+    have = _lowering_bounds(src, name)[0]
     if int(np.prod(bounds, dtype=np.int64)) > int(np.prod(have, dtype=np.int64)):
         raise Unsupported(f"{name}: reshape of bounds {have} to {bounds}: more elements at the bounds")
     parts = _shape_parts(node)
@@ -1303,10 +1307,8 @@ def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     dt = _meta(node).dtype
     if not dt.is_floating_point:
         raise Unsupported(f"{name}: bmm of {dt} (clbound's bmm is floating only)")
-    try:  # clb_bmm takes equal bounds of the batch and of K; Dynamo's say whether they will be
-        (ba, _, ka), (bb, kb, _) = _bounds(_meta(a), a)[0], _bounds(_meta(b), b)[0]
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: {e}") from None
+    # clb_bmm takes equal bounds of the batch and of K; Dynamo's say whether they will be
+    (ba, _, ka), (bb, kb, _) = _lowering_bounds(a, name)[0], _lowering_bounds(b, name)[0]
     if ba != bb or ka != kb:
         raise Unsupported(f"{name}: bmm of bounds {[ba, '.', ka]} and {[bb, kb, '.']}: the batch or K bounds differ")
 
