@@ -36,6 +36,11 @@
 #           loads and stores (CLBOUND_TEST_SELECT_LOOKBACK=unstaged), against tiles of
 #           16 and 4 elements per work-item (items=16, items=4) and against a look-back
 #           that reads one status word at a time (window=1), alternating, 16M, 50%
+#   probe   what bounds the mask ops (issue 28): masked_select at 16M, 50%, both paths, under
+#           tiles of 4, 8 and 16 elements per work-item, look-back windows of 1 and 32 status
+#           words, and work-groups of 256, 512 and 1024 work-items (CLBOUND_GEOMETRY)
+#   savecache  the program caches (clbound's and NVIDIA's) into $OUT/caches.tar.xz, which a
+#           later call can carry back (.gpu/caches.tar.xz) and gpu-pass.sh unpacks first
 #   spin    bench whole-step xla-mlp with host syncs that block at once and that poll for
 #           up to 200 us (CLBOUND_SYNC_SPIN_US=0 and 200, alternating; docs/design.md,
 #           "Host syncs"): whether polling pays on the GPU, where it is off by default
@@ -96,9 +101,9 @@ part_confirm() {
 part_tests() {
   find . -name CTestTestfile.cmake -exec sed -i -E 's/TIMEOUT "[0-9]+"/TIMEOUT "90"/' {} +
   local g='graph/|tools/demo|adversarial/cli-json'
-  step "ctest graph" 200 ctest -L gpu -R "$g" -j 8 --output-on-failure
+  step "ctest graph" 200 ctest -L gpu -R "$g" -j "${GPU_PASS_JOBS:-8}" --output-on-failure
   cp Testing/Temporary/LastTest.log /var/tmp/lasttest-graph.log 2>/dev/null
-  step "ctest rest" 240 ctest -L gpu -E "$g" -j 8 --output-on-failure
+  step "ctest rest" 240 ctest -L gpu -E "$g" -j "${GPU_PASS_JOBS:-8}" --output-on-failure
   cat /var/tmp/lasttest-graph.log Testing/Temporary/LastTest.log 2>/dev/null | xz -T0 -6 >"$OUT/lasttest.log.xz"
   # a crash at graph free, as on the first run, gets a host backtrace
   timeout 60 "$B" demo --workload xla-mlp --policy dynamic --iterations 3 --quiet >/dev/null 2>&1
@@ -270,6 +275,22 @@ part_stage() {
   done
 }
 
+part_probe() {
+  local c g t
+  for c in "gpu|" "gpu|items=16" "gpu|items=4" "gpu|window=1" "gpu|unstaged" "gpu,local=512|" "gpu,local=1024|" \
+           "gpu,local=1024|items=16" "gpu,per_cu=4|" "gpu,per_cu=64|"; do
+    g=${c%%|*} t=${c#*|}
+    step "bench ops masked_select 16M, CLBOUND_GEOMETRY=$g CLBOUND_TEST_SELECT_LOOKBACK=$t" 30 \
+      env CLBOUND_GEOMETRY=$g CLBOUND_TEST_SELECT_LOOKBACK=$t "$B" bench ops --json --quiet --n 16777216 \
+      --density 0.5 --reps 7 --path both --op masked_select | ops16_lines
+  done
+}
+
+part_savecache() {
+  tar -C / -cJf "$OUT/caches.tar.xz" var/tmp/clbound-gpu-cache root/.nv 2>/dev/null
+  ls -l "$OUT/caches.tar.xz"
+}
+
 part_spin() {
   for sp in 0 200 0 200; do
     step "bench whole-step xla-mlp, CLBOUND_SYNC_SPIN_US=$sp" 40 env CLBOUND_SYNC_SPIN_US=$sp \
@@ -277,6 +298,8 @@ part_spin() {
   done
 }
 
+# program caches a former call brought back (part savecache), carried in .gpu/
+[ -f "$R/.gpu/caches.tar.xz" ] && tar -C / -xJf "$R/.gpu/caches.tar.xz" 2>/dev/null
 watchdog &
 WD=$!
 {
@@ -284,7 +307,7 @@ WD=$!
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   for part in "$@"; do
     case $part in
-      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|coldbuild|tc|stage|spin) "part_$part" ;;
+      confirm|tests|demo|steps|ops16|ops256|gemm|tune|diag|sweep|cold|coldbuild|tc|stage|spin|probe|savecache) "part_$part" ;;
       *) echo "gpu-pass: unknown part $part" ;;
     esac
   done
