@@ -1112,14 +1112,20 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
         weight = args[0]
         if not isinstance(_meta(weight), torch.Tensor) or _meta(weight).dim() != 2:
             raise Unsupported(f"{name}: a weight that is not a matrix")
-        spec = _reshape_spec(mo.shape, name)
+        if sum(_is_sym(d) for d in mo.shape) > 1:  # [batch, sequence, D] from the [batch * sequence, D] rows
+            m_bound = int(np.prod(_lowering_bounds(idx, name)[0], dtype=np.int64))
+            bounded = _bounded_reshaper(node, [m_bound, width], name)
+            shaped: _Reshaper = bounded
+        else:
+            spec = _reshape_spec(mo.shape, name)
+            shaped = lambda ctx, env, rows: rows if mo.dim() == 2 and mi.dim() == 1 else ctx.reshape(rows, spec)
 
         def embed(ctx: Context, env: Dict[Any, Any]) -> _V:
             ones = held.get("ones")
             if ones is None:
                 ones = held["ones"] = ctx.full((1, width), 1, dtype=np.int64)
             rows = ctx.gather(val(env, weight), 0, ctx.mul(flat_indices(ctx, env), ones))
-            return _V(rows if mo.dim() == 2 and mi.dim() == 1 else ctx.reshape(rows, spec))
+            return _V(shaped(ctx, env, rows))
         return embed
 
     grad, n_rows, pad = args[0], args[2], args[3]
@@ -1180,21 +1186,47 @@ def _lower_any_all(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
 
 
 def _lower_arange(node: torch.fx.Node, name: str) -> Callable[..., Any]:
-    """arange with constant start, end and step: numpy's values in the graph's
+    """arange with constant start and step: numpy's values in the graph's
     dtype, uploaded at the first call and then the same tensor (no op writes
-    into an input of its own). A size Dynamo passes as the end (arange(n) of a
-    batch size) breaks the graph."""
+    into an input of its own). An end Dynamo passes as a size (arange(n) of a
+    sequence length: positions, a causal mask) takes the values at the size's
+    bound once and, at each call, the first as many as this call's end gives
+    (clb_slice of a host int; the result dynamic at that bound). A symbolic
+    start or step breaks the graph."""
     args = list(node.args)
-    if any(isinstance(a, torch.fx.Node) for a in args) or node.kwargs.get("layout") not in (None, torch.strided):
-        raise Unsupported(f"{name}: a symbolic start, end or step")
+    if node.kwargs.get("layout") not in (None, torch.strided):
+        raise Unsupported(f"{name}: layout {node.kwargs.get('layout')}")
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if isinstance(start, torch.fx.Node) or isinstance(step, torch.fx.Node) or (
+            isinstance(end, torch.fx.Node) and not _is_size(end)):
+        raise Unsupported(f"{name}: a symbolic start or step")
+    for v in (start, end, step):
+        if not isinstance(v, torch.fx.Node):
+            _scalar(v, name)
     npdt = _np_dtype(_meta(node).dtype, name)
+    held: Dict[str, Tensor] = {}
+    if isinstance(end, torch.fx.Node):
+        if not step or (step < 0):
+            raise Unsupported(f"{name}: step {step} with a symbolic end")
+        ub = _lowering_bounds(node, name)[0][0]
+        values = (start + step * np.arange(ub, dtype=np.float64 if isinstance(start + step, float) else np.int64))
+        values = values.astype(npdt)
+        if ub == 0:
+            raise Unsupported(f"{name}: no values at the bound")
+
+        def arange_to(ctx: Context, env: Dict[Any, Any]) -> _V:
+            t = held.get("t")
+            if t is None:
+                t = held["t"] = ctx.from_numpy(values)
+            e = _force(_arg(env, end))
+            n = min(ub, max(0, math.ceil((e - start) / step)))
+            return _V(ctx.slice(t, 0, 0, n, out=ctx.empty((ub,), t.dtype, dynamic=(True,))))
+        return arange_to
     values = np.arange(start, end, step).astype(npdt)
     if values.size == 0:
         raise Unsupported(f"{name}: no values")
     if values.shape != tuple(int(d) for d in _meta(node).shape):
         raise Unsupported(f"{name}: numpy gives {values.shape[0]} values, PyTorch {list(_meta(node).shape)}")
-    held: Dict[str, Tensor] = {}
 
     def arange(ctx: Context, env: Dict[Any, Any]) -> _V:
         t = held.get("t")
@@ -1273,30 +1305,38 @@ def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
     return flip
 
 
-def _lower_reshape_bounded(node: torch.fx.Node, src: torch.fx.Node, name: str,
-                           val: Callable[..., Any]) -> Callable[..., Any]:
-    """A reshape to more than one symbolic size ([batch, sequence, features]
-    from [batch * sequence, features]), which one -1 cannot infer: each call's
-    sizes from the inputs' (host ints), the bounds from their value ranges
-    (clb_reshape_bounded; the device checks that the sizes hold the input's
-    count). A size the inputs do not give (a data-dependent one) breaks the
-    graph."""
+_Reshaper = Callable[[Context, Dict[Any, Any], Tensor], Tensor]
+
+
+def _bounded_reshaper(node: torch.fx.Node, have: List[int], name: str) -> _Reshaper:
+    """A reshape to node's shape with more than one symbolic size ([batch,
+    sequence, features] from [batch * sequence, features]), which one -1 cannot
+    infer, of a tensor of bounds `have`: each call's sizes from the inputs'
+    (host ints), the bounds from their value ranges (clb_reshape_bounded; the
+    device checks that the sizes hold the input's count). A size the inputs do
+    not give (a data-dependent one) breaks the graph."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
     m = _meta(node)
     if any(free_unbacked_symbols(d) for d in m.shape if _is_sym(d)):
         raise Unsupported(f"{name}: reshape to {list(m.shape)}: more than one symbolic size, one data-dependent")
     bounds, dynamic = _lowering_bounds(node, name)
-    have = _lowering_bounds(src, name)[0]
     if int(np.prod(bounds, dtype=np.int64)) > int(np.prod(have, dtype=np.int64)):
         raise Unsupported(f"{name}: reshape of bounds {have} to {bounds}: more elements at the bounds")
     parts = _shape_parts(node)
 
-    def reshape(ctx: Context, env: Dict[Any, Any]) -> _V:
+    def reshape(ctx: Context, env: Dict[Any, Any], x: Tensor) -> Tensor:
         dims = _eval_shape(parts, env["__sizes__"])
         if dims is None:  # every symbol is an input's (checked above): not reached
             raise RuntimeError(f"clbound: {name}: the sizes of {parts} are not among this call's inputs")
-        return _V(ctx.reshape_bounded(val(env, src), dims, bounds, dynamic))
+        return ctx.reshape_bounded(x, dims, bounds, dynamic)
     return reshape
+
+
+def _lower_reshape_bounded(node: torch.fx.Node, src: torch.fx.Node, name: str,
+                           val: Callable[..., Any]) -> Callable[..., Any]:
+    """A reshape to more than one symbolic size: _bounded_reshaper."""
+    reshape = _bounded_reshaper(node, _lowering_bounds(src, name)[0], name)
+    return lambda ctx, env: _V(reshape(ctx, env, val(env, src)))
 
 
 def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1322,6 +1362,40 @@ def _lower_bmm(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
         (ta, fa), (tb, fb) = operand(env, a), operand(env, b)
         return _V(ctx.bmm(ta, tb, trans_a=fa, trans_b=fb))
     return bmm
+
+
+def _lower_split(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """split, split_with_sizes and unbind along a static dim (attention's
+    q, k, v from one projection): a tuple of clb_slice (clb_index for unbind)
+    copies, which getitem takes apart; the other dims may be dynamic."""
+    src = node.args[0]
+    m = _meta(src)
+    unbind = node.target is aten.unbind.int
+    dim = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) if unbind else (
+        node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0))
+    if not isinstance(m, torch.Tensor) or m.dim() == 0 or not isinstance(dim, int):
+        raise Unsupported(f"{name}: of {getattr(m, 'shape', m)} at dim {dim}")
+    dim %= m.dim()
+    if _is_sym(m.shape[dim]):
+        raise Unsupported(f"{name}: along a dynamic dim")
+    n = int(m.shape[dim])
+    if unbind:
+        return lambda ctx, env: tuple(_V(ctx.index(val(env, src), dim, i)) for i in range(n))
+    size = node.args[1]
+    if node.target is aten.split.Tensor:
+        if not isinstance(size, int) or size <= 0:
+            raise Unsupported(f"{name}: split size {size}")
+        sizes = [min(size, n - lo) for lo in range(0, n, size)] or [0]
+    else:
+        sizes = list(size)
+        if not all(isinstance(k, int) and k >= 0 for k in sizes) or sum(sizes) != n:
+            raise Unsupported(f"{name}: sizes {sizes} of a dim of {n}")
+    cuts = [(sum(sizes[:k]), sum(sizes[:k + 1])) for k in range(len(sizes))]
+
+    def split(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, ...]:
+        x = val(env, src)
+        return tuple(_V(ctx.slice(x, dim, lo, hi)) for lo, hi in cuts)
+    return split
 
 
 _REPEAT_MAX = 64  # copies repeat makes by clb_cat, two at a time
@@ -1680,10 +1754,13 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
-_TUPLES = _LAYER_NORM | {aten.native_dropout.default, aten.nll_loss_forward.default, aten.max.dim, aten.min.dim,
-                         aten.log_sigmoid_forward.default}  # getitem takes their items
+_SPLIT = {aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
+_TUPLES = _LAYER_NORM | _SPLIT | {aten.native_dropout.default, aten.nll_loss_forward.default, aten.max.dim,
+                                  aten.min.dim, aten.log_sigmoid_forward.default}  # getitem takes their items
 # ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
-_SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default}
+_ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
+_SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default, aten.slice_backward.default,
+          aten.select_backward.default, aten.select_scatter.default} | _ARANGE
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
 _SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
@@ -1702,7 +1779,6 @@ _EXTREME_BW = {aten.new_zeros.default, aten.scatter.src, aten.scatter.value}  # 
 _EMBEDDING = {aten.embedding.default, aten.embedding_dense_backward.default}
 _ANY_ALL = {aten.any.default: "any", aten.any.dim: "any", aten.any.dims: "any", aten.all.default: "all",
             aten.all.dim: "all", aten.all.dims: "all"}
-_ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
 _ASSERT = {aten._assert_async.msg, aten._assert_async.default}  # checks on the device (clb_assert)
 _SHUFFLE = {aten.flip.default, aten.repeat.default}
 _SCAN = {aten.cumsum.default}
@@ -1720,7 +1796,7 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
               aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit, aten.native_batch_norm,
               aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
               aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
-              aten._prelu_kernel_backward, aten.frac)
+              aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril)
 # ops the lowering runs in their common form, decomposed only in the others
 # (the decomposition says NotImplemented, and the op stays, where the test is
 # false): reduction="sum"/"none" or a weight of the losses, elu's scales
@@ -1764,7 +1840,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | {aten.cat.default})
+                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | {aten.cat.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1773,7 +1849,8 @@ _LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
     (_NLL, _lower_nll), ({aten.cat.default}, _lower_cat), (_VAR, _lower_var), (_EXTREME, _lower_extreme),
     (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
     (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
-    ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm)]
+    ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm),
+    (_SPLIT, _lower_split)]
 """(aten ops, their lowering (node, name, val) -> step), tried in order."""
 
 
@@ -2583,8 +2660,8 @@ def _sdpa_math(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn
     """F.scaled_dot_product_attention as the ops of PyTorch's math path, which
     AOTAutograd traces (and differentiates) as bmm, softmax and elementwise ops
     that clbound runs, instead of the CPU flash kernel, which it does not.
-    A causal mask is positions compared (arange), which a static sequence
-    length keeps in the graph. Grouped-query attention, and a causal mask with
+    A causal mask is positions compared (arange), of a dynamic sequence
+    length too. Grouped-query attention, and a causal mask with
     a mask of its own, run PyTorch's own op (a graph break)."""
     if enable_gqa or (is_causal and attn_mask is not None):
         return _SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,

@@ -1425,6 +1425,128 @@ def test_transformer_layers_train_in_the_graph():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+def train_lm_against_f64(model, ref, compiled):
+    """Ten SGD steps of a language model (forward(ids, targets) -> (loss,
+    logits)) compiled with the clbound backend, on token_batches, against
+    its float64 twin: the logits within 1e-5 relative (1e-6 absolute), the
+    loss within 1e-5 relative, the gradients within 1e-4 relative or 1e-6 of
+    their largest magnitude (float32 sums over every token); and the loss
+    falls."""
+    opt, opt_ref = torch.optim.SGD(model.parameters(), lr=0.3), torch.optim.SGD(ref.parameters(), lr=0.3)
+    losses = []
+    for b, (ids, targets) in token_batches(10, 5):
+        (loss, logits), (want_loss, want) = compiled(ids, targets), ref(ids, targets)
+        assert logits.shape == want.shape == (b, ids.shape[1], TinyGPT.V)
+        np.testing.assert_allclose(logits.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(float(loss.detach()), float(want_loss.detach()), rtol=1e-5)
+        opt.zero_grad()
+        opt_ref.zero_grad()
+        loss.backward()
+        want_loss.backward()
+        for p, r in zip(model.parameters(), ref.parameters()):
+            scale = max(1.0, float(r.grad.abs().max()))
+            np.testing.assert_allclose(p.grad.double().numpy(), r.grad.numpy(), rtol=1e-4, atol=1e-6 * scale)
+        opt.step()
+        opt_ref.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < losses[0] - 0.3, losses  # it learns (ln 11 = 2.40 at the start)
+
+
+class TinyGPT(torch.nn.Module):
+    """A decoder in nanoGPT's style over [batch, sequence] token ids, both
+    dims dynamic: token and position embeddings, LayerNorm, causal attention
+    from one projection split into q, k and v, a GELU MLP, and cross-entropy
+    over the flattened logits with ignored targets. `mask` is how attention
+    is causal: a registered lower-triangular buffer sliced to the sequence
+    (nanoGPT's), torch.triu of ones of the sequence's size, or
+    scaled_dot_product_attention(is_causal=True) with q, k and v from unbind;
+    `positions`: wpe(arange(T)) or wpe.weight[:T]."""
+    V, C, HEADS, MAXT = 11, 16, 2, 12
+
+    def __init__(self, mask="buffer", positions="arange"):
+        super().__init__()
+        self.mask, self.positions = mask, positions
+        V, C, T = self.V, self.C, self.MAXT
+        self.wte, self.wpe = torch.nn.Embedding(V, C), torch.nn.Embedding(T, C)
+        self.ln1, self.ln2, self.lnf = torch.nn.LayerNorm(C), torch.nn.LayerNorm(C), torch.nn.LayerNorm(C)
+        self.qkv, self.proj = torch.nn.Linear(C, 3 * C), torch.nn.Linear(C, C)
+        self.fc, self.fc_out = torch.nn.Linear(C, 4 * C), torch.nn.Linear(4 * C, C)
+        self.head = torch.nn.Linear(C, V, bias=False)
+        self.register_buffer("causal", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def attention(self, x):
+        F = torch.nn.functional
+        B, T, C = x.size()
+        hs = C // self.HEADS
+        if self.mask == "sdpa":
+            q, k, v = (t.transpose(1, 2) for t in self.qkv(x).view(B, T, 3, self.HEADS, hs).unbind(2))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            q, k, v = (t.view(B, T, self.HEADS, hs).transpose(1, 2) for t in self.qkv(x).split(C, dim=2))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / hs ** 0.5)
+            if self.mask == "buffer":
+                att = att.masked_fill(self.causal[:, :, :T, :T] == 0, float("-inf"))
+            else:
+                att = att.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    def forward(self, idx, targets):
+        F = torch.nn.functional
+        T = idx.size(1)
+        pos = self.wpe(torch.arange(T)) if self.positions == "arange" else self.wpe.weight[:T]
+        x = self.wte(idx) + pos
+        x = x + self.attention(self.ln1(x))
+        x = x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+        logits = self.head(self.lnf(x))
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return loss, logits
+
+
+def token_batches(steps, seed):
+    """(B, (ids, targets)) per step, batch 2-8 and sequence 2-11 both changing
+    every step and both marked dynamic; each target a function of its token,
+    one per row ignored (-1). The
+    sequence's max stays below the causal buffer's 12: at 12, slicing the
+    buffer to T would be the whole buffer, and Dynamo guards T != 12 (with any
+    backend), which contradicts the mark."""
+    g = torch.Generator().manual_seed(seed)
+    for i, (b, t) in enumerate(zip(batch_sizes(steps, 2, 8), batch_sizes(steps + 3, 2, 11)[3:])):
+        ids = torch.randint(0, TinyGPT.V, (b, t), generator=g)
+        targets = (ids * 3 + 1) % TinyGPT.V  # learnable: a function of the token
+        targets[:, i % t] = -1
+        for v in (ids, targets):
+            torch._dynamo.mark_dynamic(v, 0, min=2, max=8)
+            torch._dynamo.mark_dynamic(v, 1, min=2, max=TinyGPT.MAXT - 1)
+        yield b, (ids, targets)
+
+
+@pytest.mark.parametrize("mask,positions", [("buffer", "arange"), ("triu", "slice"), ("sdpa", "arange")])
+def test_gpt_trains_with_dynamic_batch_and_sequence(mask, positions):
+    """A nanoGPT-style decoder trains with the batch and the sequence length
+    changing every step: one Dynamo graph and no graph break. arange and the
+    slice of a weight to the sequence length, triu's mask of its size, the
+    split of q, k and v and their unbind, and the embedding of [batch,
+    sequence] ids all run on clbound; each step's loss and logits against the
+    float64 model, then an SGD step on both."""
+    model, ref, compiled = f64_twin(lambda: TinyGPT(mask, positions))
+    train_lm_against_f64(model, ref, compiled)
+    s = cd.stats()
+    # before: the embedding of [batch, sequence] ids, split, arange to T, triu, the
+    # backward of weight[:T] (slice_backward of a size) and unbind broke it
+    assert s["graph_breaks"] == 0, s
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    model.eval()
+    ref.eval()
+    with torch.no_grad():  # inference, the sizes changing
+        for b, (ids, targets) in token_batches(3, 9):
+            loss, logits = compiled(ids, targets)
+            want_loss, want = ref(ids, targets)
+            np.testing.assert_allclose(logits.double().numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(float(loss), float(want_loss), rtol=1e-5)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+
+
 def test_attention_runs_three_launches_with_no_copies():
     """q @ k^T, softmax, @ v: three launches. k's transpose is bmm's own flag
     (no clb_transpose copy) and AOTAutograd's expands and views of a tensor to
@@ -1529,6 +1651,80 @@ def test_flip_over_the_batch_matches_float64(name):
          "triplet": lambda x: F.triplet_margin_loss(x, x * 0.5, x.flip(0))}[name]
     compiled_matches_f64(f, [(n, 4) for n in (5, 2, 9, 3)], seed=6)
     assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: flip over a dynamic dim broke it
+
+
+class TinyLlama(torch.nn.Module):
+    """A decoder in LLaMA's style over [batch, sequence] ids: RMSNorm, rotary
+    position embeddings (the angles from arange(T) by torch.outer or by
+    broadcasting, their cos and sin, the halves of q and k rotated by slices
+    and cat), causal scaled_dot_product_attention, a SiLU-gated MLP."""
+    HEADS = 2
+
+    def __init__(self, rope="outer"):
+        super().__init__()
+        V, C = TinyGPT.V, TinyGPT.C
+        self.rope = rope
+        self.emb, self.head = torch.nn.Embedding(V, C), torch.nn.Linear(C, V, bias=False)
+        self.norms = torch.nn.ParameterList([torch.nn.Parameter(1.0 + 0.1 * torch.randn(C)) for _ in range(3)])
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(C, C, bias=False) for _ in range(4))
+        self.gate, self.up, self.down = (torch.nn.Linear(C, 32, bias=False), torch.nn.Linear(C, 32, bias=False),
+                                         torch.nn.Linear(32, C, bias=False))
+        hs = C // self.HEADS
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, hs, 2).float() / hs)))
+
+    def norm(self, x, k):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.norms[k]
+
+    def forward(self, idx, targets):
+        F = torch.nn.functional
+        B, T = idx.shape
+        C, hs = TinyGPT.C, TinyGPT.C // self.HEADS
+        x = self.emb(idx)
+        h = self.norm(x, 0)
+        q, k, v = (p(h).view(B, T, self.HEADS, hs).transpose(1, 2) for p in (self.q, self.k, self.v))
+        t = torch.arange(T, dtype=self.inv_freq.dtype)
+        freqs = torch.outer(t, self.inv_freq) if self.rope == "outer" else t[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
+
+        def rotate(z):
+            return z * cos + torch.cat((-z[..., hs // 2:], z[..., :hs // 2]), dim=-1) * sin
+        y = F.scaled_dot_product_attention(rotate(q), rotate(k), v, is_causal=True)
+        x = x + self.o(y.transpose(1, 2).reshape(B, T, C))
+        h = self.norm(x, 1)
+        x = x + self.down(F.silu(self.gate(h)) * self.up(h))
+        logits = self.head(self.norm(x, 2))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1), logits
+
+
+@pytest.mark.parametrize("rope", ["outer", "broadcast"])
+def test_llama_style_decoder_trains_with_dynamic_batch_and_sequence(rope):
+    """RMSNorm, rotary embeddings over a dynamic sequence, causal attention and
+    a SiLU-gated MLP: one Dynamo graph, no graph break, trained against its
+    float64 twin."""
+    model, ref, compiled = f64_twin(lambda: TinyLlama(rope))
+    train_lm_against_f64(model, ref, compiled)
+    # before: arange of T and the embedding of [batch, sequence] ids broke it
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+@pytest.mark.parametrize("name", ["arange", "arange_from_1", "arange_step_2", "tril", "triu_1", "split",
+                                  "split_sizes", "unbind"])
+def test_arange_triu_and_split_over_a_dynamic_batch_match_float64(name):
+    """arange to the batch size (its end a size: the values at the bound once,
+    each call taking its own count), triu/tril of a dynamic tensor
+    (PyTorch's decomposition, positions compared), and split, split_with_sizes
+    and unbind along a static dim, beside the dynamic batch."""
+    f = {"arange": lambda x: x * torch.arange(x.shape[0], dtype=x.dtype)[:, None],
+         "arange_from_1": lambda x: x / torch.arange(1, x.shape[0] + 1, dtype=x.dtype)[:, None],
+         "arange_step_2": lambda x: x * torch.arange(3, 2 * x.shape[0] + 3, 2)[:, None],
+         "tril": lambda x: torch.tril(x).exp(), "triu_1": lambda x: torch.triu(x, 1) * x,
+         "split": lambda x: sum(t.sum(1) * (k + 1) for k, t in enumerate(x.split(3, dim=1))),
+         "split_sizes": lambda x: torch.cat([t.exp() for t in reversed(x.split([2, 5], dim=1))], 1),
+         "unbind": lambda x: sum(t * (k + 1) for k, t in enumerate(x[:, :3].unbind(1)))}[name]
+    compiled_matches_f64(f, [(n, 7) for n in (5, 2, 9, 3)], seed=8)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: arange of a size, triu/tril, split and unbind
 
 
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
