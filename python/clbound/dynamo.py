@@ -563,7 +563,7 @@ def _input_spec(node: torch.fx.Node) -> Optional[Tuple[Tuple[int, ...], Tuple[bo
     return tuple(bounds), tuple(dynamic), npdt
 
 
-def _bounds(v: torch.Tensor, node: torch.fx.Node) -> Tuple[List[int], List[bool]]:
+def _bounds(v: Any, node: torch.fx.Node) -> Tuple[List[int], List[bool]]:
     """(bounds, dynamic flags) of the tensor v of node: a symbolic size's upper
     bound (UnboundedSizeError without one), a static size itself."""
     bounds, dynamic = [], []
@@ -1112,13 +1112,10 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
         weight = args[0]
         if not isinstance(_meta(weight), torch.Tensor) or _meta(weight).dim() != 2:
             raise Unsupported(f"{name}: a weight that is not a matrix")
-        if sum(_is_sym(d) for d in mo.shape) > 1:  # [batch, sequence, D] from the [batch * sequence, D] rows
-            m_bound = int(np.prod(_lowering_bounds(idx, name)[0], dtype=np.int64))
-            bounded = _bounded_reshaper(node, [m_bound, width], name)
-            shaped: _Reshaper = bounded
-        else:
-            spec = _reshape_spec(mo.shape, name)
-            shaped = lambda ctx, env, rows: rows if mo.dim() == 2 and mi.dim() == 1 else ctx.reshape(rows, spec)
+        # [batch, sequence, D] from the [batch * sequence, D] rows
+        m_bound = int(np.prod(_lowering_bounds(idx, name)[0], dtype=np.int64))
+        shaped = (lambda ctx, env, rows: rows) if mo.dim() == 2 and mi.dim() == 1 else _reshaper(
+            list(mo.shape), node, [m_bound, width], name)
 
         def embed(ctx: Context, env: Dict[Any, Any]) -> _V:
             ones = held.get("ones")
@@ -1308,21 +1305,31 @@ def _lower_flip(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
 _Reshaper = Callable[[Context, Dict[Any, Any], Tensor], Tensor]
 
 
-def _bounded_reshaper(node: torch.fx.Node, have: List[int], name: str) -> _Reshaper:
-    """A reshape to node's shape with more than one symbolic size ([batch,
+class _Shape:
+    """A shape (ints and SymInts) where _bounds takes a tensor."""
+    def __init__(self, shape: Sequence[Any]) -> None:
+        self.shape = shape
+
+
+def _bounded_reshaper(node: torch.fx.Node, have: List[int], name: str,
+                      shape: Optional[Sequence[Any]] = None) -> _Reshaper:
+    """A reshape to node's shape (or `shape`) with more than one symbolic size ([batch,
     sequence, features] from [batch * sequence, features]), which one -1 cannot
     infer, of a tensor of bounds `have`: each call's sizes from the inputs'
     (host ints), the bounds from their value ranges (clb_reshape_bounded; the
     device checks that the sizes hold the input's count). A size the inputs do
     not give (a data-dependent one) breaks the graph."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    m = _meta(node)
-    if any(free_unbacked_symbols(d) for d in m.shape if _is_sym(d)):
-        raise Unsupported(f"{name}: reshape to {list(m.shape)}: more than one symbolic size, one data-dependent")
-    bounds, dynamic = _lowering_bounds(node, name)
+    shape = list(_meta(node).shape if shape is None else shape)
+    if any(free_unbacked_symbols(d) for d in shape if _is_sym(d)):
+        raise Unsupported(f"{name}: reshape to {shape}: more than one symbolic size, one data-dependent")
+    try:
+        bounds, dynamic = _bounds(_Shape(shape), node)
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
     if int(np.prod(bounds, dtype=np.int64)) > int(np.prod(have, dtype=np.int64)):
         raise Unsupported(f"{name}: reshape of bounds {have} to {bounds}: more elements at the bounds")
-    parts = _shape_parts(node)
+    parts = [d.node.expr if _is_sym(d) else int(d) for d in shape]
 
     def reshape(ctx: Context, env: Dict[Any, Any], x: Tensor) -> Tensor:
         dims = _eval_shape(parts, env["__sizes__"])
@@ -1330,6 +1337,15 @@ def _bounded_reshaper(node: torch.fx.Node, have: List[int], name: str) -> _Resha
             raise RuntimeError(f"clbound: {name}: the sizes of {parts} are not among this call's inputs")
         return ctx.reshape_bounded(x, dims, bounds, dynamic)
     return reshape
+
+
+def _reshaper(shape: Sequence[Any], node: torch.fx.Node, have: List[int], name: str) -> _Reshaper:
+    """A reshape to `shape` (ints and SymInts) of a tensor of bounds `have`:
+    one symbolic size as -1, more by _bounded_reshaper."""
+    if sum(_is_sym(d) for d in shape) > 1:
+        return _bounded_reshaper(node, have, name, shape)
+    spec = _reshape_spec(shape, name)
+    return lambda ctx, env, x: ctx.reshape(x, spec)
 
 
 def _lower_reshape_bounded(node: torch.fx.Node, src: torch.fx.Node, name: str,
@@ -1442,31 +1458,47 @@ def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
             raise Unsupported(f"{name}: sparse_grad")
         dim = args[1]
         return lambda ctx, env: _V(ctx.gather(val(env, args[0]), dim, val(env, args[2])))
-    bw = tgt is aten.nll_loss_backward.default
+    bw = tgt in (aten.nll_loss_backward.default, aten.nll_loss2d_backward.default)
+    nd = tgt in (aten.nll_loss2d_forward.default, aten.nll_loss2d_backward.default)
     off = 1 if bw else 0
     x_node, t_node, weight, reduction, ignore = args[off:off + 5]
     xm, tm = _meta(x_node), _meta(t_node)
     if weight is not None:
         raise Unsupported(f"{name}: weight")
-    if (xm is None or tm is None or xm.dim() != 2 or tm.dim() != 1 or _is_sym(xm.shape[1])
-            or not xm.dtype.is_floating_point or tm.dtype != torch.int64 or reduction not in (0, 1, 2)):
+    if (xm is None or tm is None or xm.dim() != (4 if nd else 2) or tm.dim() != xm.dim() - 1
+            or _is_sym(xm.shape[1]) or not xm.dtype.is_floating_point or tm.dtype != torch.int64
+            or reduction not in (0, 1, 2)):
         raise Unsupported(f"{name}: {getattr(xm, 'shape', None)} by {getattr(tm, 'dtype', None)} targets, "
-                          f"reduction {reduction} (clbound runs [N, C] by int64 [N])")
+                          f"reduction {reduction} (clbound runs [N, C] or [N, C, H, W] by int64 [N] or [N, H, W])")
     classes = int(xm.shape[1])
     ignore = int(ignore)
     npdt = _np_dtype(xm.dtype, name)
     held: Dict[str, Tensor] = {}  # arange(C), made at the first call on the graph's context
+    # nll_loss2d ([N, C, H, W] by [N, H, W]: F.cross_entropy of [N, C, T] by [N, T]
+    # views it so) is nll_loss of the rows [N * H * W, C]: the classes moved
+    # last (clb_permute) and back, the per-position losses shaped as the targets
+    if nd:
+        rows_of_x: Callable[[Context, Tensor], Tensor] = lambda ctx, x: ctx.reshape(ctx.permute(x, [0, 2, 3, 1]),
+                                                                                   [-1, classes])
+        n_rows = int(np.prod(_lowering_bounds(t_node, name)[0], dtype=np.int64))
+        as_targets = _reshaper(list(tm.shape), t_node, [n_rows], name)
+        moved = [xm.shape[0], xm.shape[2], xm.shape[3], xm.shape[1]]
+        rows_to_x = _reshaper(moved, x_node, [n_rows, classes], name)
+    else:
+        rows_of_x = lambda ctx, x: x
+    flat_t: Callable[[Context, Tensor], Tensor] = (lambda ctx, t: ctx.reshape(t, [-1])) if nd else (
+        lambda ctx, t: t)
 
     if not bw:
         def nll(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V]:
-            x, t = val(env, x_node), val(env, t_node)
+            x, t = rows_of_x(ctx, val(env, x_node)), flat_t(ctx, val(env, t_node))
             kept = ctx.compare("ne", t, ignore)
             rows = ctx.reshape(ctx.where(kept, t, 0), [-1, 1])
             picked = ctx.reshape(ctx.gather(x, 1, rows), [-1])
             losses = ctx.mul(ctx.neg(picked), ctx.cast(kept, npdt))
             total = ctx.reduce_all("sum", ctx.cast(kept, npdt))
             if reduction == 0:
-                return _V(losses), _V(total)
+                return _V(as_targets(ctx, env, losses) if nd else losses), _V(total)
             s = ctx.reduce_all("sum", losses)
             return _V(ctx.div(s, total) if reduction == 1 else s), _V(total)
         return nll
@@ -1475,7 +1507,7 @@ def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
         ar = held.get("arange")
         if ar is None:
             ar = held["arange"] = ctx.from_numpy(np.arange(classes, dtype=np.int64))
-        t = val(env, t_node)
+        t = flat_t(ctx, val(env, t_node))
         hot = ctx.binary("mul", ctx.compare("eq", ctx.reshape(t, [-1, 1]), ar),
                          ctx.reshape(ctx.compare("ne", t, ignore), [-1, 1]))  # and, of bools: [N, C]
         g = ctx.neg(val(env, args[0]))
@@ -1483,7 +1515,8 @@ def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
             g = ctx.div(g, val(env, args[6]))
         elif reduction == 0:
             g = ctx.reshape(g, [-1, 1])
-        return _V(ctx.where(hot, g, 0.0))
+        rows = ctx.where(hot, g, 0.0)
+        return _V(ctx.permute(rows_to_x(ctx, env, rows), [0, 3, 1, 2]) if nd else rows)
     return nll_bw
 
 
@@ -1691,6 +1724,107 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     return scatter
 
 
+def _positions(node: torch.fx.Node, size: Any, rank: int, at: int, name: str) -> Callable[..., Tensor]:
+    """For iota along dim `at` of a rank-`rank` tensor, int64 of shape [1, ...,
+    size, ..., 1]: a function (ctx, env) giving it. A static size's positions
+    are made once; a symbolic one's at its bound once, and each call takes as
+    many as its own size (a host int from the inputs' sizes; clb_slice). A size
+    only the device knows breaks the graph."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    held: Dict[str, Tensor] = {}
+    spec = [-1 if k == at else 1 for k in range(rank)]
+    if not _is_sym(size):
+        n = int(size)
+
+        def static(ctx: Context, env: Dict[Any, Any]) -> Tensor:
+            if "t" not in held:
+                held["t"] = ctx.from_numpy(np.arange(n, dtype=np.int64).reshape(spec))
+            return held["t"]
+        return static
+    if free_unbacked_symbols(size):
+        raise Unsupported(f"{name}: positions along a data-dependent dim")
+    ub = _upper_bound(size, node, at)
+    part = size.node.expr
+
+    def dynamic(ctx: Context, env: Dict[Any, Any]) -> Tensor:
+        if "t" not in held:
+            held["t"] = ctx.from_numpy(np.arange(ub, dtype=np.int64))
+        n = _eval_shape([part], env["__sizes__"])
+        if n is None:  # every symbol is an input's (checked above): not reached
+            raise RuntimeError(f"clbound: {name}: the size {part} is not among this call's inputs")
+        t = ctx.slice(held["t"], 0, 0, n[0], out=ctx.empty((ub,), np.int64, dynamic=(True,)))
+        return ctx.reshape(t, spec)
+    return dynamic
+
+
+_SCATTER_ADD_MAX = 1 << 22  # elements of scatter_add's one-hot comparison at the bounds
+
+
+def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """scatter_add(base, dim, index, src), gather's backward (base new_zeros of
+    the input's sizes, src the gradient): out[.., j, ..] = base[.., j, ..] +
+    sum over k of src[.., k, ..] where index[.., k, ..] == j, as a comparison
+    of index with the positions along dim (an axis inserted: [.., n, k, ..]),
+    a where and a sum over k. No atomics, so the same sums on every run, at the
+    cost of n * index's elements at the bounds: past _SCATTER_ADD_MAX it breaks
+    the graph. index and src of one shape, base's sizes beside dim; n may be
+    dynamic (the sequence a gather picked from). Where base is not gather's
+    backward's new_zeros (whose indices the gather checked), an index outside
+    [0, n) fails the call's sync (a DeviceCheckError, a RuntimeError as
+    eager's). Where index's sizes beside dim are other symbols than base's
+    (a gather's indices from another input: the batch of actions picking
+    Q-values), the sums go into zeros of base's sizes at [0, index's size) of
+    each dim (clb_basic_index_put; an index larger than base there fails as in
+    PyTorch)."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    x, dim, index, src = node.args[:4]
+    mx, mi, ms = _meta(x), _meta(index), _meta(src)
+    if node.kwargs or not all(isinstance(v, torch.Tensor) for v in (mx, mi, ms)) or mx.dim() == 0:
+        raise Unsupported(f"{name}: scatter_add of this form")
+    r = mx.dim()
+    d = dim % r
+    if not (mi.dim() == ms.dim() == r and [str(a) for a in mi.shape] == [str(b) for b in ms.shape]) or any(
+            _is_sym(v) and free_unbacked_symbols(v) for v in list(mx.shape) + list(mi.shape)) or any(
+            not _is_sym(a) and not _is_sym(b) and int(b) > int(a)
+            for k, (a, b) in enumerate(zip(mx.shape, mi.shape)) if k != d):
+        raise Unsupported(f"{name}: scatter_add of {list(ms.shape)} at {list(mi.shape)} into {list(mx.shape)}")
+    same = all(str(a) == str(b) for k, (a, b) in enumerate(zip(mx.shape, mi.shape)) if k != d)
+    if mi.dtype != torch.int64:
+        raise Unsupported(f"{name}: indices of {mi.dtype}")
+    ibounds = _lowering_bounds(index, name)[0]
+    n_ub = _lowering_bounds(x, name)[0][d]
+    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _SCATTER_ADD_MAX:
+        raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
+                          f"(more than {_SCATTER_ADD_MAX} elements)")
+    zeros = getattr(x, "target", None) is aten.new_zeros.default
+    wide = list(mi.shape[:d]) + [1] + list(mi.shape[d:])  # an axis for the positions, before k
+    widen = _reshaper(wide, index, ibounds, name)
+    iota = _positions(x, mx.shape[d], r + 1, d, name)
+    x_parts, i_parts = _shape_parts(x), _shape_parts(index)
+    x_bounds, x_dynamic = _lowering_bounds(x, name)
+    npdt = _np_dtype(mx.dtype, name)
+
+    def placed(ctx: Context, env: Dict[Any, Any], sums: Tensor) -> Tensor:
+        """sums (index's sizes beside dim) in zeros of base's sizes."""
+        have, want = _eval_shape(i_parts, env["__sizes__"]), _eval_shape(x_parts, env["__sizes__"])
+        out = ctx.zeros(tuple(x_bounds), npdt, dynamic=tuple(x_dynamic), sizes=tuple(want))
+        ctx.setitem(out, tuple(slice(None) if k == d else slice(0, have[k]) for k in range(r)), sums)
+        return out
+
+    def scatter_add(ctx: Context, env: Dict[Any, Any]) -> _V:
+        idx = val(env, index)
+        if not zeros:
+            n = _eval_shape([x_parts[d]], env["__sizes__"])
+            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, n[0])),
+                             "scatter_add: an index is outside the dim")
+        hit = ctx.compare("eq", widen(ctx, env, idx), iota(ctx, env))  # [.., n, k, ..]
+        sums = ctx.reduce_dim("sum", ctx.where(hit, widen(ctx, env, val(env, src)), 0.0), d + 1, False)
+        if not same:
+            sums = placed(ctx, env, sums)
+        return _V(_cast_to(ctx, sums if zeros else ctx.add(val(env, x), sums), node))
+    return scatter_add
+
+
 def _scalar(a: Any, what: str) -> Any:
     if isinstance(a, (bool, int, float)):
         return a
@@ -1753,9 +1887,11 @@ _ACTIVATION = {aten.clamp.default, aten.hardtanh.default, aten.hardtanh_backward
                aten.bitwise_or.Tensor, aten.bitwise_not.default}
 _LAYER_NORM = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, aten.rand_like.default}
-_NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default}
+_NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default,
+        aten.nll_loss2d_forward.default, aten.nll_loss2d_backward.default}
 _SPLIT = {aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
-_TUPLES = _LAYER_NORM | _SPLIT | {aten.native_dropout.default, aten.nll_loss_forward.default, aten.max.dim,
+_TUPLES = _LAYER_NORM | _SPLIT | {aten.native_dropout.default, aten.nll_loss_forward.default,
+                                  aten.nll_loss2d_forward.default, aten.max.dim,
                                   aten.min.dim, aten.log_sigmoid_forward.default}  # getitem takes their items
 # ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
 _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
@@ -1840,7 +1976,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | {aten.cat.default})
+                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | {aten.cat.default, aten.scatter_add.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -1850,7 +1986,7 @@ _LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
     (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
     (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
     ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm),
-    (_SPLIT, _lower_split)]
+    (_SPLIT, _lower_split), ({aten.scatter_add.default}, _lower_scatter_add)]
 """(aten ops, their lowering (node, name, val) -> step), tried in order."""
 
 
@@ -2190,14 +2326,23 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         dim = args[1] if tgt in _SOFTMAX else args[2]
         if m is not None and m.dim() == 2 and dim % 2 == 0:
             return _lower_softmax_dim0(node, name, val, log), True
-        if m is None or m.dim() == 0 or dim % m.dim() != m.dim() - 1:
-            raise Unsupported(f"{name}: over dim {dim} (clbound's softmax takes the last dim)")
+        if m is None or m.dim() == 0:
+            raise Unsupported(f"{name}: of a 0-d tensor")
+        if tgt in _SOFTMAX and args[2]:
+            raise Unsupported(f"{name}: half_to_float")
+        last = m.dim() - 1
+        d = dim % m.dim()
+
+        def moved(ctx: Context, t: Tensor) -> Tensor:  # dim d swapped with the last: a copy (clb_transpose)
+            return t if d == last else ctx.transpose(t, d, last)
         if tgt in _SOFTMAX:
-            if args[2]:
-                raise Unsupported(f"{name}: half_to_float")
-            return (lambda ctx, env: _V(ctx.log_softmax(val(env, src)) if log else ctx.softmax(val(env, src)))), False
+            def softmax(ctx: Context, env: Dict[Any, Any]) -> _V:
+                x = moved(ctx, val(env, src))
+                return _V(moved(ctx, ctx.log_softmax(x) if log else ctx.softmax(x)))
+            return softmax, False
         dy, y = args[0], args[1]
-        return (lambda ctx, env: _V(ctx.softmax_backward(val(env, y), val(env, dy), log=log))), False
+        return (lambda ctx, env: _V(moved(ctx, ctx.softmax_backward(moved(ctx, val(env, y)), moved(ctx, val(env, dy)),
+                                                                    log=log)))), False
 
     if tgt is aten.slice.Tensor:
         # x[..., start:end:step, ...] at dim: clb_slice, whose Python semantics

@@ -710,11 +710,12 @@ def check_against_f64(model, ref, compiled, batches, rtol, atol, grad_rtol, grad
             after_step(step)
 
 
-def compiled_matches_f64(f, shapes, seed):
+def compiled_matches_f64(f, shapes, seed, grad_atol=1e-6):
     """f compiled with the clbound backend on float32 inputs of the given
     shapes (dim 0 marked dynamic), against f itself in float64: its value,
     and the gradient of a weighted sum of it, each within 1e-5 relative or
-    1e-6 of the largest magnitude (float32 sums that cancel)."""
+    1e-6 (grad_atol for the gradient) of the largest magnitude (float32 sums
+    that cancel)."""
     c = torch.compile(f, backend="clbound")
     torch.manual_seed(seed)
     for shape in shapes:
@@ -728,7 +729,7 @@ def compiled_matches_f64(f, shapes, seed):
         g, = torch.autograd.grad((got * torch.arange(got.numel()).view(got.shape)).sum(), x)
         w, = torch.autograd.grad((want * torch.arange(want.numel()).view(want.shape)).sum(), x64)
         scale = max(1.0, float(w.abs().max()))
-        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=1e-6 * scale)
+        np.testing.assert_allclose(g.double().numpy(), w.numpy(), rtol=1e-5, atol=grad_atol * scale)
 
 
 def batches_with(steps, make, seed):
@@ -1725,6 +1726,152 @@ def test_arange_triu_and_split_over_a_dynamic_batch_match_float64(name):
          "unbind": lambda x: sum(t * (k + 1) for k, t in enumerate(x[:, :3].unbind(1)))}[name]
     compiled_matches_f64(f, [(n, 7) for n in (5, 2, 9, 3)], seed=8)
     assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: arange of a size, triu/tril, split and unbind
+
+
+@pytest.mark.parametrize("name", ["gather_rows", "gather_batch_repeats", "gather_the_dynamic_dim", "scatter_add"])
+def test_gather_backward_and_scatter_add_match_float64(name):
+    """gather's backward (scatter_add into new_zeros: a comparison with the
+    positions along the dim and a sum, so repeated indices add up), along a
+    static dim and along the dynamic batch, and a scatter_add into the batch
+    itself."""
+    f = {"gather_rows": lambda x: x.gather(1, x.argmax(1, keepdim=True)) * x.gather(1, x.argmin(1, keepdim=True)),
+         # rows 0, 1, 0 of the dynamic batch: row 0's gradients add up
+         "gather_batch_repeats": lambda x: x.gather(0, (torch.arange(3)[:, None] == 1).long().expand(3, 7)).exp(),
+         # along the dynamic dim: the batch's last row three times, its position a size (n - 1)
+         "gather_the_dynamic_dim": lambda x: x.t().gather(1, torch.zeros(7, 3, dtype=torch.int64) + (x.shape[0] - 1))
+         * x.sum(0)[:, None],
+         # into the batch itself, at columns 2, 4, 6
+         "scatter_add": lambda x: x.scatter_add(1, torch.ones(x.shape[0], 3, dtype=torch.int64).cumsum(1) * 2,
+                                                x[:, 2:5] * 3)}[name]
+    compiled_matches_f64(f, [(n, 7) for n in (5, 3, 9, 4)], seed=9)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: scatter_add broke it
+
+
+@pytest.mark.parametrize("name", ["softmax_dim0", "softmax_dim1", "log_softmax_dim1", "softmax_dim2_of_4d"])
+def test_softmax_over_any_dim_matches_float64(name):
+    """(log_)softmax and its backward over a dim that is not the last: the dim
+    moved last and back (clb_transpose)."""
+    f = {"softmax_dim0": lambda x: x.view(x.shape[0], 7, 1).softmax(0) * x[:, :, None],
+         "softmax_dim1": lambda x: x.view(x.shape[0], 7, 1).expand(-1, -1, 3).softmax(1),
+         "log_softmax_dim1": lambda x: torch.nn.functional.log_softmax(x.view(x.shape[0], 7, 1) * 2.0, 1),
+         "softmax_dim2_of_4d": lambda x: x.view(x.shape[0], 1, 7, 1).expand(-1, 2, -1, 3).softmax(2)}[name]
+    # gradients within 1e-5 of their largest magnitude: the helper's weights (0, 1, 2, ... up to 188) make
+    # softmax's backward, y * (dy - sum(dy * y)), subtract nearly equal sums; eager float32 errs by up to
+    # 2e-6 of the largest magnitude there, as clbound does with the same weights per element
+    compiled_matches_f64(f, [(n, 7) for n in (5, 2, 9, 3)], seed=9, grad_atol=1e-5)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: softmax over other than the last dim broke it
+
+
+def test_q_learning_gather_of_actions_trains_in_the_graph():
+    """A DQN's update: Q-values of the batch's states, the taken actions'
+    ones picked by gather with actions from another input (its own batch
+    symbol), a TD target of rewards and next states' max, mse_loss, SGD. The
+    gather's backward puts the sums into zeros of the Q-values' sizes."""
+    class QNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = torch.nn.Linear(6, 16), torch.nn.Linear(16, 4)
+
+        def forward(self, s, a, r, s2):
+            q = self.l2(torch.relu(self.l1(s)))
+            with torch.no_grad():
+                target = r + 0.9 * self.l2(torch.relu(self.l1(s2))).max(1).values
+            return torch.nn.functional.mse_loss(q.gather(1, a).squeeze(1), target)
+    model, ref, compiled = f64_twin(QNet)
+    g = torch.Generator().manual_seed(4)
+
+    def transitions():
+        for n in batch_sizes(6, 2, 12):
+            s, s2 = torch.randn(n, 6, generator=g), torch.randn(n, 6, generator=g)
+            a, r = torch.randint(0, 4, (n, 1), generator=g), torch.randn(n, generator=g)
+            for v in (s, a, r, s2):
+                torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+            yield n, (s, a, r, s2)
+    # against float64: the loss within 1e-5 relative (1e-6 absolute), gradients within 1e-5 relative (1e-6 absolute)
+    check_against_f64(model, ref, compiled, transitions(), 1e-5, 1e-6, 1e-5, 1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: gather's backward (scatter_add) broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_gather_with_indices_of_another_input_matches_float64():
+    """gather with indices from another input, marked on their own: fewer
+    rows than the source (PyTorch allows index.size(d) <= input.size(d)
+    beside the dim), so its backward sums into zeros of the source's sizes at
+    the indices' rows."""
+    f = lambda x, i: (x.gather(1, i) ** 2).sum(1)  # noqa: E731
+    c = torch.compile(f, backend="clbound")
+    g = torch.Generator().manual_seed(13)
+    for n, m in ((6, 6), (5, 3), (9, 2)):
+        x = torch.randn(n, 5, generator=g, requires_grad=True)
+        i = torch.randint(0, 5, (m, 3), generator=g)
+        x64 = x.detach().double().requires_grad_()
+        for v in (x, i):
+            torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+        got, want = c(x, i), f(x64, i)
+        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        w = torch.randn(m, generator=g, dtype=torch.float64)
+        gx, = torch.autograd.grad((got * w.float()).sum(), x)
+        wx, = torch.autograd.grad((want * w).sum(), x64)
+        assert gx.shape == (n, 5)
+        # against float64 within 1e-5 relative (1e-6 absolute); rows past m get exactly zero
+        np.testing.assert_allclose(gx.double().numpy(), wx.numpy(), rtol=1e-5, atol=1e-6)
+        assert not gx[m:].any()
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: gather's backward (scatter_add) broke it
+
+
+def test_scatter_add_checks_its_indices():
+    """A user's scatter_add into a tensor of their own: an index outside the
+    dim fails the call's sync, as eager's raises, and the next call runs."""
+    f = lambda x, i: x.scatter_add(1, i, i * 0.5)  # noqa: E731
+    c = torch.compile(f, backend="clbound")
+    x, i = torch.randn(4, 5), torch.tensor([[0, 4], [1, 1], [3, 2], [4, 0]])
+    for v in (x, i):
+        torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+    np.testing.assert_allclose(c(x, i).numpy(), f(x, i).numpy(), rtol=1e-6, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    bad = i.clone()
+    bad[2, 1] = 5
+    torch._dynamo.mark_dynamic(bad, 0, min=2, max=16)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        f(x, bad)
+    with pytest.raises(RuntimeError, match="outside"):
+        c(x, bad)
+    np.testing.assert_allclose(c(x, i).numpy(), f(x, i).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("spatial", [1, 2])
+def test_cross_entropy_over_positions_matches_float64(reduction, spatial):
+    """F.cross_entropy of [N, C, T] (a tagger's logits) or [N, C, H, W] (a
+    segmenter's) by int64 targets [N, T] or [N, H, W], some ignored:
+    nll_loss2d and its backward as nll_loss of the rows [N * T, C], the
+    classes moved last and back; with the batch and T (or H) dynamic."""
+    F = torch.nn.functional
+
+    def f(x, t):
+        return F.cross_entropy(x, t, ignore_index=-1, reduction=reduction)
+    c = torch.compile(f, backend="clbound")
+    g = torch.Generator().manual_seed(12)
+    for n, t_len in ((3, 5), (2, 9), (5, 2)):
+        shape = (n, 4, t_len) if spatial == 1 else (n, 4, t_len, 3)
+        x = torch.randn(*shape, generator=g, requires_grad=True)
+        t = torch.randint(0, 4, (shape[0],) + shape[2:], generator=g)
+        t.view(-1)[::5] = -1
+        x64 = x.detach().double().requires_grad_()
+        for v in (x, t):
+            torch._dynamo.mark_dynamic(v, 0, min=2, max=8)
+        torch._dynamo.mark_dynamic(x, 2, min=2, max=10)
+        torch._dynamo.mark_dynamic(t, 1, min=2, max=10)
+        got, want = c(x, t), f(x64, t)
+        assert got.shape == want.shape
+        # against float64: within 1e-5 relative (1e-6 absolute), values and gradients
+        np.testing.assert_allclose(got.detach().double().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        w = torch.randn(want.shape, generator=g, dtype=torch.float64)
+        gx, = torch.autograd.grad((got * w.float()).sum(), x)
+        wx, = torch.autograd.grad((want * w).sum(), x64)
+        np.testing.assert_allclose(gx.double().numpy(), wx.numpy(), rtol=1e-5, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: nll_loss2d and log_softmax over dim 1 broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
