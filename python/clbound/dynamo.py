@@ -1020,8 +1020,10 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     clbound's max reduction: min(x) = -max(-x) (floating dtypes: negating an
     integer's lowest value would wrap); the index is the first position that
     holds the extreme, min over where(x == extreme or x is NaN, iota, size)
-    (NaN is the extreme where present, as in PyTorch). About eight launches;
-    a reduction over a dynamic dim breaks the graph."""
+    (NaN is the extreme where present, as in PyTorch). About eight launches.
+    Over a dynamic dim (max-pooling over a sequence) the positions are those
+    of the call's own size (_positions); over a size only the device knows
+    the graph breaks."""
     args, kw = node.args, node.kwargs
     tgt = node.target
     kind = _EXTREME[tgt]
@@ -1041,21 +1043,19 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         raise Unsupported(f"{name}: over all dims of {list(m.shape)}")
     shape = [m.numel()] if flat else list(m.shape)
     d = 0 if flat or rank == 0 else dim % rank
-    if rank == 0 or _is_sym(shape[d]):
-        raise Unsupported(f"{name}: over a dynamic or 0-d dim")
-    size = int(shape[d])
-    iota_shape = tuple(size if k == d else 1 for k in range(len(shape)))
-    held: Dict[str, Tensor] = {}  # iota along d, made at the first call on the graph's context
+    if rank == 0:
+        raise Unsupported(f"{name}: over a 0-d tensor")
+    positions = _positions(src, shape[d], len(shape), d, name)
+    # more than any position: the dim's bound
+    size = _upper_bound(shape[d], src, d) if _is_sym(shape[d]) else int(shape[d])
 
     def extreme(ctx: Context, x: Tensor, keep: bool) -> Tensor:
         if kind == "max":
             return ctx.reduce_dim("max", x, d, keep)
         return ctx.unary("neg", ctx.reduce_dim("max", ctx.unary("neg", x), d, keep))
 
-    def where_first(ctx: Context, x: Tensor, top: Tensor) -> Tensor:
-        iota = held.get("iota")
-        if iota is None:
-            iota = held["iota"] = ctx.from_numpy(np.arange(size, dtype=np.int64).reshape(iota_shape))
+    def where_first(ctx: Context, env: Dict[Any, Any], x: Tensor, top: Tensor) -> Tensor:
+        iota = positions(ctx, env)
         hit = ctx.compare("eq", x, top)
         if m.dtype.is_floating_point:
             hit = ctx.logical_or(hit, ctx.compare("ne", x, x))
@@ -1068,13 +1068,15 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         if tgt is aten.amin.default:
             return _V(extreme(ctx, x, keepdim))
         top = extreme(ctx, x, True)
-        idx = where_first(ctx, x, top)
+        idx = where_first(ctx, env, x, top)
         if tgt in (aten.argmax.default, aten.argmin.default):
             return _V(ctx.reshape(idx, [1] * rank) if flat and keepdim else idx)
-        values = top if keepdim else ctx.reshape(top, _reshape_spec(_meta(node)[0].shape, name))
+        values = top if keepdim else dropped(ctx, env, top)
         return (_V(values), _V(idx))
-    if tgt in (aten.max.dim, aten.min.dim):
-        _reshape_spec(_meta(node)[0].shape, name)  # a shape clbound can reshape to, or Unsupported now
+    if tgt in (aten.max.dim, aten.min.dim) and not keepdim:
+        kept = _lowering_bounds(src, name)[0]
+        kept[d] = 1
+        dropped = _reshaper(list(_meta(node)[0].shape), node, kept, name)  # or Unsupported now
     return run
 
 
@@ -1686,8 +1688,8 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     the one-hot idiom zeros_like(x).scatter(1, y[:, None], 1.0), and nll_loss's
     backward as PyTorch decomposes it. Where base is not the max backward's
     new_zeros, an index outside [0, size) fails the call's sync (a
-    DeviceCheckError, a RuntimeError as eager's), not dropped. dim and its
-    size must be static; other forms break the graph."""
+    DeviceCheckError, a RuntimeError as eager's), not dropped. The dim may be
+    dynamic (max over a sequence: _positions); other forms break the graph."""
     x, dim, index, src = node.args[:4]
     mx, mi = _meta(x), _meta(index)
     value = node.target is aten.scatter.value
@@ -1703,20 +1705,18 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     d = dim % mx.dim()
     same = mi.dim() == ms.dim() == mx.dim() and all(
         str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
-    if not same or _is_sym(mx.shape[d]) or str(mi.shape[d]) != "1" or str(ms.shape[d]) != "1":
+    if not same or str(mi.shape[d]) != "1" or str(ms.shape[d]) != "1":
         raise Unsupported(f"{name}: scatter of {list(ms.shape)} at {list(mi.shape)} into {list(mx.shape)}")
-    size = int(mx.shape[d])
-    held: Dict[str, Tensor] = {}  # iota along d, made at the first call on the graph's context
+    positions = _positions(x, mx.shape[d], mx.dim(), d, name)
+    size = mx.shape[d].node.expr if _is_sym(mx.shape[d]) else int(mx.shape[d])
 
     def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
-        iota = held.get("iota")
-        if iota is None:
-            iota = held["iota"] = ctx.from_numpy(
-                np.arange(size, dtype=np.int64).reshape([size if k == d else 1 for k in range(mx.dim())]))
+        iota = positions(ctx, env)
         idx = val(env, index)
         if checked:
-            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, size)),
-                             f"scatter: an index is outside [0, {size})")
+            n = _eval_shape([size], env["__sizes__"])[0]
+            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, n)),
+                             f"scatter: an index is outside [0, {n})")
         hit = ctx.compare("eq", iota, idx)
         if value:
             return _V(_cast_to(ctx, ctx.where(hit, src, val(env, x)), node))
