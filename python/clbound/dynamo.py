@@ -1825,6 +1825,97 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
     return scatter_add
 
 
+def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """x[i0, i1, ...] with integer index tensors for x's first k dims
+    (advanced indexing: x[idx], logits[arange(B), targets]), and its
+    backward, index_put(zeros, indices, values, accumulate=True). The indices
+    become one row number of x viewed as [rows, W] (W the remaining dims'
+    size): negative ones counted from the end, each checked against its dim
+    (clb_gather checks a lone index; several are checked on the device: one
+    outside fails the call's sync as PyTorch raises), i0 * size1 * ... + i1 *
+    ... + ... (the sizes the call's own). Forward: the rows by clb_gather.
+    Backward: onehot(rows)^T @ values, one GEMM as embedding's backward, so
+    repeated indices add up, the same on every run; past 2^22 one-hot
+    elements at the bounds it breaks the graph. index_put without
+    accumulate (a write whose duplicates PyTorch leaves undefined) breaks it."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    put = node.target is aten.index_put.default
+    x, idxs = node.args[0], list(node.args[1])
+    mx = _meta(x)
+    k = len(idxs)
+    if not isinstance(mx, torch.Tensor) or k > mx.dim():
+        raise Unsupported(f"{name}: {k} indices of {getattr(mx, 'shape', mx)}")
+    rest = list(mx.shape[k:])
+    if any(_is_sym(d) for d in rest):
+        raise Unsupported(f"{name}: a dynamic dim past the indexed ones")
+    width = int(np.prod([int(d) for d in rest], dtype=np.int64))
+    lead = list(mx.shape[:k])
+    if any(_is_sym(d) and free_unbacked_symbols(d) for d in lead):
+        raise Unsupported(f"{name}: indices into a data-dependent dim")
+    lead_parts = [d.node.expr if _is_sym(d) else int(d) for d in lead]
+    out = _meta(node) if not put else None
+    ishape = list(out.shape[:out.dim() - len(rest)]) if out is not None else list(_meta(node.args[2]).shape[
+        :_meta(node.args[2]).dim() - len(rest)])
+    try:
+        m_ub = int(np.prod(_bounds(_Shape(ishape), node)[0], dtype=np.int64))
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
+    held: Dict[str, Tensor] = {}
+
+    def rows(ctx: Context, env: Dict[Any, Any]) -> Tensor:
+        """The row of each indexed element, [M, 1] int64."""
+        sizes = _eval_shape(lead_parts, env["__sizes__"])
+        lin = None
+        for j, (i, n) in enumerate(zip(idxs, sizes)):
+            t = val(env, i)
+            if t.dtype != np.int64:
+                t = ctx.cast(t, np.int64)
+            t = ctx.where(ctx.compare("lt", t, 0), ctx.add(t, n), t)  # -1 is the last
+            if k > 1:  # a lone index is clb_gather's to check
+                ctx.assert_async(ctx.logical_and(ctx.compare("ge", t, 0), ctx.compare("lt", t, n)),
+                                 f"index: an index of dim {j} is outside [0, {n})")
+            stride = int(np.prod(sizes[j + 1:], dtype=np.int64))
+            t = ctx.mul(t, stride) if stride != 1 else t
+            lin = t if lin is None else ctx.add(lin, t)
+        return ctx.reshape(lin, [-1, 1])
+
+    if not put:
+        shaped = _reshaper(list(out.shape), node, [m_ub, width], name)
+
+        def index(ctx: Context, env: Dict[Any, Any]) -> _V:
+            ones = held.get("ones")
+            if ones is None:
+                ones = held["ones"] = ctx.full((1, width), 1, dtype=np.int64)
+            flat = ctx.reshape(val(env, x), [-1, width])
+            return _V(shaped(ctx, env, ctx.gather(flat, 0, ctx.mul(rows(ctx, env), ones))))
+        return index
+
+    values = node.args[2]
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    mv = _meta(values)
+    if not accumulate:
+        raise Unsupported(f"{name}: index_put without accumulate")
+    if not mx.dtype.is_floating_point or mv.dtype != mx.dtype or [str(d) for d in mv.shape] != [
+            str(d) for d in ishape + rest]:
+        raise Unsupported(f"{name}: values of {mv.dtype} {list(mv.shape)} into {mx.dtype} {list(mx.shape)}")
+    n_sym = lead[0]
+    for d in lead[1:]:
+        n_sym = n_sym * d
+    n_ub = int(np.prod(_lowering_bounds(x, name)[0][:k], dtype=np.int64))
+    if m_ub * n_ub > _ONE_HOT_MAX:
+        raise Unsupported(f"{name}: a one-hot of {m_ub} x {n_ub} elements (more than {_ONE_HOT_MAX})")
+    positions = _positions(x, n_sym, 2, 1, name)  # [1, N]
+    shaped_x = _reshaper(list(mx.shape), x, [n_ub, width], name)
+    zeros = getattr(x, "target", None) is aten.new_zeros.default
+
+    def index_put(ctx: Context, env: Dict[Any, Any]) -> _V:
+        v = val(env, values)
+        hot = ctx.cast(ctx.compare("eq", rows(ctx, env), positions(ctx, env)), v.dtype)  # [M, N]
+        sums = shaped_x(ctx, env, ctx.matmul(hot, ctx.reshape(v, [-1, width]), trans_a=True))  # [N, W]
+        return _V(sums if zeros else ctx.add(val(env, x), sums))
+    return index_put
+
+
 def _scalar(a: Any, what: str) -> Any:
     if isinstance(a, (bool, int, float)):
         return a
@@ -1932,7 +2023,8 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
               aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit, aten.native_batch_norm,
               aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
               aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
-              aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril)
+              aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril, aten.index_select,
+              aten.index_add, aten.constant_pad_nd)
 # ops the lowering runs in their common form, decomposed only in the others
 # (the decomposition says NotImplemented, and the op stays, where the test is
 # false): reduction="sum"/"none" or a weight of the losses, elu's scales
@@ -2408,10 +2500,15 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         # x[mask] and x[mask] = values with one bool mask of x's own shape: what
         # masked_select and masked_scatter do
         x, idx = args[0], args[1]
+        if isinstance(idx, (list, tuple)) and idx and all(
+                isinstance(i, torch.fx.Node) and isinstance(_meta(i), torch.Tensor)
+                and _meta(i).dtype in (torch.int64, torch.int32) for i in idx):
+            return _lower_int_index(node, name, val), False
         mask = idx[0] if isinstance(idx, (list, tuple)) and len(idx) == 1 else None
         if not (isinstance(mask, torch.fx.Node) and _same_shape(_meta(mask), _meta(x))
                 and _meta(mask).dtype == torch.bool):
-            raise Unsupported(f"{name}: indices other than one bool mask of x's shape")
+            raise Unsupported(f"{name}: indices other than integer tensors of the leading dims or one bool mask of "
+                              "x's shape")
         if tgt is aten.index.Tensor:
             return (lambda ctx, env: _V(ctx.masked_select(val(env, x), val(env, mask)))), False
         values = args[2]

@@ -1829,6 +1829,48 @@ def test_gather_with_indices_of_another_input_matches_float64():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: gather's backward (scatter_add) broke it
 
 
+@pytest.mark.parametrize("name", ["rows", "negative_rows", "row_and_column", "index_select", "index_add", "pad",
+                                  "pad_the_batch"])
+def test_integer_indexing_and_pad_match_float64(name):
+    """Advanced indexing with integer tensors of the leading dims (x[idx],
+    logits[arange(n), targets], negative indices from the end) and its
+    backward (index_put with accumulate: one one-hot GEMM, repeated rows add
+    up), index_select and index_add along dim 0 and F.pad through PyTorch's
+    decompositions, the batch dynamic."""
+    F = torch.nn.functional
+    f = {"rows": lambda x: x[(x[:, 0] > 0).long()] * x,  # rows 0 and 1, each many times
+         "negative_rows": lambda x: x[-1 - (x[:, 1] > 0).long()].exp(),  # the last two rows
+         "row_and_column": lambda x: x[torch.arange(x.shape[0]), x.argmax(1)] * x[:, 0],
+         "index_select": lambda x: x.index_select(0, (x[:, 2] > 0).long() + 1) * 2,
+         "index_add": lambda x: x.index_add(0, (x[:, 3] > 0).long(), x * 3),
+         "pad": lambda x: F.pad(x, (1, 2), value=0.5).exp(),
+         "pad_the_batch": lambda x: F.pad(x, (0, 0, 2, 1)).cumsum(0)}[name]
+    compiled_matches_f64(f, [(n, 7) for n in (5, 3, 9, 4)], seed=10)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: each of them broke it
+
+
+def test_two_indices_check_their_dims():
+    """x[i, j]: each index checked against its own dim on the device (one row
+    number could hide an index past its dim); an index outside fails the
+    call's sync as eager's raises, and the next call runs."""
+    f = lambda x, i, j: x[i, j]  # noqa: E731
+    c = torch.compile(f, backend="clbound")
+    x = torch.randn(4, 3, 2)
+    i, j = torch.tensor([0, 3, -1, 2]), torch.tensor([2, 0, 1, -3])
+    for v in (x, i, j):
+        torch._dynamo.mark_dynamic(v, 0, min=2, max=16)
+    np.testing.assert_array_equal(c(x, i, j).numpy(), f(x, i, j).numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    bad = j.clone()
+    bad[1] = 3  # row 0 of the next i, were the two folded into one row number unchecked
+    torch._dynamo.mark_dynamic(bad, 0, min=2, max=16)
+    with pytest.raises(IndexError):
+        f(x, i, bad)
+    with pytest.raises(RuntimeError, match="outside"):
+        c(x, i, bad)
+    np.testing.assert_array_equal(c(x, i, j).numpy(), f(x, i, j).numpy())
+
+
 def test_scatter_add_checks_its_indices():
     """A user's scatter_add into a tensor of their own: an index outside the
     dim fails the call's sync, as eager's raises, and the next call runs."""
