@@ -2024,7 +2024,11 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
               aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
               aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
               aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril, aten.index_select,
-              aten.index_add, aten.constant_pad_nd)
+              aten.index_add, aten.constant_pad_nd, aten.native_group_norm, aten.native_group_norm_backward,
+              aten.logit, aten.logit_backward, aten.special_xlog1py, aten.logaddexp, aten.nan_to_num,
+              aten.isposinf, aten.isneginf, aten.count_nonzero, aten.clamp.Tensor, aten.eye, aten.baddbmm,
+              aten.logical_not, aten.mv, aten.dot, aten.vdot, aten.addmv, aten.addr, aten.deg2rad, aten.bucketize,
+              aten.linspace)
 # ops the lowering runs in their common form, decomposed only in the others
 # (the decomposition says NotImplemented, and the op stays, where the test is
 # false): reduction="sum"/"none" or a weight of the losses, elu's scales
@@ -2052,6 +2056,8 @@ _DECOMPOSE_UNLESS_NATIVE = {
     aten.nll_loss_forward.default: lambda *a, **kw: (a[2] if len(a) > 2 else kw.get("weight")) is not None,
     aten.nll_loss_backward.default: lambda *a, **kw: (a[3] if len(a) > 3 else kw.get("weight")) is not None,
     aten.elu_backward.default: lambda g, alpha, scale, input_scale, *rest: scale != 1 or input_scale != 1,
+    # addmm's beta and alpha (a scaled bias, a scaled product)
+    aten.addmm.default: lambda *a, **kw: kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1,
 }
 
 
@@ -2205,6 +2211,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         beta, alpha = kw.get("beta", 1), kw.get("alpha", 1)
         if beta != 1 or alpha != 1:
             raise Unsupported(f"{name}: beta={beta}, alpha={alpha}")
+        if not _meta(node).dtype.is_floating_point:
+            raise Unsupported(f"{name}: of {_meta(node).dtype} (clbound's matmul is floating only)")
         bm = _meta(bias) if bias is not None else None
         use_linear = bias is not None and bm is not None and bm.dim() == 1 and tr(b) and not tr(a)
 

@@ -1849,6 +1849,33 @@ def test_integer_indexing_and_pad_match_float64(name):
     assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: each of them broke it
 
 
+@pytest.mark.parametrize("name", ["logaddexp", "clamp_tensors", "baddbmm", "addmm_scaled", "bucketize", "logit",
+                                  "xlog1py", "count_nonzero", "mv_dot", "addr", "deg2rad", "eye", "nan_to_num",
+                                  "logical_not", "group_norm"])
+def test_more_decomposed_ops_match_float64(name):
+    """Ops that PyTorch's decompositions turn into ops clbound runs: values
+    and gradients against float64, the batch dynamic."""
+    F = torch.nn.functional
+    f = {"logaddexp": lambda x: torch.logaddexp(x, x * 2 - 1),
+         "clamp_tensors": lambda x: torch.clamp(x, min=x[:, :1] - 0.5, max=x[:, 1:2] + 0.5),
+         "baddbmm": lambda x: torch.baddbmm(x[:, :, None], x[:, :, None], x[:, None, 3:4], beta=0.5, alpha=2.0),
+         "addmm_scaled": lambda x: torch.addmm(x[:, :3], x, torch.ones(7, 3, dtype=x.dtype), beta=0.5, alpha=-2.0),
+         "bucketize": lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5])) * x,
+         "logit": lambda x: torch.logit(x.sigmoid() * 0.9 + 0.05),
+         "xlog1py": lambda x: torch.special.xlog1py(x, x.abs()),
+         "count_nonzero": lambda x: torch.count_nonzero((x > 0).float(), 1) * x[:, 0],
+         "mv_dot": lambda x: torch.mv(x, torch.linspace(0, 1, 7, dtype=x.dtype)) + torch.dot(x[0], x[1]),
+         "addr": lambda x: torch.addr(x.t() @ x, x[0], x[-1]),
+         "deg2rad": lambda x: torch.deg2rad(x),
+         "eye": lambda x: x @ (torch.eye(7, dtype=x.dtype) * 3 + 1),
+         "nan_to_num": lambda x: torch.nan_to_num(x.log(), nan=2.0, neginf=-9.0)
+         + torch.isposinf(1 / x.clamp(min=0)) * 1.0,
+         "logical_not": lambda x: torch.logical_not(x > 0) * x,
+         "group_norm": lambda x: F.group_norm(x.view(x.shape[0], 7, 1), 7).squeeze(2) + F.group_norm(x, 1)}[name]
+    compiled_matches_f64(f, [(n, 7) for n in (5, 3, 9, 4)], seed=11)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: each of them broke it
+
+
 def test_two_indices_check_their_dims():
     """x[i, j]: each index checked against its own dim on the device (one row
     number could hide an index past its dim); an index outside fails the
@@ -1927,8 +1954,9 @@ def test_cross_entropy_over_positions_matches_float64(reduction, spatial):
 
 
 def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
-    """An embedding backward past 2^22 one-hot elements (a table of many rows)
-    and a fill value a double cannot hold run in eager PyTorch, correctly."""
+    """An embedding backward past 2^22 one-hot elements (a table of many rows),
+    a fill value a double cannot hold and an integer matmul run in eager
+    PyTorch, correctly."""
     torch.manual_seed(0)
     table = torch.nn.Embedding(70000, 2)  # 64 indices at the bound x 70000 rows > 2^22
     ref = torch.nn.Embedding(70000, 2)
@@ -1949,6 +1977,12 @@ def test_what_clbound_would_run_wrong_or_slow_breaks_the_graph():
     torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
     np.testing.assert_array_equal(g(x).numpy(), np.full((3, 2), big + 1, dtype=np.int64))
     assert "aten.full.default" in cd.stats()["graph_break_ops"], cd.stats()
+    # an integer matmul (clbound's is floating only): eager PyTorch's exact int64 product; it raised before
+    mm = torch.compile(lambda x: (x > 0).long() @ torch.full((2, 3), 2**40, dtype=torch.int64), backend="clbound")
+    x = torch.tensor([[1.0, -1.0], [2.0, 3.0], [-1.0, -2.0]])
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    np.testing.assert_array_equal(mm(x).numpy(), ((x > 0).long() @ torch.full((2, 3), 2**40)).numpy())
+    assert "aten.mm.default" in cd.stats()["graph_break_ops"], cd.stats()
 
 
 class Concatenated(torch.nn.Module):
