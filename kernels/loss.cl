@@ -8,12 +8,13 @@
  * loss of pred = ACT(z) and d loss / d z in one work-group (runtime/graph/fuse.c
  * uses it for a training graph's last activation and its loss). */
 
-/* Kahan-compensated accumulation of one work-item's terms. */
+/* Kahan-compensated accumulation of one work-item's terms; the compensation
+ * only while the sum is finite (an inf term keeps the sum inf, not NaN). */
 #define KAHAN_ADD(v, c, x)                                                  \
   {                                                                         \
     T y_ = (T)(x) - (c);                                                    \
     T t_ = (v) + y_;                                                        \
-    (c) = (t_ - (v)) - y_;                                                  \
+    (c) = isfinite(t_) ? (t_ - (v)) - y_ : (T)0;                            \
     (v) = t_;                                                               \
   }
 

@@ -16,11 +16,13 @@
 #define ACC_MERGE(v, w) ACC_ADD(v, 0, w)
 #elif defined(TA_FLOAT)
 #define ACC_INIT(v) (v) = 0
+/* the compensation only while the sum is finite: past an inf, (t - v) - y is
+ * inf - inf, and a NaN there would turn the sum's inf into NaN */
 #define ACC_ADD(v, c, x)                                                    \
   {                                                                         \
     TACC y_ = (TACC)(x) - (c);                                              \
     TACC t_ = (v) + y_;                                                     \
-    (c) = (t_ - (v)) - y_;                                                  \
+    (c) = isfinite(t_) ? (t_ - (v)) - y_ : (TACC)0;                         \
     (v) = t_;                                                               \
   }
 #define ACC_MERGE(v, w) (v) += (w)

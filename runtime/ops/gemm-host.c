@@ -9,6 +9,7 @@
  * Built without OpenBLAS (CLBOUND_HAVE_OPENBLAS undefined), host BLAS is
  * unavailable and AUTO resolves to clbound's kernel. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,9 +275,9 @@ static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
     if (g->f64) {
       for (int64_t i = 0; i < rows; i++) {
         const double *r = (const double *)g->a + i * cols + j0;
-        for (int64_t j = 0; j < w; j++) { /* Kahan */
+        for (int64_t j = 0; j < w; j++) { /* Kahan, while the sum is finite (an inf stays inf) */
           double y = r[j] - comp[j], t = acc[j] + y;
-          comp[j] = (t - acc[j]) - y;
+          comp[j] = isfinite(t) ? (t - acc[j]) - y : 0.0;
           acc[j] = t;
         }
       }

@@ -132,6 +132,24 @@ static void bce_clamps(clb_context_t ctx) {
   clb_tensor_free(tp); clb_tensor_free(tt); clb_tensor_free(tl); clb_tensor_free(tg);
 }
 
+/* An inf term: MSE's mean is inf, as PyTorch's (a compensated sum once made it
+ * NaN from the work-item's next term on: (t - v) - y is inf - inf there);
+ * enough terms that each work-item adds several, an inf every 97th. */
+static void inf_term(clb_context_t ctx) {
+  enum { N = 4096 };
+  static double p[N], t[N];
+  for (int i = 0; i < N; i++) p[i] = i % 97 == 0 ? INFINITY : 0.5, t[i] = 0;
+  int64_t d[1] = {N};
+  clb_tensor_t tp = nn_tensor(ctx, CLB_DTYPE_F32, 1, d, NULL, d, p), tt = nn_tensor(ctx, CLB_DTYPE_F32, 1, d, NULL, d, t);
+  clb_tensor_t tl = NULL;
+  CL_OK(ctx, clb_loss(ctx, CLB_LOSS_MSE, tp, tt, &tl, NULL));
+  float got = 0;
+  CL_OK(ctx, clb_tensor_read(ctx, tl, NULL, &got, sizeof got, NULL));
+  clb_test_checks++;
+  if (!(isinf(got) && got > 0)) CLB_FAIL_AT("mse of %d terms with infs against 0: %g, want inf", N, got);
+  clb_tensor_free(tp); clb_tensor_free(tt); clb_tensor_free(tl);
+}
+
 static void sgd_case(clb_context_t ctx, clb_dtype dt, int momentum) {
   char what[64];
   snprintf(what, sizeof what, "sgd %s%s", clb_dtype_name(dt), momentum ? " momentum" : "");
@@ -211,6 +229,7 @@ int main(void) {
       if (has_fp64) loss_case(ctx, CLB_DTYPE_F64, (clb_loss_kind)k, M[i]);
     }
   bce_clamps(ctx);
+  inf_term(ctx);
   for (int mom = 0; mom < 2; mom++) {
     sgd_case(ctx, CLB_DTYPE_F32, mom);
     if (has_fp64) sgd_case(ctx, CLB_DTYPE_F64, mom);

@@ -266,6 +266,51 @@ static void test_accuracy(clb_context_t ctx) {
   free(v);
 }
 
+/* IEEE specials in a sum, as PyTorch and numpy give them: an inf stays inf
+ * past later terms (a compensated sum once turned it into NaN: (t - v) - y is
+ * inf - inf), +inf and -inf give NaN, a NaN stays NaN. Over all elements,
+ * over a dim and running (cumsum), f32 and f64. */
+static void test_specials(clb_context_t ctx) {
+  const double inf = INFINITY;
+  const double rows[4][5] = {{1, inf, 2, 3, 4}, {inf, -inf, 1, 2, 3}, {1, 2, NAN, 3, inf}, {-inf, 1, 2, 3, 4}};
+  for (int dt = 0; dt < 2; dt++) {
+    if (dt == 1 && !has_fp64) continue;
+    clb_dtype t = dt ? CLB_DTYPE_F64 : CLB_DTYPE_F32;
+    for (int r = 0; r < 4; r++) {
+      float xf[5];
+      double xd[5];
+      for (int i = 0; i < 5; i++) xf[i] = (float)rows[r][i], xd[i] = rows[r][i];
+      int64_t b[2] = {1, 5};
+      clb_tensor_t a = NULL, all = NULL, dim = NULL, run = NULL;
+      CL_OK(ctx, clb_tensor_new(ctx, t, 2, b, NULL, &a));
+      CL_OK(ctx, clb_tensor_write(ctx, a, b, dt ? (const void *)xd : (const void *)xf, 5 * clb_dtype_size(t)));
+      CL_OK(ctx, clb_reduce_all(ctx, CLB_REDUCE_SUM, a, &all));
+      CL_OK(ctx, clb_reduce_dim(ctx, CLB_REDUCE_SUM, a, 1, 0, &dim));
+      CL_OK(ctx, clb_cumsum(ctx, a, 1, &run));
+      double want[5], acc = 0;
+      for (int i = 0; i < 5; i++) want[i] = acc += rows[r][i];
+      double got[7];
+      float gf[7];
+      void *g = dt ? (void *)got : (void *)gf;
+      size_t es = clb_dtype_size(t);
+      CL_OK(ctx, clb_tensor_read(ctx, all, NULL, g, es, NULL));
+      CL_OK(ctx, clb_tensor_read(ctx, dim, NULL, (char *)g + es, es, NULL));
+      CL_OK(ctx, clb_tensor_read(ctx, run, NULL, (char *)g + 2 * es, 5 * es, NULL));
+      for (int k = 0; k < 7; k++) {
+        double v = dt ? got[k] : (double)gf[k], w = k < 2 ? want[4] : want[k - 2];
+        clb_test_checks++;
+        if (!(isnan(w) ? isnan(v) : v == w))
+          CLB_FAIL_AT("%s %s of row %d: %g, want %g", clb_dtype_name(t), k == 0 ? "sum" : k == 1 ? "sum over dim 1" : "cumsum",
+                      r, v, w);
+      }
+      clb_tensor_free(a);
+      clb_tensor_free(all);
+      clb_tensor_free(dim);
+      clb_tensor_free(run);
+    }
+  }
+}
+
 static void test_errors(clb_context_t ctx) {
   int64_t b[2] = {4, 5};
   clb_tensor_t a = NULL, o = NULL;
@@ -287,6 +332,7 @@ int main(void) {
   test_dim(ctx);
   test_cumsum(ctx);
   test_accuracy(ctx);
+  test_specials(ctx);
   test_errors(ctx);
   clb_context_free(ctx);
   return clb_test_finish("ops/reduce");
