@@ -607,6 +607,15 @@ def _upper_bound(s: torch.SymInt, node: torch.fx.Node, dim: int) -> int:
         "(clbound allocates every dynamic dim at its bound)")
 
 
+def _shape_bounds(shape: Sequence[Any], node: torch.fx.Node, name: str) -> Tuple[List[int], List[bool]]:
+    """_bounds of a shape (ints and SymInts) a lowering needs: a size with no
+    upper bound breaks the graph (Unsupported)."""
+    try:
+        return _bounds(_Shape(shape), node)
+    except UnboundedSizeError as e:
+        raise Unsupported(f"{name}: {e}") from None
+
+
 def _lowering_bounds(node: torch.fx.Node, name: str) -> Tuple[List[int], List[bool]]:
     """_bounds of an intermediate value, for a lowering that needs them: a
     size with no upper bound breaks the graph (Unsupported) rather than
@@ -1016,7 +1025,7 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
 
 def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """amin, argmax/argmin and max.dim/min.dim (values and indices) over one
-    static dim (or, for argmax/argmin, over all of a static tensor), from
+    dim (or, for argmax/argmin, over all of a static tensor), from
     clbound's max reduction: min(x) = -max(-x) (floating dtypes: negating an
     integer's lowest value would wrap); the index is the first position that
     holds the extreme, min over where(x == extreme or x is NaN, iota, size)
@@ -1047,7 +1056,7 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         raise Unsupported(f"{name}: over a 0-d tensor")
     positions = _positions(src, shape[d], len(shape), d, name)
     # more than any position: the dim's bound
-    size = _upper_bound(shape[d], src, d) if _is_sym(shape[d]) else int(shape[d])
+    size = _shape_bounds([shape[d]], src, name)[0][0]
 
     def extreme(ctx: Context, x: Tensor, keep: bool) -> Tensor:
         if kind == "max":
@@ -1080,7 +1089,7 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     return run
 
 
-_ONE_HOT_MAX = 1 << 22  # elements of embedding's backward one-hot (16 MiB in float32)
+_ONE_HOT_MAX = 1 << 22  # elements of a one-hot matrix or comparison at the bounds (16 MiB in float32)
 
 
 def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1196,9 +1205,10 @@ def _lower_arange(node: torch.fx.Node, name: str) -> Callable[..., Any]:
     if node.kwargs.get("layout") not in (None, torch.strided):
         raise Unsupported(f"{name}: layout {node.kwargs.get('layout')}")
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
-    if isinstance(start, torch.fx.Node) or isinstance(step, torch.fx.Node) or (
-            isinstance(end, torch.fx.Node) and not _is_size(end)):
+    if isinstance(start, torch.fx.Node) or isinstance(step, torch.fx.Node):
         raise Unsupported(f"{name}: a symbolic start or step")
+    if isinstance(end, torch.fx.Node) and not _is_size(end):
+        raise Unsupported(f"{name}: an end that is not a size")
     for v in (start, end, step):
         if not isinstance(v, torch.fx.Node):
             _scalar(v, name)
@@ -1218,8 +1228,7 @@ def _lower_arange(node: torch.fx.Node, name: str) -> Callable[..., Any]:
             if t is None:
                 t = held["t"] = ctx.from_numpy(values)
             e = _force(_arg(env, end))
-            n = min(ub, max(0, math.ceil((e - start) / step)))
-            return _V(ctx.slice(t, 0, 0, n, out=ctx.empty((ub,), t.dtype, dynamic=(True,))))
+            return _V(_prefix(ctx, t, min(ub, max(0, math.ceil((e - start) / step)))))
         return arange_to
     values = np.arange(start, end, step).astype(npdt)
     if values.size == 0:
@@ -1325,10 +1334,7 @@ def _bounded_reshaper(node: torch.fx.Node, have: List[int], name: str,
     shape = list(_meta(node).shape if shape is None else shape)
     if any(free_unbacked_symbols(d) for d in shape if _is_sym(d)):
         raise Unsupported(f"{name}: reshape to {shape}: more than one symbolic size, one data-dependent")
-    try:
-        bounds, dynamic = _bounds(_Shape(shape), node)
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: {e}") from None
+    bounds, dynamic = _shape_bounds(shape, node, name)
     if int(np.prod(bounds, dtype=np.int64)) > int(np.prod(have, dtype=np.int64)):
         raise Unsupported(f"{name}: reshape of bounds {have} to {bounds}: more elements at the bounds")
     parts = [d.node.expr if _is_sym(d) else int(d) for d in shape]
@@ -1686,9 +1692,10 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     elsewhere): where(iota == index, src, base), broadcast along dim. That is
     the backward of max.dim / min.dim (base new_zeros, src the gradients),
     the one-hot idiom zeros_like(x).scatter(1, y[:, None], 1.0), and nll_loss's
-    backward as PyTorch decomposes it. Where base is not the max backward's
-    new_zeros, an index outside [0, size) fails the call's sync (a
-    DeviceCheckError, a RuntimeError as eager's), not dropped. The dim may be
+    backward as PyTorch decomposes it. An index outside [0, size) fails the
+    call's sync (a DeviceCheckError, a RuntimeError as eager's), not dropped:
+    max's backward looks like a user's new_zeros(...).scatter(...), so both
+    are checked. The dim may be
     dynamic (max over a sequence: _positions); other forms break the graph."""
     x, dim, index, src = node.args[:4]
     mx, mi = _meta(x), _meta(index)
@@ -1701,7 +1708,6 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     base = getattr(x, "target", None)
     if base not in (aten.new_zeros.default, aten.zeros_like.default):
         raise Unsupported(f"{name}: a scatter into other than zeros")
-    checked = value or base is not aten.new_zeros.default  # max's indices are in range by construction
     d = dim % mx.dim()
     same = mi.dim() == ms.dim() == mx.dim() and all(
         str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
@@ -1713,15 +1719,18 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
         iota = positions(ctx, env)
         idx = val(env, index)
-        if checked:
-            n = _eval_shape([size], env["__sizes__"])[0]
-            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, n)),
-                             f"scatter: an index is outside [0, {n})")
+        _check_range(ctx, idx, _eval_shape([size], env["__sizes__"])[0], "scatter")
         hit = ctx.compare("eq", iota, idx)
         if value:
             return _V(_cast_to(ctx, ctx.where(hit, src, val(env, x)), node))
         return _V(ctx.where(hit, val(env, src), val(env, x)))
     return scatter
+
+
+def _prefix(ctx: Context, t: Tensor, n: int) -> Tensor:
+    """The first n of a 1-d tensor t made at a size's bound, as a tensor
+    dynamic at that bound (clb_slice of a host int)."""
+    return ctx.slice(t, 0, 0, n, out=ctx.empty(tuple(t.bounds), t.dtype, dynamic=(True,)))
 
 
 def _positions(node: torch.fx.Node, size: Any, rank: int, at: int, name: str) -> Callable[..., Tensor]:
@@ -1743,7 +1752,7 @@ def _positions(node: torch.fx.Node, size: Any, rank: int, at: int, name: str) ->
         return static
     if free_unbacked_symbols(size):
         raise Unsupported(f"{name}: positions along a data-dependent dim")
-    ub = _upper_bound(size, node, at)
+    ub = _shape_bounds([size], node, name)[0][0]
     part = size.node.expr
 
     def dynamic(ctx: Context, env: Dict[Any, Any]) -> Tensor:
@@ -1752,12 +1761,8 @@ def _positions(node: torch.fx.Node, size: Any, rank: int, at: int, name: str) ->
         n = _eval_shape([part], env["__sizes__"])
         if n is None:  # every symbol is an input's (checked above): not reached
             raise RuntimeError(f"clbound: {name}: the size {part} is not among this call's inputs")
-        t = ctx.slice(held["t"], 0, 0, n[0], out=ctx.empty((ub,), np.int64, dynamic=(True,)))
-        return ctx.reshape(t, spec)
+        return ctx.reshape(_prefix(ctx, held["t"], n[0]), spec)
     return dynamic
-
-
-_SCATTER_ADD_MAX = 1 << 22  # elements of scatter_add's one-hot comparison at the bounds
 
 
 def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1766,12 +1771,12 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
     sum over k of src[.., k, ..] where index[.., k, ..] == j, as a comparison
     of index with the positions along dim (an axis inserted: [.., n, k, ..]),
     a where and a sum over k. No atomics, so the same sums on every run, at the
-    cost of n * index's elements at the bounds: past _SCATTER_ADD_MAX it breaks
+    cost of n * index's elements at the bounds: past _ONE_HOT_MAX it breaks
     the graph. index and src of one shape, base's sizes beside dim; n may be
     dynamic (the sequence a gather picked from). Where base is not gather's
-    backward's new_zeros (whose indices the gather checked), an index outside
-    [0, n) fails the call's sync (a DeviceCheckError, a RuntimeError as
-    eager's). Where index's sizes beside dim are other symbols than base's
+    An index outside [0, n) fails the call's sync (a DeviceCheckError, a
+    RuntimeError as eager's): gather's backward looks like a user's
+    new_zeros(...).scatter_add(...), so both are checked. Where index's sizes beside dim are other symbols than base's
     (a gather's indices from another input: the batch of actions picking
     Q-values), the sums go into zeros of base's sizes at [0, index's size) of
     each dim (clb_basic_index_put; an index larger than base there fails as in
@@ -1793,9 +1798,9 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
         raise Unsupported(f"{name}: indices of {mi.dtype}")
     ibounds = _lowering_bounds(index, name)[0]
     n_ub = _lowering_bounds(x, name)[0][d]
-    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _SCATTER_ADD_MAX:
+    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _ONE_HOT_MAX:
         raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
-                          f"(more than {_SCATTER_ADD_MAX} elements)")
+                          f"(more than {_ONE_HOT_MAX} elements)")
     zeros = getattr(x, "target", None) is aten.new_zeros.default
     wide = list(mi.shape[:d]) + [1] + list(mi.shape[d:])  # an axis for the positions, before k
     widen = _reshaper(wide, index, ibounds, name)
@@ -1813,10 +1818,7 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
 
     def scatter_add(ctx: Context, env: Dict[Any, Any]) -> _V:
         idx = val(env, index)
-        if not zeros:
-            n = _eval_shape([x_parts[d]], env["__sizes__"])
-            ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, n[0])),
-                             "scatter_add: an index is outside the dim")
+        _check_range(ctx, idx, _eval_shape([x_parts[d]], env["__sizes__"])[0], "scatter_add")
         hit = ctx.compare("eq", widen(ctx, env, idx), iota(ctx, env))  # [.., n, k, ..]
         sums = ctx.reduce_dim("sum", ctx.where(hit, widen(ctx, env, val(env, src)), 0.0), d + 1, False)
         if not same:
@@ -1825,41 +1827,79 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
     return scatter_add
 
 
+def _check_range(ctx: Context, idx: Tensor, n: int, what: str) -> None:
+    """Every element of idx in [0, n), checked on the device: one outside
+    fails the call's sync (a DeviceCheckError, a RuntimeError as PyTorch's
+    IndexError and out-of-bounds errors are)."""
+    ctx.assert_async(ctx.logical_and(ctx.compare("ge", idx, 0), ctx.compare("lt", idx, n)),
+                     f"{what}: an index is outside [0, {n})")
+
+
 def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """x[i0, i1, ...] with integer index tensors for x's first k dims
-    (advanced indexing: x[idx], logits[arange(B), targets]), and its
-    backward, index_put(zeros, indices, values, accumulate=True). The indices
-    become one row number of x viewed as [rows, W] (W the remaining dims'
-    size): negative ones counted from the end, each checked against its dim
-    (clb_gather checks a lone index; several are checked on the device: one
-    outside fails the call's sync as PyTorch raises), i0 * size1 * ... + i1 *
-    ... + ... (the sizes the call's own). Forward: the rows by clb_gather.
-    Backward: onehot(rows)^T @ values, one GEMM as embedding's backward, so
-    repeated indices add up, the same on every run; past 2^22 one-hot
-    elements at the bounds it breaks the graph. index_put without
-    accumulate (a write whose duplicates PyTorch leaves undefined) breaks it."""
+    (advanced indexing: x[idx], logits[arange(B), targets]), its backward
+    index_put(zeros, indices, values, accumulate=True), and index_select /
+    index_add along dim 0. The indices become one row number of x viewed as
+    [rows, W] (W the remaining dims' size, static): advanced indexing counts
+    negative indices from the end (index_select and index_add refuse them, as
+    PyTorch does), each is checked against its dim (one outside fails the
+    call's sync, as PyTorch raises; a lone index of a read is clb_gather's to
+    check), and the row is i0 * size1 * ... + i1 * ... + ... (the sizes the
+    call's own). A read gathers the rows (clb_gather). A write is
+    onehot(rows)^T @ values, one GEMM as embedding's backward: repeated rows
+    add up, the same on every run, but an inf or NaN among the values makes
+    NaN in the other rows of its column (0 * inf); past _ONE_HOT_MAX
+    elements at the bounds it breaks the graph, as do index_put without
+    accumulate (a write whose duplicates PyTorch leaves undefined), index
+    tensors of different shapes there and values that broadcast."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    put = node.target is aten.index_put.default
-    x, idxs = node.args[0], list(node.args[1])
+    tgt = node.target
+    args = node.args
+    op = str(tgt).split(".")[1]  # index, index_put, index_select, index_add: for messages
+    if tgt in (aten.index_select.default, aten.index_add.default):
+        dim = args[1]
+        if dim != 0 and not (isinstance(dim, int) and _meta(args[0]) is not None and dim == -_meta(args[0]).dim()):
+            raise Unsupported(f"{name}: along dim {dim} (clbound runs dim 0)")
+        x, idxs, wrap = args[0], [args[2]], False
+        put = tgt is aten.index_add.default
+        values = args[3] if put else None
+        alpha = args[4] if len(args) > 4 else node.kwargs.get("alpha", 1)
+        if put and alpha != 1:
+            raise Unsupported(f"{name}: alpha={alpha}")
+    else:
+        put = tgt is aten.index_put.default
+        x, idxs, wrap = args[0], list(args[1]), True
+        values = args[2] if put else None
+        if put and not (args[3] if len(args) > 3 else node.kwargs.get("accumulate", False)):
+            raise Unsupported(f"{name}: index_put without accumulate")
     mx = _meta(x)
     k = len(idxs)
-    if not isinstance(mx, torch.Tensor) or k > mx.dim():
+    if not isinstance(mx, torch.Tensor) or k > mx.dim() or any(
+            not isinstance(_meta(i), torch.Tensor) or _meta(i).dtype not in (torch.int64, torch.int32) for i in idxs):
         raise Unsupported(f"{name}: {k} indices of {getattr(mx, 'shape', mx)}")
     rest = list(mx.shape[k:])
     if any(_is_sym(d) for d in rest):
         raise Unsupported(f"{name}: a dynamic dim past the indexed ones")
     width = int(np.prod([int(d) for d in rest], dtype=np.int64))
+    if width == 0:
+        raise Unsupported(f"{name}: no elements past the indexed dims")
     lead = list(mx.shape[:k])
     if any(_is_sym(d) and free_unbacked_symbols(d) for d in lead):
         raise Unsupported(f"{name}: indices into a data-dependent dim")
     lead_parts = [d.node.expr if _is_sym(d) else int(d) for d in lead]
-    out = _meta(node) if not put else None
-    ishape = list(out.shape[:out.dim() - len(rest)]) if out is not None else list(_meta(node.args[2]).shape[
-        :_meta(node.args[2]).dim() - len(rest)])
-    try:
-        m_ub = int(np.prod(_bounds(_Shape(ishape), node)[0], dtype=np.int64))
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: {e}") from None
+    if put:
+        ishapes = {tuple(str(d) for d in _meta(i).shape) for i in idxs}
+        ishape = list(_meta(idxs[0]).shape)
+        mv = _meta(values)
+        if len(ishapes) != 1 or not isinstance(mv, torch.Tensor) or [str(d) for d in mv.shape] != [
+                str(d) for d in ishape + rest]:
+            raise Unsupported(f"{name}: values {list(getattr(mv, 'shape', []))} for indices {sorted(ishapes)}")
+        if not mx.dtype.is_floating_point or mv.dtype != mx.dtype:
+            raise Unsupported(f"{name}: values of {mv.dtype} into {mx.dtype} (the one-hot GEMM is floating only)")
+    else:
+        out = _meta(node)
+        ishape = list(out.shape[:out.dim() - len(rest)])
+    m_ub = int(np.prod(_shape_bounds(ishape, node, name)[0], dtype=np.int64))
     held: Dict[str, Tensor] = {}
 
     def rows(ctx: Context, env: Dict[Any, Any]) -> Tensor:
@@ -1870,10 +1910,10 @@ def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
             t = val(env, i)
             if t.dtype != np.int64:
                 t = ctx.cast(t, np.int64)
-            t = ctx.where(ctx.compare("lt", t, 0), ctx.add(t, n), t)  # -1 is the last
-            if k > 1:  # a lone index is clb_gather's to check
-                ctx.assert_async(ctx.logical_and(ctx.compare("ge", t, 0), ctx.compare("lt", t, n)),
-                                 f"index: an index of dim {j} is outside [0, {n})")
+            if wrap:
+                t = ctx.where(ctx.compare("lt", t, 0), ctx.add(t, n), t)  # -1 is the last
+            if put or k > 1:  # a lone index of a read is clb_gather's to check
+                _check_range(ctx, t, n, f"{op} of dim {j}")
             stride = int(np.prod(sizes[j + 1:], dtype=np.int64))
             t = ctx.mul(t, stride) if stride != 1 else t
             lin = t if lin is None else ctx.add(lin, t)
@@ -1890,14 +1930,6 @@ def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
             return _V(shaped(ctx, env, ctx.gather(flat, 0, ctx.mul(rows(ctx, env), ones))))
         return index
 
-    values = node.args[2]
-    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
-    mv = _meta(values)
-    if not accumulate:
-        raise Unsupported(f"{name}: index_put without accumulate")
-    if not mx.dtype.is_floating_point or mv.dtype != mx.dtype or [str(d) for d in mv.shape] != [
-            str(d) for d in ishape + rest]:
-        raise Unsupported(f"{name}: values of {mv.dtype} {list(mv.shape)} into {mx.dtype} {list(mx.shape)}")
     n_sym = lead[0]
     for d in lead[1:]:
         n_sym = n_sym * d
@@ -1906,7 +1938,7 @@ def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
         raise Unsupported(f"{name}: a one-hot of {m_ub} x {n_ub} elements (more than {_ONE_HOT_MAX})")
     positions = _positions(x, n_sym, 2, 1, name)  # [1, N]
     shaped_x = _reshaper(list(mx.shape), x, [n_ub, width], name)
-    zeros = getattr(x, "target", None) is aten.new_zeros.default
+    zeros = tgt is aten.index_put.default and getattr(x, "target", None) is aten.new_zeros.default
 
     def index_put(ctx: Context, env: Dict[Any, Any]) -> _V:
         v = val(env, values)
@@ -1981,13 +2013,14 @@ _RANDOM = {aten.native_dropout.default, aten.native_dropout_backward.default, at
 _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gather.default,
         aten.nll_loss2d_forward.default, aten.nll_loss2d_backward.default}
 _SPLIT = {aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
+_INDEX_DIM0 = {aten.index_select.default, aten.index_add.default}  # along dim 0: as integer indexing
 _TUPLES = _LAYER_NORM | _SPLIT | {aten.native_dropout.default, aten.nll_loss_forward.default,
                                   aten.nll_loss2d_forward.default, aten.max.dim,
                                   aten.min.dim, aten.log_sigmoid_forward.default}  # getitem takes their items
 # ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
 _ARANGE = {aten.arange.default, aten.arange.start, aten.arange.start_step}
-_SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default, aten.slice_backward.default,
-          aten.select_backward.default, aten.select_scatter.default} | _ARANGE
+_SIZED = {aten.slice.Tensor, aten.slice_scatter.default, aten.scalar_tensor.default,
+          aten.slice_backward.default} | _ARANGE
 _WHERE = {aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar,
           aten.masked_fill.Scalar, aten.masked_fill.Tensor, aten.scalar_tensor.default}
 _SOFTMAX = {aten._softmax.default: False, aten._log_softmax.default: True}  # log or not
@@ -2023,8 +2056,8 @@ _DECOMPOSE = (aten.smooth_l1_loss, aten.smooth_l1_loss_backward, aten.huber_loss
               aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit, aten.native_batch_norm,
               aten.native_batch_norm_backward, aten.hardsigmoid, aten.hardsigmoid_backward, aten.addcmul,
               aten.addcdiv, aten.lerp, aten.celu, aten.glu, aten.glu_backward, aten.stack, aten._prelu_kernel,
-              aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril, aten.index_select,
-              aten.index_add, aten.constant_pad_nd, aten.native_group_norm, aten.native_group_norm_backward,
+              aten._prelu_kernel_backward, aten.frac, aten.triu, aten.tril, aten.constant_pad_nd,
+              aten.native_group_norm, aten.native_group_norm_backward,
               aten.logit, aten.logit_backward, aten.special_xlog1py, aten.logaddexp, aten.nan_to_num,
               aten.isposinf, aten.isneginf, aten.count_nonzero, aten.clamp.Tensor, aten.eye, aten.baddbmm,
               aten.logical_not, aten.mv, aten.dot, aten.vdot, aten.addmv, aten.addr, aten.deg2rad, aten.bucketize,
@@ -2074,7 +2107,8 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | {aten.cat.default, aten.scatter_add.default})
+                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | _INDEX_DIM0
+                      | {aten.cat.default, aten.scatter_add.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
 
@@ -2084,7 +2118,7 @@ _LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
     (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
     (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
     ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm),
-    (_SPLIT, _lower_split), ({aten.scatter_add.default}, _lower_scatter_add)]
+    (_SPLIT, _lower_split), ({aten.scatter_add.default}, _lower_scatter_add), (_INDEX_DIM0, _lower_int_index)]
 """(aten ops, their lowering (node, name, val) -> step), tried in order."""
 
 
@@ -2418,8 +2452,9 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         return where, False
 
     if tgt in _SOFTMAX or tgt in _SOFTMAX_BW:
-        # (log_)softmax over the last dim and its backward from the output:
-        # clb_softmax and clb_softmax_backward
+        # (log_)softmax over a dim and its backward from the output:
+        # clb_softmax and clb_softmax_backward over the last dim, another
+        # moved last and back
         log = _SOFTMAX[tgt] if tgt in _SOFTMAX else _SOFTMAX_BW[tgt]
         src = args[0]
         m = _meta(src)
@@ -2460,11 +2495,22 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         want = _meta(node)
         sym_ub = _upper_bound(want.shape[dim], node, dim) if isinstance(want, torch.Tensor) and _is_sym(
             want.shape[dim]) else None
+        # a static result of a dynamic dim (x[:3] where Dynamo knows the batch
+        # is at least 3): made static, as the graph's shapes say, by a view
+        # whose count the device checks (clb_reshape_bounded), so that a static
+        # reshape or an output read without a sync takes it
+        sm = _meta(src)
+        static = (isinstance(want, torch.Tensor) and isinstance(sm, torch.Tensor) and want.dim() > 0
+                  and not any(_is_sym(d) for d in want.shape) and any(_is_sym(d) for d in sm.shape))
+        static_shape = [int(d) for d in want.shape] if static else []
 
         def slice_(ctx: Context, env: Dict[Any, Any]) -> _V:
             lo, hi = (None if v is None else int(_force(_arg(env, v))) for v in (start, end))
             x = val(env, src)
             out = None
+            if static:
+                y = ctx.slice(x, dim, lo, hi, step)
+                return _V(ctx.reshape_bounded(y, static_shape, static_shape, [False] * len(static_shape)))
             if sym_ub is not None:
                 d = dim % len(x.bounds)
                 bounds = list(x.bounds)
@@ -2505,7 +2551,8 @@ def _lower_node(node: torch.fx.Node, trans: Dict[torch.fx.Node, bool]) -> Tuple[
         return (lambda ctx, env: _V(ctx.index(val(env, src), dim, index))), False
 
     if tgt in (aten.index.Tensor, aten.index_put.default):
-        # x[mask] and x[mask] = values with one bool mask of x's own shape: what
+        # integer index tensors (advanced indexing: _lower_int_index), or x[mask]
+        # and x[mask] = values with one bool mask of x's own shape: what
         # masked_select and masked_scatter do
         x, idx = args[0], args[1]
         if isinstance(idx, (list, tuple)) and idx and all(

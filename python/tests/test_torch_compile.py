@@ -1898,6 +1898,53 @@ def test_two_indices_check_their_dims():
     np.testing.assert_array_equal(c(x, i, j).numpy(), f(x, i, j).numpy())
 
 
+@pytest.mark.parametrize("name", ["index_put", "index_add", "index_select_negative", "index_add_negative",
+                                  "new_zeros_scatter_add", "new_zeros_scatter"])
+def test_index_writes_and_selects_check_their_indices_as_eager(name):
+    """Where PyTorch raises for an index, the compiled call fails too (at its
+    sync), and the next call with good indices runs: index_put with one index
+    and index_add (no gather checks them), index_select and index_add with a
+    negative index (which PyTorch refuses there, unlike x[idx]), and a scatter
+    or scatter_add into a user's new_zeros (which look like max's and
+    gather's backwards)."""
+    z = lambda x: x.new_zeros(3, 5)  # noqa: E731
+    f = {"index_put": lambda x, i: torch.index_put(x, (i,), x[:3] * 2, accumulate=True),
+         "index_add": lambda x, i: x.index_add(0, i, x[:3] * 2),
+         "index_select_negative": lambda x, i: x.index_select(0, i) * 2,
+         "index_add_negative": lambda x, i: x.index_add(0, i, x[:3] * 2),
+         "new_zeros_scatter_add": lambda x, i: z(x).scatter_add(1, i[:, None].expand(-1, 2), x[:3, :2]),
+         "new_zeros_scatter": lambda x, i: z(x).scatter(1, i[:, None], x[:3, :1])}[name]
+    c = torch.compile(f, backend="clbound")
+    x, good = torch.randn(4, 5), torch.tensor([0, 3, 1])
+    bad = torch.tensor([0, -1, 2]) if "negative" in name else torch.tensor([0, 5, 2])
+    torch._dynamo.mark_dynamic(x, 0, min=3, max=16)
+    np.testing.assert_allclose(c(x, good).numpy(), f(x, good).numpy(), rtol=1e-6, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    with pytest.raises((IndexError, RuntimeError)):
+        f(x, bad)
+    with pytest.raises((IndexError, RuntimeError), match="outside|out of range"):
+        c(x, bad)
+    np.testing.assert_allclose(c(x, good).numpy(), f(x, good).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_index_put_forms_clbound_does_not_run_match_eager():
+    """index_put with values that broadcast, or without accumulate, and x[idx]
+    of a tensor with no elements past the indexed dim: graph breaks, eager's
+    results."""
+    cases = [(lambda x, i: torch.index_put(x, (i,), torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), accumulate=True),
+              "aten.index_put.default"),
+             (lambda x, i: torch.index_put(x, (i,), x[:3] * 2), "aten.index_put.default"),
+             (lambda x, i: x[:, :0][i] + 1, "aten.index.Tensor")]
+    for f, op in cases:
+        torch._dynamo.reset()
+        cd.reset_stats()
+        c = torch.compile(f, backend="clbound")
+        x, i = torch.randn(4, 5), torch.tensor([0, 2, 0])
+        torch._dynamo.mark_dynamic(x, 0, min=3, max=16)
+        np.testing.assert_allclose(c(x, i).numpy(), f(x, i).numpy(), rtol=1e-6, atol=1e-6)
+        assert op in cd.stats()["graph_break_ops"], cd.stats()
+
+
 def test_scatter_add_checks_its_indices():
     """A user's scatter_add into a tensor of their own: an index outside the
     dim fails the call's sync, as eager's raises, and the next call runs."""
