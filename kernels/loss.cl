@@ -8,15 +8,20 @@
  * loss of pred = ACT(z) and d loss / d z in one work-group (runtime/graph/fuse.c
  * uses it for a training graph's last activation and its loss). */
 
-/* Kahan-compensated accumulation of one work-item's terms; the compensation
- * only while the sum is finite (an inf term keeps the sum inf, not NaN). */
-#define KAHAN_ADD(v, c, x)                                                  \
+/* Kahan-compensated accumulation of one work-item's terms into v
+ * (compensation c), beside their plain sum s; KAHAN_VALUE is v where it is
+ * finite, else s: past an inf term the compensation is inf - inf, NaN, where
+ * the plain sum keeps IEEE's inf (reduce.cl's ACC_ADD does the same). */
+#define KAHAN_ADD(v, c, s, x)                                               \
   {                                                                         \
-    T y_ = (T)(x) - (c);                                                    \
+    T x_ = (T)(x);                                                          \
+    T y_ = x_ - (c);                                                        \
     T t_ = (v) + y_;                                                        \
-    (c) = isfinite(t_) ? (t_ - (v)) - y_ : (T)0;                            \
+    (c) = (t_ - (v)) - y_;                                                  \
     (v) = t_;                                                               \
+    (s) += x_;                                                              \
   }
+#define KAHAN_VALUE(v, s) (isfinite(v) ? (v) : (s))
 
 #if defined(LOSS_MSE)
 #define LOSS(p, t) (((p) - (t)) * ((p) - (t)))
@@ -63,15 +68,15 @@ __kernel CLB_FIXED_LOCAL void loss_part(CLB_DATA(const T, p), __global const lon
 #ifdef HAS_GRAD
   T inv = (T)1 / (T)n;
 #endif
-  T v = 0, c = 0;
+  T v = 0, c = 0, s = 0;
   CLB_FOR_CHUNK(i, m) {
     T x = p[i], y = t[i];
-    KAHAN_ADD(v, c, LOSS(x, y));
+    KAHAN_ADD(v, c, s, LOSS(x, y));
 #ifdef HAS_GRAD
     grad[i] = DLOSS(x, y) * inv;
 #endif
   }
-  loss_group_sum(v, buf, partials);
+  loss_group_sum(KAHAN_VALUE(v, s), buf, partials);
 }
 #define LOSS_COUNT(sp, rp) clb_numel((sp), (rp))
 #else
@@ -99,7 +104,7 @@ __kernel CLB_FIXED_LOCAL void loss_part(CLB_DATA(const T, p), __global const lon
 #ifdef HAS_GRAD
   T inv = (T)1 / (T)rows;
 #endif
-  T v = 0, comp = 0;
+  T v = 0, comp = 0, plain = 0;
   CLB_FOR_CHUNK(r, m) {
     __global const T *x = p + r * c;
     T mx = -INFINITY;
@@ -111,14 +116,14 @@ __kernel CLB_FIXED_LOCAL void loss_part(CLB_DATA(const T, p), __global const lon
     if (cls < 0 || cls >= c) {
       clb_raise(st, launch, CLB_STF_INDEX_RANGE, cls, c);
     } else {
-      KAHAN_ADD(v, comp, lse - x[cls]);
+      KAHAN_ADD(v, comp, plain, lse - x[cls]);
     }
 #ifdef HAS_GRAD
     __global T *g = grad + r * c;
     for (long j = 0; j < c; j++) g[j] = (exp(x[j] - lse) - (j == cls ? (T)1 : (T)0)) * inv;
 #endif
   }
-  loss_group_sum(v, buf, partials);
+  loss_group_sum(KAHAN_VALUE(v, plain), buf, partials);
 }
 #define LOSS_COUNT(sp, rp) ((sp)[0])
 #endif
@@ -238,17 +243,17 @@ __kernel void loss_fused(CLB_DATA(const T, z), __global const long *sz, int rz, 
   }
   long m = min(n, nt);
   T inv = (T)1 / (T)n;
-  T v = 0, c = 0;
+  T v = 0, c = 0, s = 0;
   for (long i = lid; i < m; i += LOCAL) {
     T x = z[i], p = ACT(x), q = t[i];
 #ifdef HAS_Y
     y[i] = p;
 #endif
-    KAHAN_ADD(v, c, LOSS(p, q));
+    KAHAN_ADD(v, c, s, LOSS(p, q));
     T g = DLOSS(p, q) * inv;
     dz[i] = ACT_GRAD(x, p, g);
   }
-  loss_group_sum(v, buf, out); /* one group: out[0] = the sum (work-item 0 wrote it) */
+  loss_group_sum(KAHAN_VALUE(v, s), buf, out); /* one group: out[0] = the sum (work-item 0 wrote it) */
   if (lid == 0) out[0] = n > 0 ? out[0] / (T)n : (T)NAN;
 }
 #endif

@@ -10,26 +10,36 @@
 #define CLB_ISNAN(x) 0
 #endif
 
+/* ACC_ADD(v, c, s, x): x into the accumulator v (c, s: its helpers, 0 at
+ * first); ACC_VALUE(v, s): the accumulated value. */
 #if defined(RED_MAX)
 #define ACC_INIT(v) (v) = TACC_LOWEST
-#define ACC_ADD(v, c, x) (v) = ((CLB_ISNAN(x) || (x) > (v)) ? (x) : (v))
-#define ACC_MERGE(v, w) ACC_ADD(v, 0, w)
+#define ACC_ADD(v, c, s, x) (v) = ((CLB_ISNAN(x) || (x) > (v)) ? (x) : (v))
+#define ACC_MERGE(v, w) ACC_ADD(v, 0, 0, w)
+#define ACC_VALUE(v, s) (v)
 #elif defined(TA_FLOAT)
 #define ACC_INIT(v) (v) = 0
-/* the compensation only while the sum is finite: past an inf, (t - v) - y is
- * inf - inf, and a NaN there would turn the sum's inf into NaN */
-#define ACC_ADD(v, c, x)                                                    \
+/* Kahan-compensated v (compensation c), beside the plain sum s, which the
+ * result is where v is not finite: past an inf term, (t - v) - y is inf - inf,
+ * so the compensated sum turns the inf into NaN; the plain sum keeps IEEE's
+ * inf (and NaN for inf - inf, or a NaN term). s is off v's dependency chain,
+ * so it costs an add, not the chain's latency. */
+#define ACC_ADD(v, c, s, x)                                                 \
   {                                                                         \
-    TACC y_ = (TACC)(x) - (c);                                              \
+    TACC x_ = (TACC)(x);                                                    \
+    TACC y_ = x_ - (c);                                                     \
     TACC t_ = (v) + y_;                                                     \
-    (c) = isfinite(t_) ? (t_ - (v)) - y_ : (TACC)0;                         \
+    (c) = (t_ - (v)) - y_;                                                  \
     (v) = t_;                                                               \
+    (s) += x_;                                                              \
   }
 #define ACC_MERGE(v, w) (v) += (w)
+#define ACC_VALUE(v, s) (isfinite(v) ? (v) : (s))
 #else
 #define ACC_INIT(v) (v) = 0
-#define ACC_ADD(v, c, x) (v) += (TACC)(x)
+#define ACC_ADD(v, c, s, x) (v) += (TACC)(x)
 #define ACC_MERGE(v, w) (v) += (w)
+#define ACC_VALUE(v, s) (v)
 #endif
 
 #if defined(RED_MEAN)
@@ -75,10 +85,10 @@ __kernel void red_dim(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(T
   CLB_FOR_CHUNK(i, nout) {
     long oi = i / inner, j = i - oi * inner;
     __global const TA *p = a + oi * k * inner + j;
-    TACC v, c = 0;
+    TACC v, c = 0, s = 0;
     ACC_INIT(v);
-    for (long r = 0; r < k; r++) ACC_ADD(v, c, p[r * inner]);
-    out[i] = ACC_FINAL(v, k);
+    for (long r = 0; r < k; r++) ACC_ADD(v, c, s, p[r * inner]);
+    out[i] = ACC_FINAL(ACC_VALUE(v, s), k);
   }
 }
 #endif
@@ -97,11 +107,11 @@ __kernel void red_scan(CLB_DATA(const TA, a), __global const long *sa, CLB_DATA(
   CLB_FOR_CHUNK(i, outer * inner) {
     long oi = i / inner, j = i - oi * inner;
     long base = oi * k * inner + j;
-    TACC v, c = 0;
+    TACC v, c = 0, s = 0;
     ACC_INIT(v);
     for (long r = 0; r < k; r++) {
-      ACC_ADD(v, c, a[base + r * inner]);
-      out[base + r * inner] = (TOUT)v;
+      ACC_ADD(v, c, s, a[base + r * inner]);
+      out[base + r * inner] = (TOUT)ACC_VALUE(v, s);
     }
   }
 }
@@ -114,11 +124,11 @@ __kernel CLB_FIXED_LOCAL void red_all_part(CLB_DATA(const TA, a), __global const
   __local TACC buf[LOCAL];
   CLB_DATA_AT(const TA, a);
   long n = clb_numel(sa, RANK);
-  TACC v, c = 0;
+  TACC v, c = 0, s = 0;
   ACC_INIT(v);
-  CLB_FOR_CHUNK(i, n) ACC_ADD(v, c, a[i]);
+  CLB_FOR_CHUNK(i, n) ACC_ADD(v, c, s, a[i]);
   int lid = (int)get_local_id(0);
-  buf[lid] = v;
+  buf[lid] = ACC_VALUE(v, s);
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int s = LOCAL / 2; s > 0; s >>= 1) {
     if (lid < s) ACC_MERGE(buf[lid], buf[lid + s]);

@@ -270,18 +270,20 @@ static void blas_fork_handlers(void) { pthread_atfork(blas_before_fork, blas_aft
 static void host_colsum(const host_gemm *g, int64_t rows, int64_t cols) {
   for (int64_t j0 = 0; j0 < cols; j0 += COLSUM_BLOCK) {
     int64_t w = cols - j0 < COLSUM_BLOCK ? cols - j0 : COLSUM_BLOCK;
-    double acc[COLSUM_BLOCK], comp[COLSUM_BLOCK];
-    for (int64_t j = 0; j < w; j++) acc[j] = comp[j] = 0.0;
+    double acc[COLSUM_BLOCK], comp[COLSUM_BLOCK], plain[COLSUM_BLOCK];
+    for (int64_t j = 0; j < w; j++) acc[j] = comp[j] = plain[j] = 0.0;
     if (g->f64) {
       for (int64_t i = 0; i < rows; i++) {
         const double *r = (const double *)g->a + i * cols + j0;
-        for (int64_t j = 0; j < w; j++) { /* Kahan, while the sum is finite (an inf stays inf) */
+        for (int64_t j = 0; j < w; j++) { /* Kahan, and the plain sum for where it is not finite */
           double y = r[j] - comp[j], t = acc[j] + y;
-          comp[j] = isfinite(t) ? (t - acc[j]) - y : 0.0;
+          comp[j] = (t - acc[j]) - y;
           acc[j] = t;
+          plain[j] += r[j];
         }
       }
-      for (int64_t j = 0; j < w; j++) ((double *)g->cs)[j0 + j] = acc[j];
+      /* past an inf the compensation is inf - inf: the plain sum keeps IEEE's inf */
+      for (int64_t j = 0; j < w; j++) ((double *)g->cs)[j0 + j] = isfinite(acc[j]) ? acc[j] : plain[j];
     } else {
       for (int64_t i = 0; i < rows; i++) {
         const float *r = (const float *)g->a + i * cols + j0;
