@@ -1696,7 +1696,11 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     call's sync (a DeviceCheckError, a RuntimeError as eager's), not dropped:
     max's backward looks like a user's new_zeros(...).scatter(...), so both
     are checked. The dim may be
-    dynamic (max over a sequence: _positions); other forms break the graph."""
+    dynamic (max over a sequence: _positions). Several indices per position
+    (topk's backward: k of them, all different) compare along an axis of their
+    own, as scatter_add does; an index that repeats within one position's k
+    fails the call's sync, since PyTorch leaves which value lands there
+    undefined. Other forms break the graph."""
     x, dim, index, src = node.args[:4]
     mx, mi = _meta(x), _meta(index)
     value = node.target is aten.scatter.value
@@ -1711,10 +1715,13 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     d = dim % mx.dim()
     same = mi.dim() == ms.dim() == mx.dim() and all(
         str(a) == str(b) == str(c) for k, (a, b, c) in enumerate(zip(mx.shape, mi.shape, ms.shape)) if k != d)
-    if not same or str(mi.shape[d]) != "1" or str(ms.shape[d]) != "1":
+    k = mi.shape[d]
+    if not same or _is_sym(k) or str(ms.shape[d]) != str(k) or int(k) < 1:
         raise Unsupported(f"{name}: scatter of {list(ms.shape)} at {list(mi.shape)} into {list(mx.shape)}")
-    positions = _positions(x, mx.shape[d], mx.dim(), d, name)
     size = mx.shape[d].node.expr if _is_sym(mx.shape[d]) else int(mx.shape[d])
+    if int(k) > 1:
+        return _scatter_several(node, name, val, x, d, index, src, value)
+    positions = _positions(x, mx.shape[d], mx.dim(), d, name)
 
     def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
         iota = positions(ctx, env)
@@ -1724,6 +1731,103 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         if value:
             return _V(_cast_to(ctx, ctx.where(hit, src, val(env, x)), node))
         return _V(ctx.where(hit, val(env, src), val(env, x)))
+    return scatter
+
+
+_TOPK_MAX = 16  # k of a topk lowered as k passes of max (about 14 launches each)
+
+
+def _lower_topk(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
+    """topk(x, k, dim, largest, sorted) of a floating tensor as k passes of
+    max over dim: each pass takes the largest value not taken yet and its
+    first position (NaN the largest, as in PyTorch; ties in position order,
+    which PyTorch leaves unspecified), marks it taken, and the values and
+    positions are joined along dim (clb_cat), so they come sorted. smallest
+    (largest=False) is the largest of -x with NaN made -inf, and among equal
+    candidates a NaN only where no other is left (+inf comes before NaN, as
+    in PyTorch). The dim may be dynamic (positions of
+    the call's own size); k up to _TOPK_MAX, else the graph breaks. Its
+    backward is a scatter of k values per position (_scatter_several)."""
+    args, kw = node.args, node.kwargs
+    src = args[0]
+    m = _meta(src)
+    k = args[1] if len(args) > 1 else kw.get("k")
+    dim = args[2] if len(args) > 2 else kw.get("dim", -1)
+    largest = args[3] if len(args) > 3 else kw.get("largest", True)
+    if not isinstance(m, torch.Tensor) or m.dim() == 0 or not m.dtype.is_floating_point:
+        raise Unsupported(f"{name}: of {getattr(m, 'dtype', m)} (clbound's topk is floating only)")
+    if not isinstance(k, int) or not 1 <= k <= _TOPK_MAX or not isinstance(dim, int):
+        raise Unsupported(f"{name}: k={k} (clbound takes 1 to {_TOPK_MAX} as k passes of max)")
+    d = dim % m.dim()
+    positions = _positions(src, m.shape[d], m.dim(), d, name)
+    size = _shape_bounds([m.shape[d]], src, name)[0][0]  # more than any position
+
+    def any_along(ctx: Context, mask: Tensor) -> Tensor:  # mask's any over d, kept: a bool
+        return ctx.compare("gt", ctx.reduce_dim("max", ctx.cast(mask, np.int64), d, True), 0)
+
+    def topk(ctx: Context, env: Dict[Any, Any]) -> Tuple[_V, _V]:
+        x = val(env, src)
+        nan = None
+        if not largest:  # the largest of -x, NaN (PyTorch's largest) made the smallest of all
+            nan = ctx.compare("ne", x, x)
+            x = ctx.where(nan, -math.inf, ctx.neg(x))
+        iota = positions(ctx, env)
+        taken = None
+        values: List[Tensor] = []
+        indices: List[Tensor] = []
+        for _ in range(k):
+            cur = x if taken is None else ctx.where(taken, -math.inf, x)
+            top = ctx.reduce_dim("max", cur, d, True)
+            hit = ctx.compare("eq", cur, top)
+            if largest:  # NaN is the largest: max gives it, and it equals nothing
+                hit = ctx.logical_or(hit, ctx.compare("ne", cur, cur))
+            if taken is not None:
+                hit = ctx.logical_and(hit, ctx.compare("eq", taken, 0))
+            if nan is not None:  # an inf before a NaN, both -inf here: the NaN only when nothing else is left
+                other = ctx.logical_and(hit, ctx.compare("eq", nan, 0))
+                hit = ctx.where(any_along(ctx, other), other, hit)
+            first = ctx.neg(ctx.reduce_dim("max", ctx.neg(ctx.where(hit, iota, size)), d, True))
+            mark = ctx.compare("eq", iota, first)
+            taken = mark if taken is None else ctx.logical_or(taken, mark)
+            if nan is not None:
+                top = ctx.where(any_along(ctx, ctx.logical_and(mark, nan)), math.nan, ctx.neg(top))
+            values.append(top)
+            indices.append(first)
+        out_v, out_i = (ctx.cat(values, d), ctx.cat(indices, d)) if k > 1 else (values[0], indices[0])
+        return _V(out_v), _V(out_i)
+    return topk
+
+
+def _scatter_several(node: torch.fx.Node, name: str, val: Callable[..., Any], x: torch.fx.Node, d: int,
+                     index: torch.fx.Node, src: Any, value: bool) -> Callable[..., Any]:
+    """_lower_scatter's form with k > 1 indices per position along d: the
+    indices widened by an axis before k ([.., 1, k, ..]) compared with the
+    positions ([.., n, 1, ..]), each position's hits counted (more than one
+    fails the call's sync) and its value summed over k (the one hit's), and
+    base kept where none hit."""
+    mx, mi = _meta(x), _meta(index)
+    ibounds = _lowering_bounds(index, name)[0]
+    n_ub = _lowering_bounds(x, name)[0][d]
+    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _ONE_HOT_MAX:
+        raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
+                          f"(more than {_ONE_HOT_MAX} elements)")
+    wide = list(mi.shape[:d]) + [1] + list(mi.shape[d:])
+    widen = _reshaper(wide, index, ibounds, name)
+    positions = _positions(x, mx.shape[d], mx.dim() + 1, d, name)
+    size = mx.shape[d].node.expr if _is_sym(mx.shape[d]) else int(mx.shape[d])
+
+    def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
+        idx = val(env, index)
+        _check_range(ctx, idx, _eval_shape([size], env["__sizes__"])[0], "scatter")
+        hit = ctx.compare("eq", widen(ctx, env, idx), positions(ctx, env))  # [.., n, k, ..]
+        count = ctx.reduce_dim("sum", hit, d + 1, False)
+        ctx.assert_async(ctx.compare("le", count, 1),
+                         "scatter: an index repeats among one position's indices (PyTorch's result is undefined)")
+        base = val(env, x)
+        if value:
+            return _V(_cast_to(ctx, ctx.where(ctx.compare("gt", count, 0), src, base), node))
+        sums = ctx.reduce_dim("sum", ctx.where(hit, widen(ctx, env, val(env, src)), 0), d + 1, False)
+        return _V(ctx.where(ctx.compare("gt", count, 0), sums, base))
     return scatter
 
 
@@ -2014,7 +2118,8 @@ _NLL = {aten.nll_loss_forward.default, aten.nll_loss_backward.default, aten.gath
         aten.nll_loss2d_forward.default, aten.nll_loss2d_backward.default}
 _SPLIT = {aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
 _INDEX_DIM0 = {aten.index_select.default, aten.index_add.default}  # along dim 0: as integer indexing
-_TUPLES = _LAYER_NORM | _SPLIT | {aten.native_dropout.default, aten.nll_loss_forward.default,
+_TOPK = {aten.topk.default}
+_TUPLES = _LAYER_NORM | _SPLIT | _TOPK | {aten.native_dropout.default, aten.nll_loss_forward.default,
                                   aten.nll_loss2d_forward.default, aten.max.dim,
                                   aten.min.dim, aten.log_sigmoid_forward.default}  # getitem takes their items
 # ops that may take a size Dynamo passes (or arithmetic on sizes) as an argument
@@ -2107,7 +2212,7 @@ SUPPORTED = frozenset(set(_BINARY) | set(_RSUB) | set(_UNARY) | set(_UNARY_BW_OU
                       | _RESHAPE | _TRANSPOSE | set(_REDUCE) | set(_LOSS) | set(_LOSS_BW) | _CAST | _OTHER | set(_SYM)
                       | set(_SOFTMAX) | set(_SOFTMAX_BW) | _WHERE | _ACTIVATION | _LAYER_NORM | _RANDOM | _NLL
                       | _VAR | set(_EXTREME) | _EXTREME_BW | _FILLED | _EMBEDDING | set(_ANY_ALL) | _ARANGE
-                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | _INDEX_DIM0
+                      | _ASSERT | _SHUFFLE | _SCAN | _BMM | _SPLIT | _INDEX_DIM0 | _TOPK
                       | {aten.cat.default, aten.scatter_add.default})
 """The aten overloads the lowering runs on clbound; any other is a graph break."""
 
@@ -2118,7 +2223,8 @@ _LOWERERS: List[Tuple[Any, Callable[..., Any]]] = [
     (_FILLED, lambda node, name, val: _lower_filled(node, name)), (_EMBEDDING, _lower_embedding),
     (_ANY_ALL, _lower_any_all), (_ARANGE, lambda node, name, val: _lower_arange(node, name)),
     ({aten.flip.default}, _lower_flip), ({aten.repeat.default}, _lower_repeat), (_BMM, _lower_bmm),
-    (_SPLIT, _lower_split), ({aten.scatter_add.default}, _lower_scatter_add), (_INDEX_DIM0, _lower_int_index)]
+    (_SPLIT, _lower_split), ({aten.scatter_add.default}, _lower_scatter_add), (_INDEX_DIM0, _lower_int_index),
+    (_TOPK, _lower_topk)]
 """(aten ops, their lowering (node, name, val) -> step), tried in order."""
 
 

@@ -6,6 +6,7 @@ Skipped where torch is missing (CLBOUND_TEST_TORCH=1 make test installs it into
 the test venv; CI does, and there a missing torch fails, as conftest.py's
 `torch` fixture does)."""
 import logging
+import math
 import os
 
 import numpy as np
@@ -1943,6 +1944,96 @@ def test_index_put_forms_clbound_does_not_run_match_eager():
         torch._dynamo.mark_dynamic(x, 0, min=3, max=16)
         np.testing.assert_allclose(c(x, i).numpy(), f(x, i).numpy(), rtol=1e-6, atol=1e-6)
         assert op in cd.stats()["graph_break_ops"], cd.stats()
+
+
+@pytest.mark.parametrize("name", ["largest_last", "smallest_over_the_batch", "k_of_all", "smallest_of_all",
+                                  "values_only"])
+def test_topk_matches_eager_with_nan_inf_and_ties(name):
+    """topk as k passes of max: values and indices as eager's, NaN the
+    largest (and, for the smallest, after +inf), -inf and +inf in place, over
+    the last dim and over the dynamic batch; where values tie, PyTorch's order
+    is unspecified, so the indices there are checked to pick those values,
+    each once. Gradients (a scatter of k values per position) against eager's."""
+    f = {"largest_last": lambda x: x.topk(3, -1), "smallest_over_the_batch": lambda x: x.topk(2, 0, largest=False),
+         "k_of_all": lambda x: x.topk(7, 1), "smallest_of_all": lambda x: x.topk(7, 1, largest=False),
+         "values_only": lambda x: x.topk(2, 1).values * 2}[name]
+    c = torch.compile(f, backend="clbound")
+    g = torch.Generator().manual_seed(14)
+    for n in (5, 3, 8):
+        x = torch.randn(n, 7, generator=g)
+        # -inf after a taken position, +inf after a NaN in its row, NaN in the last row
+        x[0, 6], x[0, 1], x[1, 2], x[1, 4], x[-1, 5] = -math.inf, math.inf, math.nan, math.inf, math.nan
+        x[2, 3] = x[2, 6]  # a tie
+        x.requires_grad_()
+        torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+        got, want = c(x), f(x)
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for a, b in zip(got, want):
+            assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_array_equal(got[0].detach().numpy(), want[0].detach().numpy())  # values, NaN in place
+        if len(got) == 2:
+            dim = 0 if name == "smallest_over_the_batch" else 1
+            picked = x.detach().gather(dim, got[1])
+            np.testing.assert_array_equal(picked.numpy(), got[0].detach().numpy())
+            srt = got[1].sort(dim).values
+            assert (srt.diff(dim=dim) > 0).all()  # each position once
+            ties = (x.detach() == x.detach()[2, 6]).sum() > 1
+            if not ties:
+                np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+        w = torch.randn(got[0].shape, generator=g)
+        gx, = torch.autograd.grad((got[0].nan_to_num(0.0, 0.0, 0.0) * w).sum(), x)
+        wx, = torch.autograd.grad((want[0].nan_to_num(0.0, 0.0, 0.0) * w).sum(), x)
+        # the tied pair's gradient goes to whichever of the two was picked: compared as their sum
+        for t in (gx, wx):
+            t[2, 3] += t[2, 6]
+            t[2, 6] = 0
+        np.testing.assert_allclose(gx.numpy(), wx.numpy(), rtol=1e-6, atol=1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: topk and its backward's scatter broke it
+
+
+class MoE(torch.nn.Module):
+    """A mixture-of-experts layer: a router's top-2 experts per row, their
+    softmax weights, the experts' outputs picked by gather."""
+    EXPERTS = 4
+
+    def __init__(self):
+        super().__init__()
+        self.router, self.experts = torch.nn.Linear(6, self.EXPERTS), torch.nn.Linear(6, 3 * self.EXPERTS)
+        self.head = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        scores, chosen = self.router(x).topk(2, -1)
+        outs = self.experts(x).view(x.shape[0], self.EXPERTS, 3)
+        picked = outs.gather(1, chosen[:, :, None].expand(-1, -1, 3))
+        h = (scores.softmax(-1)[:, :, None] * picked).sum(1)
+        return torch.sigmoid(self.head(torch.relu(h))).squeeze(1), chosen
+
+
+def test_mixture_of_experts_routing_trains_in_the_graph():
+    """Top-2 routing: topk's values and their backward, the experts' outputs
+    gathered with its indices and gather's backward, in one graph; indices
+    exactly as eager's (random scores, no ties), values and gradients against
+    float64."""
+    model, ref, compiled = f64_twin(MoE)
+    # against float64: values within 1e-5 relative (1e-6 absolute), gradients within 1e-5 relative (1e-6 absolute)
+    check_against_f64(model, ref, compiled, dynamic_batches(6, 2, 12, 6), 1e-5, 1e-6, 1e-5, 1e-6)
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()  # before: topk, its backward and gather's broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
+def test_scatter_of_repeated_indices_fails_the_call():
+    """A scatter of several values per position whose indices repeat: PyTorch
+    leaves which value lands undefined, so the compiled call fails (at its
+    sync), and the next call runs."""
+    f = lambda x, i: x.new_zeros(x.shape[0], 5).scatter(1, i.expand(x.shape[0], 2), x[:, :2])  # noqa: E731
+    c = torch.compile(f, backend="clbound")
+    x, good, bad = torch.randn(3, 5), torch.tensor([[4, 1]]), torch.tensor([[2, 2]])
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    np.testing.assert_array_equal(c(x, good).numpy(), f(x, good).numpy())
+    assert cd.stats()["graph_breaks"] == 0, cd.stats()
+    with pytest.raises(RuntimeError, match="repeats"):
+        c(x, bad)
+    np.testing.assert_array_equal(c(x, good).numpy(), f(x, good).numpy())
 
 
 def test_scatter_add_checks_its_indices():
