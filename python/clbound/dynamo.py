@@ -1023,6 +1023,12 @@ def _lower_var(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     return var
 
 
+def _first_hit(ctx: Context, hit: Tensor, iota: Tensor, size: int, d: int, keepdim: bool) -> Tensor:
+    """The first position along d where hit holds (size, more than any
+    position, where none does): min over where(hit, iota, size), as -max(-.)."""
+    return ctx.neg(ctx.reduce_dim("max", ctx.neg(ctx.where(hit, iota, size)), d, keepdim))
+
+
 def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
     """amin, argmax/argmin and max.dim/min.dim (values and indices) over one
     dim (or, for argmax/argmin, over all of a static tensor), from
@@ -1068,7 +1074,7 @@ def _lower_extreme(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
         hit = ctx.compare("eq", x, top)
         if m.dtype.is_floating_point:
             hit = ctx.logical_or(hit, ctx.compare("ne", x, x))
-        return ctx.unary("neg", ctx.reduce_dim("max", ctx.unary("neg", ctx.where(hit, iota, size)), d, keepdim))
+        return _first_hit(ctx, hit, iota, size, d, keepdim)
 
     def run(ctx: Context, env: Dict[Any, Any]) -> Any:
         x = val(env, src)
@@ -1111,7 +1117,7 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
     if mo.dim() < 1 or _is_sym(mo.shape[-1]):
         raise Unsupported(f"{name}: a dynamic embedding width")
     width = int(mo.shape[-1])
-    held: Dict[str, Tensor] = {}  # ones [1, D] (forward) or iota [1, V] (backward), made at the first call
+    held: Dict[str, Tensor] = {}  # ones [1, D] (forward), made at the first call
 
     def flat_indices(ctx: Context, env: Dict[Any, Any]) -> Tensor:
         i = val(env, idx)
@@ -1140,25 +1146,26 @@ def _lower_embedding(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
     freq = args[4] if len(args) > 4 else node.kwargs.get("scale_grad_by_freq", False)
     if freq or not isinstance(n_rows, int) or not isinstance(pad, int):
         raise Unsupported(f"{name}: scale_grad_by_freq or a symbolic number of rows")
-    try:
-        m_bound = int(np.prod([_upper_bound(d, node, k) if _is_sym(d) else int(d) for k, d in enumerate(mi.shape)]))
-    except UnboundedSizeError as e:
-        raise Unsupported(f"{name}: {e}")
+    m_bound = int(np.prod(_shape_bounds(list(mi.shape), node, name)[0], dtype=np.int64))
     if m_bound * n_rows > _ONE_HOT_MAX:
         raise Unsupported(f"{name}: a one-hot of {m_bound} x {n_rows} elements (more than {_ONE_HOT_MAX})")
+    table_rows = _positions(node, n_rows, 2, 1, name)  # [1, V]
 
     def embed_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
-        iota = held.get("iota")
-        if iota is None:
-            iota = held["iota"] = ctx.from_numpy(np.arange(n_rows, dtype=np.int64).reshape(1, n_rows))
         col = flat_indices(ctx, env)
-        hit = ctx.compare("eq", col, iota)  # [M, V]
+        hit = ctx.compare("eq", col, table_rows(ctx, env))  # [M, V]
         if pad >= 0:
             hit = ctx.logical_and(hit, ctx.compare("ne", col, pad))
-        g = val(env, grad)
-        onehot = ctx.cast(hit, g.dtype)
-        return _V(ctx.matmul(onehot, ctx.reshape(g, (-1, width)), trans_a=True))
+        return _V(_one_hot_sum(ctx, hit, val(env, grad), width))
     return embed_bw
+
+
+def _one_hot_sum(ctx: Context, hit: Tensor, values: Tensor, width: int) -> Tensor:
+    """The rows [N, W] summing values' rows (reshaped to [M, W]) where hit
+    [M, N] holds: onehot^T @ values, one GEMM, no atomics, so repeated rows
+    add up the same on every run (an inf or NaN among the values makes NaN in
+    the other rows of its column, 0 * inf)."""
+    return ctx.matmul(ctx.cast(hit, values.dtype), ctx.reshape(values, (-1, width)), trans_a=True)
 
 
 def _lower_any_all(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1481,7 +1488,7 @@ def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
     classes = int(xm.shape[1])
     ignore = int(ignore)
     npdt = _np_dtype(xm.dtype, name)
-    held: Dict[str, Tensor] = {}  # arange(C), made at the first call on the graph's context
+    classes_iota = _positions(x_node, classes, 1, 0, name)  # arange(C)
     # nll_loss2d ([N, C, H, W] by [N, H, W]: F.cross_entropy of [N, C, T] by [N, T]
     # views it so) is nll_loss of the rows [N * H * W, C]: the classes moved
     # last (clb_permute) and back, the per-position losses shaped as the targets
@@ -1512,11 +1519,8 @@ def _lower_nll(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Calla
         return nll
 
     def nll_bw(ctx: Context, env: Dict[Any, Any]) -> _V:
-        ar = held.get("arange")
-        if ar is None:
-            ar = held["arange"] = ctx.from_numpy(np.arange(classes, dtype=np.int64))
         t = flat_t(ctx, val(env, t_node))
-        hot = ctx.binary("mul", ctx.compare("eq", ctx.reshape(t, [-1, 1]), ar),
+        hot = ctx.binary("mul", ctx.compare("eq", ctx.reshape(t, [-1, 1]), classes_iota(ctx, env)),
                          ctx.reshape(ctx.compare("ne", t, ignore), [-1, 1]))  # and, of bools: [N, C]
         g = ctx.neg(val(env, args[0]))
         if reduction == 1:
@@ -1734,7 +1738,7 @@ def _lower_scatter(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> C
     return scatter
 
 
-_TOPK_MAX = 16  # k of a topk lowered as k passes of max (28 launches each past the first)
+_TOPK_MAX = 16  # k of a topk lowered as k passes of max (25 launches each past the first)
 
 
 def _lower_topk(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Callable[..., Any]:
@@ -1772,30 +1776,61 @@ def _lower_topk(node: torch.fx.Node, name: str, val: Callable[..., Any]) -> Call
             nan = ctx.compare("ne", x, x)
             x = ctx.where(nan, -math.inf, ctx.neg(x))
         iota = positions(ctx, env)
-        taken = None
+        free = None  # the positions not taken yet
         values: List[Tensor] = []
         indices: List[Tensor] = []
         for _ in range(k):
-            cur = x if taken is None else ctx.where(taken, -math.inf, x)
+            cur = x if free is None else ctx.where(free, x, -math.inf)
             top = ctx.reduce_dim("max", cur, d, True)
             hit = ctx.compare("eq", cur, top)
             if largest:  # NaN is the largest: max gives it, and it equals nothing
                 hit = ctx.logical_or(hit, ctx.compare("ne", cur, cur))
-            if taken is not None:
-                hit = ctx.logical_and(hit, ctx.compare("eq", taken, 0))
+            if free is not None:
+                hit = ctx.logical_and(hit, free)
             if nan is not None:  # an inf before a NaN, both -inf here: the NaN only when nothing else is left
                 other = ctx.logical_and(hit, ctx.compare("eq", nan, 0))
                 hit = ctx.where(any_along(ctx, other), other, hit)
-            first = ctx.neg(ctx.reduce_dim("max", ctx.neg(ctx.where(hit, iota, size)), d, True))
-            mark = ctx.compare("eq", iota, first)
-            taken = mark if taken is None else ctx.logical_or(taken, mark)
+            first = _first_hit(ctx, hit, iota, size, d, True)
+            left = ctx.compare("ne", iota, first)
+            free = left if free is None else ctx.logical_and(free, left)
             if nan is not None:
-                top = ctx.where(any_along(ctx, ctx.logical_and(mark, nan)), math.nan, ctx.neg(top))
+                picked_nan = ctx.logical_and(ctx.compare("eq", iota, first), nan)
+                top = ctx.where(any_along(ctx, picked_nan), math.nan, ctx.neg(top))
             values.append(top)
             indices.append(first)
         out_v, out_i = (ctx.cat(values, d), ctx.cat(indices, d)) if k > 1 else (values[0], indices[0])
         return _V(out_v), _V(out_i)
     return topk
+
+
+class _HitsAlong:
+    """Indices (k per position along dim d) compared with the positions along
+    x's dim d, an axis inserted before the indices' own ([.., 1, k, ..]
+    against [.., n, 1, ..]): the comparison that scatter_add and a scatter of
+    several values per position sum over, with no atomics. Every index is
+    checked to be in [0, n) on the device. Past _ONE_HOT_MAX elements at the
+    bounds the graph breaks."""
+
+    def __init__(self, x: torch.fx.Node, index: torch.fx.Node, d: int, name: str) -> None:
+        mx, mi = _meta(x), _meta(index)
+        ibounds = _lowering_bounds(index, name)[0]
+        n_ub = _lowering_bounds(x, name)[0][d]
+        if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _ONE_HOT_MAX:
+            raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
+                              f"(more than {_ONE_HOT_MAX} elements)")
+        self.widen = _reshaper(list(mi.shape[:d]) + [1] + list(mi.shape[d:]), index, ibounds, name)
+        self.positions = _positions(x, mx.shape[d], mx.dim() + 1, d, name)
+        self.size = mx.shape[d].node.expr if _is_sym(mx.shape[d]) else int(mx.shape[d])
+        self.d = d
+
+    def hits(self, ctx: Context, env: Dict[Any, Any], idx: Tensor, what: str) -> Tensor:
+        """[.., n, k, ..]: whether index k is position n."""
+        _check_range(ctx, idx, _eval_shape([self.size], env["__sizes__"])[0], what)
+        return ctx.compare("eq", self.widen(ctx, env, idx), self.positions(ctx, env))
+
+    def sums(self, ctx: Context, env: Dict[Any, Any], hit: Tensor, src: Tensor) -> Tensor:
+        """Each position's sum of the src values whose index is it."""
+        return ctx.reduce_dim("sum", ctx.where(hit, self.widen(ctx, env, src), 0), self.d + 1, False)
 
 
 def _scatter_several(node: torch.fx.Node, name: str, val: Callable[..., Any], x: torch.fx.Node, d: int,
@@ -1805,29 +1840,17 @@ def _scatter_several(node: torch.fx.Node, name: str, val: Callable[..., Any], x:
     positions ([.., n, 1, ..]), each position's hits counted (more than one
     fails the call's sync) and its value summed over k (the one hit's), and
     base kept where none hit."""
-    mx, mi = _meta(x), _meta(index)
-    ibounds = _lowering_bounds(index, name)[0]
-    n_ub = _lowering_bounds(x, name)[0][d]
-    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _ONE_HOT_MAX:
-        raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
-                          f"(more than {_ONE_HOT_MAX} elements)")
-    wide = list(mi.shape[:d]) + [1] + list(mi.shape[d:])
-    widen = _reshaper(wide, index, ibounds, name)
-    positions = _positions(x, mx.shape[d], mx.dim() + 1, d, name)
-    size = mx.shape[d].node.expr if _is_sym(mx.shape[d]) else int(mx.shape[d])
+    along = _HitsAlong(x, index, d, name)
 
     def scatter(ctx: Context, env: Dict[Any, Any]) -> _V:
-        idx = val(env, index)
-        _check_range(ctx, idx, _eval_shape([size], env["__sizes__"])[0], "scatter")
-        hit = ctx.compare("eq", widen(ctx, env, idx), positions(ctx, env))  # [.., n, k, ..]
+        hit = along.hits(ctx, env, val(env, index), "scatter")
         count = ctx.reduce_dim("sum", hit, d + 1, False)
         ctx.assert_async(ctx.compare("le", count, 1),
                          "scatter: an index repeats among one position's indices (PyTorch's result is undefined)")
         base = val(env, x)
         if value:
             return _V(_cast_to(ctx, ctx.where(ctx.compare("gt", count, 0), src, base), node))
-        sums = ctx.reduce_dim("sum", ctx.where(hit, widen(ctx, env, val(env, src)), 0), d + 1, False)
-        return _V(ctx.where(ctx.compare("gt", count, 0), sums, base))
+        return _V(ctx.where(ctx.compare("gt", count, 0), along.sums(ctx, env, hit, val(env, src)), base))
     return scatter
 
 
@@ -1877,11 +1900,11 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
     a where and a sum over k. No atomics, so the same sums on every run, at the
     cost of n * index's elements at the bounds: past _ONE_HOT_MAX it breaks
     the graph. index and src of one shape, base's sizes beside dim; n may be
-    dynamic (the sequence a gather picked from). Where base is not gather's
-    An index outside [0, n) fails the call's sync (a DeviceCheckError, a
-    RuntimeError as eager's): gather's backward looks like a user's
-    new_zeros(...).scatter_add(...), so both are checked. Where index's sizes beside dim are other symbols than base's
-    (a gather's indices from another input: the batch of actions picking
+    dynamic (the sequence a gather picked from). An index outside [0, n)
+    fails the call's sync (a DeviceCheckError, a RuntimeError as eager's):
+    gather's backward looks like a user's new_zeros(...).scatter_add(...), so
+    both are checked. Where index's sizes beside dim are other symbols than
+    base's (a gather's indices from another input: the batch of actions picking
     Q-values), the sums go into zeros of base's sizes at [0, index's size) of
     each dim (clb_basic_index_put; an index larger than base there fails as in
     PyTorch)."""
@@ -1900,15 +1923,8 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
     same = all(str(a) == str(b) for k, (a, b) in enumerate(zip(mx.shape, mi.shape)) if k != d)
     if mi.dtype != torch.int64:
         raise Unsupported(f"{name}: indices of {mi.dtype}")
-    ibounds = _lowering_bounds(index, name)[0]
-    n_ub = _lowering_bounds(x, name)[0][d]
-    if int(np.prod(ibounds, dtype=np.int64)) * n_ub > _ONE_HOT_MAX:
-        raise Unsupported(f"{name}: a comparison of {ibounds} indices with {n_ub} positions "
-                          f"(more than {_ONE_HOT_MAX} elements)")
+    along = _HitsAlong(x, index, d, name)
     zeros = getattr(x, "target", None) is aten.new_zeros.default
-    wide = list(mi.shape[:d]) + [1] + list(mi.shape[d:])  # an axis for the positions, before k
-    widen = _reshaper(wide, index, ibounds, name)
-    iota = _positions(x, mx.shape[d], r + 1, d, name)
     x_parts, i_parts = _shape_parts(x), _shape_parts(index)
     x_bounds, x_dynamic = _lowering_bounds(x, name)
     npdt = _np_dtype(mx.dtype, name)
@@ -1921,10 +1937,7 @@ def _lower_scatter_add(node: torch.fx.Node, name: str, val: Callable[..., Any]) 
         return out
 
     def scatter_add(ctx: Context, env: Dict[Any, Any]) -> _V:
-        idx = val(env, index)
-        _check_range(ctx, idx, _eval_shape([x_parts[d]], env["__sizes__"])[0], "scatter_add")
-        hit = ctx.compare("eq", widen(ctx, env, idx), iota(ctx, env))  # [.., n, k, ..]
-        sums = ctx.reduce_dim("sum", ctx.where(hit, widen(ctx, env, val(env, src)), 0.0), d + 1, False)
+        sums = along.sums(ctx, env, along.hits(ctx, env, val(env, index), "scatter_add"), val(env, src))
         if not same:
             sums = placed(ctx, env, sums)
         return _V(_cast_to(ctx, sums if zeros else ctx.add(val(env, x), sums), node))
@@ -2045,9 +2058,8 @@ def _lower_int_index(node: torch.fx.Node, name: str, val: Callable[..., Any]) ->
     zeros = tgt is aten.index_put.default and getattr(x, "target", None) is aten.new_zeros.default
 
     def index_put(ctx: Context, env: Dict[Any, Any]) -> _V:
-        v = val(env, values)
-        hot = ctx.cast(ctx.compare("eq", rows(ctx, env), positions(ctx, env)), v.dtype)  # [M, N]
-        sums = shaped_x(ctx, env, ctx.matmul(hot, ctx.reshape(v, [-1, width]), trans_a=True))  # [N, W]
+        hit = ctx.compare("eq", rows(ctx, env), positions(ctx, env))  # [M, N]
+        sums = shaped_x(ctx, env, _one_hot_sum(ctx, hit, val(env, values), width))  # [N, W]
         return _V(sums if zeros else ctx.add(val(env, x), sums))
     return index_put
 
