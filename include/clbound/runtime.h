@@ -328,7 +328,8 @@ typedef struct clb_counters {
   uint64_t programs_upgraded;     /* programs built unoptimized (CLBOUND_COLD_BUILD=fast) that this
                                      context replaced by the store helper's optimized build while it ran */
   uint64_t host_sync_blocks;      /* host syncs in which the calling thread blocked in the driver: every
-                                     one that did not poll the device to its end (CLBOUND_SYNC_SPIN_US) */
+                                     one that did not poll the device to its end (CLBOUND_SYNC_SPIN_US,
+                                     CLBOUND_SYNC_YIELD_MS) */
 } clb_counters;
 
 CLB_API clb_status clb_context_counters(clb_context_t ctx, clb_counters *out);

@@ -91,6 +91,9 @@ static clb_status init_common(clb_context_t ctx, const clb_context_options *opts
   const int64_t spin_us = clb__env_int(CLB_ENV_SYNC_SPIN_US); /* -1: auto */
   ctx->sync_spin_auto = spin_us < 0;
   ctx->sync_spin_ns = (spin_us < 0 ? (ctx->info.is_cpu ? CLB_SYNC_SPIN_AUTO_US : 0) : spin_us) * 1000;
+  const int64_t yield_ms = clb__env_int(CLB_ENV_SYNC_YIELD_MS); /* -1: auto */
+  ctx->sync_yield_ns =
+      (yield_ms < 0 ? (ctx->info.is_cpu && ctx->sync_spin_auto ? CLB_SYNC_YIELD_AUTO_MS : 0) : yield_ms) * 1000000;
   ctx->log_mask = clb__log_env_mask();
   keep_driver(ctx);
   if ((st = clb__traits_init(ctx)) != CLB_OK) return st;

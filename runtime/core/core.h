@@ -38,6 +38,12 @@
  * (runtime/core/sync.c; docs/design.md, "Host syncs") */
 #define CLB_SYNC_SPIN_AUTO_US 200
 
+/* CLBOUND_SYNC_YIELD_MS unset on a CPU device whose CLBOUND_SYNC_SPIN_US is
+ * unset too: past its polling budget, a host sync goes on checking the device
+ * for up to this many milliseconds, yielding the CPU between checks, before it
+ * blocks (runtime/core/sync.c) */
+#define CLB_SYNC_YIELD_AUTO_MS 20
+
 /* Each launch gets an id; the ring remembers what the last ones were so that a
  * sticky error raised on the device can name the op and its bounds. */
 #define CLB_LAUNCH_RING 1024
@@ -191,6 +197,9 @@ struct clb_context {
   int64_t sync_spin_ns;
   int sync_spin_auto;
   int64_t sync_wait_ns;
+  /* then it checks for up to sync_yield_ns more, yielding the CPU between
+   * checks (CLBOUND_SYNC_YIELD_MS), before it blocks */
+  int64_t sync_yield_ns;
   /* runtime/core/hostptr.c: 0 until asked, 1 when a buffer's map pointer is its
    * own memory (checked once), -1 when native kernels must map every time */
   int host_ptrs;

@@ -1,5 +1,6 @@
 /* sync.c: host syncs and the device status word: a sync finishes the queue, and
  * a sticky bit raised by a kernel becomes a status and a message naming the op. */
+#include <sched.h> /* sched_yield */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -121,23 +122,37 @@ static void cpu_relax(void) {
  * budget (CLBOUND_SYNC_SPIN_US): a short wait never puts the thread to sleep.
  * By default (auto) only on CPU devices, and only while the recent syncs
  * waited less than the budget, since there the polling takes a core from the
- * device's own threads. *blocked says whether the thread blocked. On an error
- * nothing is left pending into w. */
+ * device's own threads. Past the budget (or in its place, when it is skipped)
+ * the event is checked for up to sync_yield_ns more with sched_yield between
+ * checks (CLBOUND_SYNC_YIELD_MS): the thread stays runnable but gives its core
+ * to any thread that wants it, such as the device's, and sees the end without
+ * being woken. *blocked says whether the thread blocked. On an error nothing
+ * is left pending into w. */
 static cl_int read_status(clb_context_t ctx, cl_int *w, size_t bytes, int *blocked) {
   int64_t budget = ctx->sync_spin_ns;
   if (ctx->sync_spin_auto && ctx->sync_wait_ns >= budget) budget = 0;
+  const int64_t yield = ctx->sync_yield_ns;
   *blocked = 1;
-  if (budget <= 0) return clEnqueueReadBuffer(ctx->queue, ctx->status, CL_TRUE, 0, bytes, w, 0, NULL, NULL);
+  if (budget <= 0 && yield <= 0) return clEnqueueReadBuffer(ctx->queue, ctx->status, CL_TRUE, 0, bytes, w, 0, NULL, NULL);
   cl_event ev = NULL;
   cl_int e = clEnqueueReadBuffer(ctx->queue, ctx->status, CL_FALSE, 0, bytes, w, 0, NULL, &ev);
   if (e == CL_SUCCESS) e = clFlush(ctx->queue); /* polling alone need not submit the commands */
-  const double end = clb__now_ms() + (double)budget * 1e-6;
+  const double spin_end = clb__now_ms() + (double)budget * 1e-6, yield_end = spin_end + (double)yield * 1e-6;
+  int yielding = budget <= 0;
   cl_int s = CL_QUEUED;
   for (unsigned i = 0; e == CL_SUCCESS; i++) {
     e = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
     if (e != CL_SUCCESS || s <= CL_COMPLETE) break; /* done, or failed (a negative status) */
+    if (yielding) {
+      if (clb__now_ms() >= yield_end) break;
+      sched_yield();
+      continue;
+    }
     for (int k = 0; k < 8; k++) cpu_relax();
-    if ((i & 7) == 7 && clb__now_ms() >= end) break;
+    if ((i & 7) == 7 && clb__now_ms() >= spin_end) {
+      if (yield <= 0) break;
+      yielding = 1;
+    }
   }
   if (e == CL_SUCCESS && s == CL_COMPLETE) *blocked = 0;
   else if (e == CL_SUCCESS) e = clWaitForEvents(1, &ev); /* still running (or failed: its error) */
