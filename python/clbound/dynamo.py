@@ -58,7 +58,7 @@ _lock = threading.Lock()
 _ctx: Optional[Context] = None
 _logged_breaks: set = set()
 _STAT_KEYS = ("frames", "graphs_lowered", "graph_breaks", "calls", "uploads", "uploads_skipped", "shared",
-              "outputs_shared", "fused_linear", "fused_op_by_op", "openmp_pauses")
+              "outputs_shared", "outputs_read", "fused_linear", "fused_op_by_op", "openmp_pauses")
 _stats: Dict[str, int] = {k: 0 for k in _STAT_KEYS}
 
 
@@ -86,7 +86,9 @@ def stats() -> Dict[str, Any]:
     (parameters given to the device without a copy, once each, on a device whose
     buffers are host memory: their later calls count as uploads_skipped, also
     after the optimizer changed them), outputs_shared (outputs handed to
-    PyTorch over the device's memory, no copy, on such a device), openmp_pauses
+    PyTorch over the device's memory, no copy, on such a device), outputs_read
+    (outputs copied into a torch tensor of the size the inputs give, made
+    before the call's wait, which fills it), openmp_pauses
     (calls that paused PyTorch's idle OpenMP threads: config.pause_openmp),
     plus the Context's host syncs, program builds and kernels compiled."""
     out: Dict[str, Any] = dict(_stats)
@@ -277,7 +279,7 @@ class _Lowered:
         self.in_cache[i] = (weakref.ref(x), x._version, x.data_ptr(), t)
         return _V(t)
 
-    def _read(self, items: List[Tuple[_V, torch.fx.Node]], keep: set) -> List[torch.Tensor]:
+    def _read(self, items: List[Tuple[_V, torch.fx.Node]], keep: set, sizes: Dict[Any, int]) -> List[torch.Tensor]:
         """The outputs items ((value, node) pairs) as torch tensors, with one
         host sync. Where the device's buffers are host memory, an output that
         this call's ops made and that no other output, saved tensor or input
@@ -287,7 +289,10 @@ class _Lowered:
         device still computes them, so that the call returns right after its
         wait. The others are copied, so that PyTorch's in-place ops on an
         output never change what clbound still reads, and so is an output
-        using less than half its buffer. keep: the data buffers
+        using less than half its buffer. A copy whose sizes the inputs give
+        (sizes: the call's symbols) goes straight into a torch tensor made
+        before the wait, which the sync fills (clb_tensors_read): no Python
+        between the wait and the return. keep: the data buffers
         (Tensor.data_mem) of the inputs and the saved outputs; a view is its
         base's buffer."""
         ts = [v.t for v, _ in items]
@@ -319,6 +324,20 @@ class _Lowered:
                 # device computes, and not after the wait
                 items[k] = (None, items[k][1])
                 ts[k] = None
+        # copies of sizes the inputs give: read into their torch tensors by the
+        # wait itself (an output of a size the device says otherwise is mended below)
+        into: List[Tuple[int, torch.Tensor]] = []
+        for k, (v, a) in enumerate(items):
+            if out[k] is not None or v.trans or not _views["early"]:
+                continue
+            want = _meta(a).dtype
+            if _TORCH_TO_NP.get(want) != ts[k].dtype:
+                continue
+            shape = _eval_shape(self.out_shapes[a], sizes)
+            if shape is not None and (not own[k] or 2 * math.prod(shape) < ts[k].bound_numel):
+                into.append((k, torch.empty(shape, dtype=want)))
+        if into:
+            self._read_into(ts, into, out)
         late = [k for k, o in enumerate(own) if o and out[k] is None]
         if late:
             try:
@@ -338,13 +357,35 @@ class _Lowered:
                 else:
                     _stats["outputs_shared"] += 1
                 out[k] = _host_torch(arr, *items[k])
-        rest = [k for k, o in enumerate(own) if not o]
+        rest = [k for k, o in enumerate(own) if not o and out[k] is None]
         if rest:
             for k, arr in zip(rest, self.ctx.numpy_all([ts[k] for k in rest])):
                 out[k] = _host_torch(arr, *items[k])
-        elif not late:
+        elif not late and not into:
             self.ctx.sync()  # the one wait: the early views are read only after it
         return out
+
+    def _read_into(self, ts: List[Tensor], into: List[Tuple[int, torch.Tensor]], out: List[Any]) -> None:
+        """Reads ts[k] into each (k, tensor) of into with one host sync
+        (clb_tensors_read) and puts the results in out[k]: the tensor, or its
+        first elements at the sizes the device gives where they are smaller;
+        where they are larger (the tensor too small: nothing read), out[k]
+        stays None for every one, for the other paths."""
+        n = len(into)
+        ctx = self.ctx
+        hs = (L.p * n)(*[ctx._arg(ts[k], "output").value for k, _ in into])
+        hosts = (L.p * n)(*[x.data_ptr() for _, x in into])
+        caps = (ctypes.c_size_t * n)(*[x.numel() * x.element_size() for _, x in into])
+        dims = (ctypes.c_int64 * (n * L.MAX_RANK))()
+        st = L.ts_read(ctx._live(), n, hs, dims, hosts, caps, None)
+        if st != 0 and L.status_name(st).decode() != "ERR_BUFFER_SMALL":
+            ctx._check(st)
+        if st != 0:
+            return
+        for j, (k, x) in enumerate(into):
+            got = tuple(dims[j * L.MAX_RANK:j * L.MAX_RANK + x.dim()])
+            out[k] = x if got == tuple(x.shape) else x.view(-1)[:math.prod(got)].view(got)
+            _stats["outputs_read"] += 1
 
     def __call__(self, args: List[Any]) -> List[Any]:
         self.held = []
@@ -412,7 +453,7 @@ class _Lowered:
             # read them); the inputs are held by the caches and self.held
             env.clear()
             given.clear()
-            for (i, _), x in zip(reads, self._read(items, keep)):
+            for (i, _), x in zip(reads, self._read(items, keep, sizes)):
                 outs[i] = x
         elif self.used_shared or self.held:
             # nothing read: wait anyway, before PyTorch may step a shared parameter or

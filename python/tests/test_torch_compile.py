@@ -8,6 +8,7 @@ the test venv; CI does, and there a missing torch fails, as conftest.py's
 import logging
 import math
 import os
+import types
 
 import numpy as np
 import pytest
@@ -2293,20 +2294,44 @@ def test_gradients_reach_pytorch_without_a_copy():
 
 def test_small_outputs_are_copied_not_kept_at_their_bound():
     # an inference output over the device's memory would keep a buffer sized at
-    # the bound [<=4096, 1]; one using less than half of it is copied instead
+    # the bound [<=4096, 1]; one using less than half of it is copied instead,
+    # straight into a tensor of the batch's size that the call's wait fills
     torch.manual_seed(0)
     model = WideMLP()
     compiled = torch.compile(model, backend="clbound")
     for n, shared in ((64, 0), (3000, 1)):
         x = torch.randn(n, 256)
         torch._dynamo.mark_dynamic(x, 0, min=2, max=4096)
-        before = cd.stats()["outputs_shared"]
+        before = cd.stats()
         with torch.no_grad():
             got = compiled(x)
             want = model(x)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
         assert got.shape == (n, 1)
-        assert cd.stats()["outputs_shared"] - before == (shared if _host_memory_device() else 0), n
+        now = cd.stats()
+        shared = shared if _host_memory_device() else 0
+        assert now["outputs_shared"] - before["outputs_shared"] == shared, n
+        assert now["outputs_read"] - before["outputs_read"] == 1 - shared, n
+        if not shared:
+            assert got.untyped_storage().nbytes() == n * 4, n
+
+
+def test_an_output_read_into_a_tensor_takes_the_devices_sizes():
+    # _read_into's contract where the sizes the inputs give and the device's
+    # differ (an internal error, never a wrong value): a tensor larger than the
+    # device's sizes holds them and is cut to them; a smaller one reads nothing
+    ctx = cd.context()
+    vals = np.arange(12, dtype=np.float32).reshape(6, 2)
+    t = ctx.from_numpy(vals, bounds=(10, 2), dynamic=(True, False))
+    low = types.SimpleNamespace(ctx=ctx)
+    out = [None, None]
+    cd._Lowered._read_into(low, [t, t], [(0, torch.full((6, 2), -1.0)), (1, torch.full((8, 2), -1.0))], out)
+    for got in out:
+        assert got.shape == (6, 2)
+        np.testing.assert_array_equal(got.numpy(), vals)
+    out = [None, None]
+    cd._Lowered._read_into(low, [t, t], [(0, torch.empty(6, 2)), (1, torch.empty(5, 2))], out)
+    assert out == [None, None]
 
 
 def test_an_output_written_in_place_leaves_its_backward_alone():
