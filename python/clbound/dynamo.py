@@ -325,7 +325,8 @@ class _Lowered:
                 items[k] = (None, items[k][1])
                 ts[k] = None
         # copies of sizes the inputs give: read into their torch tensors by the
-        # wait itself (an output of a size the device says otherwise is mended below)
+        # wait itself (where the device's sizes differ, _read_into cuts the
+        # tensor to them or leaves the output to the paths below)
         into: List[Tuple[int, torch.Tensor]] = []
         for k, (v, a) in enumerate(items):
             if out[k] is not None or v.trans or not _views["early"]:
