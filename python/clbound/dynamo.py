@@ -296,15 +296,19 @@ class _Lowered:
         (Tensor.data_mem) of the inputs and the saved outputs; a view is its
         base's buffer."""
         ts = [v.t for v, _ in items]
-        if not _views["on"]:
-            arrays = self.ctx.numpy_all(ts)
-            return [_host_torch(arr, v, a) for arr, (v, a) in zip(arrays, items)]
+        if not _views["on"]:  # every output a copy: those of sizes the inputs give read into their tensors
+            out: List[Any] = [None] * len(items)
+            self._read_into(ts, self._into(items, ts, out, sizes, lambda k: True), out)
+            rest = [k for k, x in enumerate(out) if x is None]
+            for k, arr in zip(rest, self.ctx.numpy_all([ts[k] for k in rest])):
+                out[k] = _host_torch(arr, *items[k])
+            return out
         mems = [t.data_mem for t in ts]
         counts: Dict[int, int] = {}
         for m in mems:
             counts[m] = counts.get(m, 0) + 1
         own = [counts[m] == 1 and m not in keep and getattr(t, "_shared", None) is None for t, m in zip(ts, mems)]
-        out: List[Any] = [None] * len(items)
+        out = [None] * len(items)
         # static sizes: no wait needed to know them (dims from the graph's shapes, all ints)
         # and wrapped as they are (a transposed or cast one is a copy, which needs the data)
         early = [k for k, o in enumerate(own) if o and _views["early"] and not items[k][0].trans
@@ -316,7 +320,7 @@ class _Lowered:
             except BufferError as e:  # this device's buffers are not host memory: copies from now on
                 _views["on"] = False
                 log.info("clbound: outputs are copied to PyTorch (%s)", e)
-                return self._read(items, keep)
+                return self._read(items, keep, sizes)
             for k, arr in zip(early, views):
                 _stats["outputs_shared"] += 1
                 out[k] = _host_torch(arr, *items[k])
@@ -324,21 +328,10 @@ class _Lowered:
                 # device computes, and not after the wait
                 items[k] = (None, items[k][1])
                 ts[k] = None
-        # copies of sizes the inputs give: read into their torch tensors by the
-        # wait itself (where the device's sizes differ, _read_into cuts the
-        # tensor to them or leaves the output to the paths below)
-        into: List[Tuple[int, torch.Tensor]] = []
-        for k, (v, a) in enumerate(items):
-            if out[k] is not None or v.trans or not _views["early"]:
-                continue
-            want = _meta(a).dtype
-            if _TORCH_TO_NP.get(want) != ts[k].dtype:
-                continue
-            shape = _eval_shape(self.out_shapes[a], sizes)
-            if shape is not None and (not own[k] or 2 * math.prod(shape) < ts[k].bound_numel):
-                into.append((k, torch.empty(shape, dtype=want)))
-        if into:
-            self._read_into(ts, into, out)
+        # copies (the others, and the small ones of this call's own) of sizes the
+        # inputs give: read into their torch tensors by the wait itself
+        into = self._into(items, ts, out, sizes, lambda k: not own[k])
+        self._read_into(ts, into, out)
         late = [k for k, o in enumerate(own) if o and out[k] is None]
         if late:
             try:
@@ -348,7 +341,7 @@ class _Lowered:
                     raise
                 _views["on"] = False
                 log.info("clbound: outputs are copied to PyTorch (%s)", e)
-                return self._read(items, keep)
+                return self._read(items, keep, sizes)
             # an output using less than half its buffer is copied after all: PyTorch
             # may keep it (predictions collected over an epoch), and a buffer is sized
             # at the bounds, not the batch
@@ -366,13 +359,33 @@ class _Lowered:
             self.ctx.sync()  # the one wait: the early views are read only after it
         return out
 
+    def _into(self, items: List[Tuple[Any, torch.fx.Node]], ts: List[Any], out: List[Any], sizes: Dict[Any, int],
+              copied: Callable[[int], bool]) -> List[Tuple[int, torch.Tensor]]:
+        """(k, a new torch tensor) for each output k not in out yet that is to
+        be copied to PyTorch (copied(k), or a small one: its sizes fill less
+        than half its buffer) and whose sizes the inputs give (_eval_shape of
+        the call's sizes), as it is (not transposed, its dtype the graph's)."""
+        into: List[Tuple[int, torch.Tensor]] = []
+        for k, (v, a) in enumerate(items):
+            if out[k] is not None or v.trans or not _views["early"]:
+                continue
+            want = _meta(a).dtype
+            if _TORCH_TO_NP.get(want) != ts[k].dtype:
+                continue
+            shape = _eval_shape(self.out_shapes[a], sizes)
+            if shape is not None and (copied(k) or 2 * math.prod(shape) < ts[k].bound_numel):
+                into.append((k, torch.empty(shape, dtype=want)))
+        return into
+
     def _read_into(self, ts: List[Tensor], into: List[Tuple[int, torch.Tensor]], out: List[Any]) -> None:
-        """Reads ts[k] into each (k, tensor) of into with one host sync
-        (clb_tensors_read) and puts the results in out[k]: the tensor, or its
-        first elements at the sizes the device gives where they are smaller;
-        where they are larger (the tensor too small: nothing read), out[k]
-        stays None for every one, for the other paths."""
+        """Reads ts[k] into each (k, tensor) of into (none: nothing) with one
+        host sync (clb_tensors_read) and puts the results in out[k]: the
+        tensor, or its first elements at the sizes the device gives where they
+        are smaller; where they are larger (the tensor too small: nothing
+        read), out[k] stays None for every one, for the other paths."""
         n = len(into)
+        if n == 0:
+            return
         ctx = self.ctx
         hs = (L.p * n)(*[ctx._arg(ts[k], "output").value for k, _ in into])
         hosts = (L.p * n)(*[x.data_ptr() for _, x in into])
