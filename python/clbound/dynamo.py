@@ -2139,7 +2139,9 @@ _BINARY = {aten.add.Tensor: "add", aten.add.Scalar: "add", aten.sub.Tensor: "sub
            aten.maximum.default: "maximum", aten.minimum.default: "minimum", aten.pow.Tensor_Scalar: "pow",
            aten.pow.Tensor_Tensor: "pow", aten.pow.Scalar: "pow", aten.floor_divide.default: "floor_divide",
            aten.div.Tensor_mode: "div", aten.div.Scalar_mode: "div",  # these two: rounding_mode="floor" only
-           aten.true_divide.Tensor: "div", aten.true_divide.Scalar: "div", prims.div.default: "div"}
+           aten.true_divide.Tensor: "div", aten.true_divide.Scalar: "div", prims.div.default: "div",
+           # Python's %: the divisor's sign, as PyTorch's remainder (fmod, then + b where the signs differ)
+           aten.remainder.Tensor: "remainder", aten.remainder.Scalar: "remainder"}
 _RSUB = {aten.rsub.Scalar: "sub", aten.rsub.Tensor: "sub"}
 _UNARY = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
           aten.exp.default: "exp", aten.log.default: "log", aten.neg.default: "neg", aten.erf.default: "erf",

@@ -2202,6 +2202,56 @@ def test_powers_and_floor_division_stay_in_the_graph():
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
 
 
+class Remainders(torch.nn.Module):
+    """Python's % (torch.remainder: the result takes the divisor's sign) of a
+    floating tensor by scalars and by tensors of both signs, one of them a
+    parameter, in the graph the model trains through, and of an integer
+    tensor with negative values. Returns the divisors too, for the test."""
+
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 5)
+        self.d = torch.nn.Parameter(torch.tensor([-1.0, -0.5, 0.25, 0.5, 1.0]))
+
+    def forward(self, x):
+        h = self.l(x) * 3
+        b = torch.where(x[:, :1] > 0, 0.75, -1.25)  # [n, 1]: divisors of both signs, broadcast
+        learned = self.d * 2 + torch.sign(self.d) * 0.5  # [5], both signs; its gradient is -g floor(h / d)
+        divisors = (0.7, b, -0.9, learned)
+        rems = tuple(torch.remainder(h, v) for v in divisors)
+        return rems, divisors[1:2] + divisors[3:], ((x * 10).long() % 3, torch.remainder((x * 10).long(), -4))
+
+
+def test_remainder_stays_in_the_graph_and_matches_eager():
+    eager_model, clb_model, compiled = twins(Remainders)
+    g = torch.Generator().manual_seed(6)
+    for n, x in dynamic_batches(6, 2, 12, 4):
+        (got, got_div, got_int), (want, want_div, want_int) = compiled(x), eager_model(x)
+        for a, b in zip(got_int, want_int):  # integers: exactly eager's
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        divs = (0.7, want_div[0], -0.9, want_div[1])
+        for a, b, dv in zip(got, want, divs):
+            # h differs from eager's by float32 rounding (the products), so a
+            # remainder near a multiple of the divisor may wrap: equal modulo
+            # the divisor within the tolerance, with the divisor's sign, below it
+            a, b, dv = a.detach().double(), b.detach().double(), torch.as_tensor(dv).detach().double().expand_as(a)
+            diff = (a - b).abs()
+            assert (torch.minimum(diff, dv.abs() - diff) <= 2e-6).all(), (a, b)
+            assert ((a == 0) | ((a < 0) == (dv < 0))).all() and (a.abs() < dv.abs()).all()
+        assert any((t < 0).any() for t in want) and any((t > 0).any() for t in want)
+        ws = [torch.randn(t.shape, generator=g) for t in want]
+        clb_model.zero_grad()
+        eager_model.zero_grad()
+        sum((t * w).sum() for t, w in zip(got, ws)).backward()
+        sum((t * w).sum() for t, w in zip(want, ws)).backward()
+        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    s = cd.stats()
+    assert s["graph_breaks"] == 0, s  # before this lowering: remainder broke it
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+
+
 def test_integer_powers_break_the_graph_and_match_eager():
     def f(x):
         return (x * 10).long() ** 2 + 1
