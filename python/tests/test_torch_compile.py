@@ -555,6 +555,17 @@ def test_slice_assignment_is_a_put():
     assert cd.stats()["graph_breaks"] == 0, cd.stats()
 
 
+def weighted_grads_match(clb_model, eager_model, got, want, ws):
+    """The parameters' gradients of sum(t * w) over the outputs, the compiled
+    model's against eager PyTorch's, within 1e-4 relative (1e-5 absolute)."""
+    clb_model.zero_grad()
+    eager_model.zero_grad()
+    sum((t * w).sum() for t, w in zip(got, ws)).backward()
+    sum((t * w).sum() for t, w in zip(want, ws)).backward()
+    for a, b in zip(clb_model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def twins(model_cls):
     """(a model for eager PyTorch, a copy of it, that copy compiled with the
     clbound backend): the two train side by side from the same weights."""
@@ -659,12 +670,7 @@ def test_activations_train_in_the_graph():
         ws = [torch.randn(t.shape, generator=g) for t in want]
         for a, b in zip(got, want):
             np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5)
-        clb_model.zero_grad()
-        eager_model.zero_grad()
-        sum((t * w).sum() for t, w in zip(got, ws)).backward()
-        sum((t * w).sum() for t, w in zip(want, ws)).backward()
-        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
-            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+        weighted_grads_match(clb_model, eager_model, got, want, ws)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
@@ -2191,12 +2197,7 @@ def test_powers_and_floor_division_stay_in_the_graph():
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a.numpy(), b.numpy())
         ws = [torch.randn(t.shape, generator=g) for t in want[:4]]
-        clb_model.zero_grad()
-        eager_model.zero_grad()
-        sum((t * w).sum() for t, w in zip(got[:4], ws)).backward()
-        sum((t * w).sum() for t, w in zip(want[:4], ws)).backward()
-        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
-            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+        weighted_grads_match(clb_model, eager_model, got[:4], want[:4], ws)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before clb_pow and clb_floor_divide: pow, floor_divide and div broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
@@ -2241,12 +2242,7 @@ def test_remainder_stays_in_the_graph_and_matches_eager():
             assert ((a == 0) | ((a < 0) == (dv < 0))).all() and (a.abs() < dv.abs()).all()
         assert any((t < 0).any() for t in want) and any((t > 0).any() for t in want)
         ws = [torch.randn(t.shape, generator=g) for t in want]
-        clb_model.zero_grad()
-        eager_model.zero_grad()
-        sum((t * w).sum() for t, w in zip(got, ws)).backward()
-        sum((t * w).sum() for t, w in zip(want, ws)).backward()
-        for a, b in zip(clb_model.parameters(), eager_model.parameters()):
-            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+        weighted_grads_match(clb_model, eager_model, got, want, ws)
     s = cd.stats()
     assert s["graph_breaks"] == 0, s  # before this lowering: remainder broke it
     assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
