@@ -446,21 +446,27 @@ class Context:
             return []
         if copy is False:
             return self._views_all(ts, sync)
+        for i, t in enumerate(ts):  # a bad argument named before anything is made
+            self._arg(t, f"tensors[{i}]")
+        # at the bounds: untouched pages cost nothing, and the live part always fits
+        bufs = [np.empty(max(math.prod(t.bounds), 1), dtype=t.dtype) for t in ts]
+        shapes = self._read_to(ts, [b.ctypes.data for b in bufs], [b.nbytes for b in bufs])
+        return [b[:math.prod(s)].reshape(s) for b, s in zip(bufs, shapes or ())]
+
+    def _read_to(self, ts: List[Tensor], hosts: List[int], caps: List[int],
+                 small_ok: bool = False) -> Optional[List[Tuple[int, ...]]]:
+        """Each tensor's live part into the host memory at hosts[i] (caps[i]
+        bytes) with one host sync (clb_tensors_read); their actual shapes.
+        A live part that does not fit its capacity reads nothing: None with
+        small_ok, else the library's ClboundError."""
+        n = len(ts)
         hs = (L.p * n)(*[self._arg(t, f"tensors[{i}]").value for i, t in enumerate(ts)])
-        bufs = []
-        for t in ts:  # at the bounds: untouched pages cost nothing, and the live part always fits
-            bounds = t.bounds
-            bufs.append(np.empty(max(math.prod(bounds), 1), dtype=t.dtype))
-        hosts = (L.p * n)(*[b.ctypes.data for b in bufs])
-        caps = (ctypes.c_size_t * n)(*[b.nbytes for b in bufs])
         dims = (ctypes.c_int64 * (n * L.MAX_RANK))()
-        self._check(L.ts_read(self._live(), n, hs, dims, hosts, caps, None))
-        out = []
-        for i, (t, b) in enumerate(zip(ts, bufs)):
-            shape = tuple(dims[i * L.MAX_RANK:i * L.MAX_RANK + t.rank])
-            k = math.prod(shape)
-            out.append(b[:k].reshape(shape))
-        return out
+        st = L.ts_read(self._live(), n, hs, dims, (L.p * n)(*hosts), (ctypes.c_size_t * n)(*caps), None)
+        if small_ok and st != 0 and L.status_name(st).decode() == "ERR_BUFFER_SMALL":
+            return None
+        self._check(st)
+        return [tuple(dims[i * L.MAX_RANK:i * L.MAX_RANK + t.rank]) for i, t in enumerate(ts)]
 
     def _views_all(self, ts: List[Tensor], sync: bool = True) -> List[np.ndarray]:
         from . import _dlpack

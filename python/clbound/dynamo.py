@@ -383,21 +383,11 @@ class _Lowered:
         tensor, or its first elements at the sizes the device gives where they
         are smaller; where they are larger (the tensor too small: nothing
         read), out[k] stays None for every one, for the other paths."""
-        n = len(into)
-        if n == 0:
+        if not into:
             return
-        ctx = self.ctx
-        hs = (L.p * n)(*[ctx._arg(ts[k], "output").value for k, _ in into])
-        hosts = (L.p * n)(*[x.data_ptr() for _, x in into])
-        caps = (ctypes.c_size_t * n)(*[x.numel() * x.element_size() for _, x in into])
-        dims = (ctypes.c_int64 * (n * L.MAX_RANK))()
-        st = L.ts_read(ctx._live(), n, hs, dims, hosts, caps, None)
-        if st != 0 and L.status_name(st).decode() != "ERR_BUFFER_SMALL":
-            ctx._check(st)
-        if st != 0:
-            return
-        for j, (k, x) in enumerate(into):
-            got = tuple(dims[j * L.MAX_RANK:j * L.MAX_RANK + x.dim()])
+        shapes = self.ctx._read_to([ts[k] for k, _ in into], [x.data_ptr() for _, x in into],
+                                   [x.numel() * x.element_size() for _, x in into], small_ok=True)
+        for (k, x), got in zip(into, shapes or ()):
             out[k] = x if got == tuple(x.shape) else x.view(-1)[:math.prod(got)].view(got)
             _stats["outputs_read"] += 1
 
